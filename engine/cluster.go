@@ -1,0 +1,118 @@
+package engine
+
+import (
+	"context"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Reader reads one pool's objects: fresh from the API server (the commands)
+// or from an informer cache (the dashboard). A stale read is safe: every write
+// the engine makes is guarded by a Lease, a resourceVersion or a UID.
+type Reader interface {
+	Snapshot(ctx context.Context, pool string) (Snapshot, error)
+}
+
+// Kind names the kinds of object the engine waits on.
+type Kind string
+
+// Kinds of member objects.
+const (
+	KindPod Kind = "Pod"
+	KindPVC Kind = "PersistentVolumeClaim"
+)
+
+// Writer is every write the engine makes, in the namespace it is bound to.
+// Implementations map API errors onto ErrConflict, ErrAlreadyExists,
+// ErrNotFound and ErrForbidden (wrapped with %w).
+type Writer interface {
+	CreateConfigMap(ctx context.Context, cm *corev1.ConfigMap) (*corev1.ConfigMap, error)
+	// UpdateConfigMap is a compare-and-swap on cm.ResourceVersion.
+	UpdateConfigMap(ctx context.Context, cm *corev1.ConfigMap) (*corev1.ConfigMap, error)
+	// PatchConfigMapData merge-patches one key of a ConfigMap's data.
+	PatchConfigMapData(ctx context.Context, name, key, value string) error
+	// DeleteConfigMap deletes with a UID precondition when uid is set.
+	DeleteConfigMap(ctx context.Context, name string, uid types.UID) error
+
+	CreatePod(ctx context.Context, pod *corev1.Pod) error
+	CreatePVC(ctx context.Context, pvc *corev1.PersistentVolumeClaim) error
+	// DeletePod and DeletePVC succeed when the object is already gone and
+	// apply a UID precondition when uid is set.
+	DeletePod(ctx context.Context, name string, uid types.UID) error
+	DeletePVC(ctx context.Context, name string, uid types.UID) error
+	// AnnotatePVC sets (or, with nil, removes) one annotation.
+	AnnotatePVC(ctx context.Context, name, key string, value *string) error
+	// DeleteService succeeds when the Service does not exist.
+	DeleteService(ctx context.Context, name string) error
+
+	// CreateLease fails with ErrAlreadyExists when the Lease exists: the
+	// first writer wins.
+	CreateLease(ctx context.Context, l *coordinationv1.Lease) (*coordinationv1.Lease, error)
+	// UpdateLease is a compare-and-swap on l.ResourceVersion (ErrConflict).
+	UpdateLease(ctx context.Context, l *coordinationv1.Lease) (*coordinationv1.Lease, error)
+	// DeleteLease deletes with a resourceVersion precondition when rv is set;
+	// it succeeds when the Lease is already gone.
+	DeleteLease(ctx context.Context, name, rv string) error
+
+	// WaitGone returns when the object is gone (or replaced by one with
+	// another UID), with a watch or polling, honouring ctx.
+	WaitGone(ctx context.Context, kind Kind, name string, uid types.UID) error
+}
+
+// Cluster is what the operations need.
+type Cluster interface {
+	Reader
+	Writer
+}
+
+// Engine runs the pool operations against one namespace.
+type Engine struct {
+	Cluster   Cluster
+	Namespace string
+	// Now is the clock; the engine never reads the wall clock itself.
+	Now func() time.Time
+	// Concurrency bounds how many members one reconcile step works on at once.
+	Concurrency int
+	// WaitTimeout bounds each wait for a deleted Pod or PVC (default 2 minutes).
+	WaitTimeout time.Duration
+	// Audit, when set, is told of every write an operation made on behalf of
+	// a person (claim, release, apply, resize, delete, reconcile actions).
+	Audit func(ctx context.Context, e AuditEntry)
+}
+
+// AuditEntry describes one operation for the audit trail.
+type AuditEntry struct {
+	Pool           string
+	Action         string // claim, release, force-release, apply, resize, delete, reconcile
+	Member         string
+	Identity       string // the claim identity given, when any
+	PreviousHolder string // for a force-release
+	Detail         string
+	Err            error
+}
+
+// DefaultConcurrency is the default bound of members worked on at once.
+const DefaultConcurrency = 16
+
+func (e *Engine) concurrency() int {
+	if e.Concurrency > 0 {
+		return e.Concurrency
+	}
+	return DefaultConcurrency
+}
+
+func (e *Engine) waitTimeout() time.Duration {
+	if e.WaitTimeout > 0 {
+		return e.WaitTimeout
+	}
+	return DeleteWaitTimeout
+}
+
+func (e *Engine) audit(ctx context.Context, a AuditEntry) {
+	if e.Audit != nil {
+		e.Audit(ctx, a)
+	}
+}

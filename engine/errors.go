@@ -1,0 +1,68 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Sentinel errors. The kube package maps API errors onto the first four, so
+// that the engine can decide on them without knowing client-go.
+var (
+	// ErrConflict: an optimistic-concurrency write lost (resourceVersion or
+	// UID precondition did not hold).
+	ErrConflict = errors.New("the object was changed by someone else")
+	// ErrAlreadyExists: a create found the object already there.
+	ErrAlreadyExists = errors.New("already exists")
+	// ErrNotFound: the object does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrForbidden: the API server refused the request for lack of permission.
+	ErrForbidden = errors.New("forbidden")
+
+	ErrPoolNotFound     = errors.New("pool not found")
+	ErrMemberNotFound   = errors.New("member not found")
+	ErrPersistentMode   = errors.New("mode persistent is not supported: only the ephemeral mode is; use a VM pool for persistent desktops")
+	ErrReservedIdentity = errors.New("reserved identity")
+	ErrNoFreeMembers    = errors.New("pool has no free members")
+	ErrNotHolder        = errors.New("identity does not hold the claim")
+	ErrMaintenance      = errors.New("member is under maintenance by the reconciler")
+	ErrClaimed          = errors.New("pool still has claimed members")
+)
+
+// InvalidError is bad input: a field and why it is wrong.
+type InvalidError struct {
+	Field  string
+	Value  string
+	Reason string
+}
+
+func (e *InvalidError) Error() string {
+	if e.Value != "" {
+		return fmt.Sprintf("invalid %s %q: %s", e.Field, e.Value, e.Reason)
+	}
+	return fmt.Sprintf("invalid %s: %s", e.Field, e.Reason)
+}
+
+// NoFreeMembersError is returned by Claim when no member is free. It wraps
+// ErrNoFreeMembers and carries the counts the spec asks for.
+type NoFreeMembersError struct {
+	Desired, Claimed, Unschedulable int
+}
+
+func (e *NoFreeMembersError) Error() string {
+	return fmt.Sprintf("pool has no free members (desired %d, claimed %d, unschedulable %d)", e.Desired, e.Claimed, e.Unschedulable)
+}
+
+func (e *NoFreeMembersError) Unwrap() error { return ErrNoFreeMembers }
+
+// StepError collects the failures of one reconcile (or delete) run.
+type StepError struct {
+	Errors []string
+}
+
+func (e *StepError) Error() string {
+	if len(e.Errors) == 1 {
+		return "reconcile: " + e.Errors[0]
+	}
+	return fmt.Sprintf("reconcile: %d steps failed: %s", len(e.Errors), strings.Join(e.Errors, "; "))
+}

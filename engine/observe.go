@@ -1,0 +1,473 @@
+package engine
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// State is the state of one member (DECISIONS.md, first match wins).
+type State string
+
+// Member states.
+const (
+	StateTerminating   State = "Terminating"
+	StateMissing       State = "Missing"
+	StateStopped       State = "Stopped"
+	StateFailed        State = "Failed"
+	StateUnschedulable State = "Unschedulable"
+	StateReady         State = "Ready"
+	StateStarting      State = "Starting"
+)
+
+// States lists every state in the order of the decision table.
+var States = []State{StateTerminating, StateMissing, StateStopped, StateFailed, StateUnschedulable, StateReady, StateStarting}
+
+// failingWaitReasons are the container waiting reasons that make a member Failed.
+var failingWaitReasons = map[string]bool{
+	"CrashLoopBackOff":     true,
+	"ImagePullBackOff":     true,
+	"ErrImagePull":         true,
+	"CreateContainerError": true,
+}
+
+// Snapshot is what Observe reads: one pool's ConfigMap and the Pods, PVCs and
+// Leases labelled with its name. Objects are read, never modified.
+type Snapshot struct {
+	Namespace string
+	Pool      string
+	// ConfigMap is nil when the pool has no definition.
+	ConfigMap *corev1.ConfigMap
+	Pods      []*corev1.Pod
+	PVCs      []*corev1.PersistentVolumeClaim
+	Leases    []*coordinationv1.Lease
+}
+
+// Claim is the interpretation of a member's Lease.
+type Claim struct {
+	Holder     string
+	Acquired   time.Time
+	Renewed    time.Time
+	Expires    time.Time
+	Duration   time.Duration
+	Expired    bool
+	Reconciler bool // held by the reconciler: maintenance
+	// Stale: a reconciler Lease older than ReconcilerLeaseTTL, or a Lease too
+	// broken to honour, that the next reconcile may take over.
+	Stale bool
+}
+
+// Member is one observed member with its state and markers.
+type Member struct {
+	Name  string
+	Pool  string
+	Index int // 0 when the name does not fit <pool>-<n>
+	State State
+
+	Pod   *corev1.Pod
+	PVC   *corev1.PersistentVolumeClaim
+	Lease *coordinationv1.Lease
+	Claim *Claim // nil without a Lease
+
+	Claimed          bool // held by a user identity (expired or not)
+	Maintenance      bool // held by the reconciler
+	MaintenanceStale bool
+	Drift            bool
+	AboveSize        bool
+	Free             bool
+
+	Source  string // the member's source label
+	Node    string
+	Created time.Time // Pod creation time (zero without a Pod)
+	// Message is the scheduler's message for Unschedulable, the failure reason
+	// for Failed, and empty otherwise.
+	Message string
+	// Problems are malformed or surprising facts about this member's objects.
+	Problems []string
+}
+
+// Holder returns the claim holder, or "" when the member is not claimed by a user.
+func (m *Member) Holder() string {
+	if m.Claimed && m.Claim != nil {
+		return m.Claim.Holder
+	}
+	return ""
+}
+
+// Exists reports whether the member has a Pod or a PVC.
+func (m *Member) Exists() bool { return m.Pod != nil || m.PVC != nil }
+
+// PoolView is what Observe derives from a snapshot.
+type PoolView struct {
+	Name      string
+	Namespace string
+	// Defined is false when the pool's ConfigMap does not exist.
+	Defined bool
+	Spec    Spec
+	// SpecError is set when the stored spec cannot be parsed or is invalid.
+	SpecError error
+	Source    string
+	// Status is the status derived now from the snapshot.
+	Status Status
+	// Recorded is the status the last reconcile wrote into the ConfigMap.
+	Recorded      Status
+	RecordedError error
+	Members       []Member
+	// Problems at pool level (no definition, malformed spec or status).
+	Problems []string
+	// ObservedAt is the time passed to Observe.
+	ObservedAt time.Time
+}
+
+// Member returns the named member, or nil.
+func (v *PoolView) Member(name string) *Member {
+	for i := range v.Members {
+		if v.Members[i].Name == name {
+			return &v.Members[i]
+		}
+	}
+	return nil
+}
+
+type memberObjects struct {
+	pod   *corev1.Pod
+	pvc   *corev1.PersistentVolumeClaim
+	lease *coordinationv1.Lease
+}
+
+// Observe derives each member's state and markers and the pool status from a
+// snapshot. It is pure and linear in the number of objects.
+func Observe(snap Snapshot, now time.Time) PoolView {
+	v := PoolView{Name: snap.Pool, Namespace: snap.Namespace, ObservedAt: now}
+	size := 0
+	if snap.ConfigMap == nil {
+		v.Problems = append(v.Problems, fmt.Sprintf("no pool definition: ConfigMap %s does not exist", ConfigMapName(snap.Pool)))
+	} else {
+		v.Defined = true
+		spec, err := ParseSpec(snap.ConfigMap.Data[KeySpec])
+		if err != nil {
+			v.SpecError = err
+			v.Problems = append(v.Problems, "spec: "+err.Error())
+			// Keep what can be read so the size is still known.
+			v.Spec = lenientSpec(snap.ConfigMap.Data[KeySpec])
+		} else {
+			v.Spec = spec
+			v.Source = spec.SourceHash()
+		}
+		size = v.Spec.Size
+		rec, err := ParseStatus(snap.ConfigMap.Data[KeyStatus])
+		if err != nil {
+			v.RecordedError = err
+			v.Problems = append(v.Problems, "status: "+err.Error())
+		}
+		v.Recorded = rec
+	}
+
+	objs := make(map[string]*memberObjects, size+len(snap.Pods))
+	get := func(name string) *memberObjects {
+		o := objs[name]
+		if o == nil {
+			o = &memberObjects{}
+			objs[name] = o
+		}
+		return o
+	}
+	for _, p := range snap.Pods {
+		if p == nil {
+			continue
+		}
+		get(memberNameOf(p.Labels, p.Name)).pod = p
+	}
+	for _, c := range snap.PVCs {
+		if c == nil {
+			continue
+		}
+		name, ok := MemberFromPVCName(c.Name)
+		if !ok {
+			name = c.Name
+		}
+		get(memberNameOf(c.Labels, name)).pvc = c
+	}
+	for _, l := range snap.Leases {
+		if l == nil {
+			continue
+		}
+		name, ok := MemberFromLeaseName(l.Name)
+		if !ok {
+			continue // not a member claim Lease
+		}
+		get(name).lease = l
+	}
+	for n := 1; n <= size; n++ {
+		get(MemberName(snap.Pool, n))
+	}
+
+	v.Members = make([]Member, 0, len(objs))
+	for name, o := range objs {
+		m := observeMember(snap.Pool, name, o, size, v.Source, now)
+		v.Members = append(v.Members, m)
+	}
+	sortMembers(v.Members)
+
+	st := Status{Desired: size, Source: v.Source, Members: make([]MemberRow, 0, len(v.Members))}
+	for i := range v.Members {
+		m := &v.Members[i]
+		if m.Exists() {
+			st.Observed++
+		}
+		switch m.State {
+		case StateReady:
+			st.Ready++
+		case StateUnschedulable:
+			st.Unschedulable++
+		case StateFailed:
+			st.Failed++
+		}
+		if m.Claimed {
+			st.Claimed++
+		}
+		if m.Free {
+			st.Free++
+		}
+		if m.Drift {
+			st.Drifted++
+		}
+		st.Members = append(st.Members, MemberRow{
+			Name: m.Name, State: m.State, Holder: m.Holder(),
+			ClaimExpired: m.Claimed && m.Claim.Expired, Maintenance: m.Maintenance,
+			Drift: m.Drift, AboveSize: m.AboveSize, Message: m.Message,
+		})
+	}
+	st.Exhausted = size > 0 && st.Free == 0
+	v.Status = st
+	return v
+}
+
+// memberNameOf prefers the member label, falling back to the object's name.
+func memberNameOf(labels map[string]string, fallback string) string {
+	if m := labels[LabelMember]; m != "" {
+		return m
+	}
+	return fallback
+}
+
+func observeMember(pool, name string, o *memberObjects, size int, source string, now time.Time) Member {
+	m := Member{Name: name, Pool: pool, Pod: o.pod, PVC: o.pvc, Lease: o.lease}
+	idx, ok := MemberIndex(pool, name)
+	if ok {
+		m.Index = idx
+	} else {
+		m.Problems = append(m.Problems, fmt.Sprintf("name does not fit %s-<n>", pool))
+	}
+	m.AboveSize = ok && idx > size
+
+	switch {
+	case o.pod != nil:
+		m.Source = o.pod.Labels[LabelSource]
+		m.Node = o.pod.Spec.NodeName
+		m.Created = o.pod.CreationTimestamp.Time
+	case o.pvc != nil:
+		m.Source = o.pvc.Labels[LabelSource]
+	}
+	m.State, m.Message = memberState(o.pod, o.pvc)
+	if o.pod != nil && o.pvc == nil && m.State != StateTerminating {
+		m.Problems = append(m.Problems, fmt.Sprintf("data PVC %s is missing", PVCName(name)))
+		if m.State != StateFailed {
+			m.State, m.Message = StateFailed, "data PVC "+PVCName(name)+" is missing"
+		}
+	}
+	m.Drift = source != "" && m.Exists() && m.Source != source
+
+	if o.lease != nil {
+		c, problems := interpretLease(o.lease, now)
+		m.Claim = &c
+		m.Problems = append(m.Problems, problems...)
+		if c.Reconciler || c.Holder == "" {
+			m.Maintenance = true
+			m.MaintenanceStale = c.Stale
+		} else {
+			m.Claimed = true
+		}
+	}
+	m.Free = ok && o.lease == nil && !m.AboveSize && source != "" && !m.Drift &&
+		(m.State == StateReady || m.State == StateStarting || m.State == StateStopped)
+	return m
+}
+
+// memberState applies the decision table.
+func memberState(pod *corev1.Pod, pvc *corev1.PersistentVolumeClaim) (State, string) {
+	switch {
+	case pod != nil && pod.DeletionTimestamp != nil:
+		return StateTerminating, ""
+	case pod == nil && pvc != nil && pvc.DeletionTimestamp != nil:
+		return StateTerminating, ""
+	case pod == nil && pvc == nil:
+		return StateMissing, ""
+	case pod == nil:
+		return StateStopped, ""
+	}
+	if pod.Status.Phase == corev1.PodFailed {
+		return StateFailed, joinReason(pod.Status.Reason, pod.Status.Message, "Pod failed")
+	}
+	if pod.Status.Phase == corev1.PodSucceeded {
+		return StateFailed, joinReason(pod.Status.Reason, pod.Status.Message, "Pod completed: the desktop exited")
+	}
+	for _, list := range [][]corev1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
+		for _, cs := range list {
+			if w := cs.State.Waiting; w != nil && failingWaitReasons[w.Reason] {
+				return StateFailed, joinReason(w.Reason, w.Message, "")
+			}
+		}
+	}
+	if pod.Status.Phase == corev1.PodPending {
+		for _, c := range pod.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+				return StateUnschedulable, c.Message
+			}
+		}
+	}
+	if pod.Status.Phase == corev1.PodRunning {
+		for _, c := range pod.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+				return StateReady, ""
+			}
+		}
+	}
+	return StateStarting, ""
+}
+
+func joinReason(reason, message, fallback string) string {
+	switch {
+	case reason != "" && message != "":
+		return reason + ": " + message
+	case reason != "":
+		return reason
+	case message != "":
+		return message
+	}
+	return fallback
+}
+
+// interpretLease reads a claim Lease defensively: a missing holder, a missing
+// or non-positive duration, and times in the future are reported as problems.
+func interpretLease(l *coordinationv1.Lease, now time.Time) (Claim, []string) {
+	var c Claim
+	var problems []string
+	if l.Spec.HolderIdentity != nil {
+		c.Holder = *l.Spec.HolderIdentity
+	}
+	c.Reconciler = c.Holder == ReconcilerIdentity
+	if l.Spec.AcquireTime != nil {
+		c.Acquired = l.Spec.AcquireTime.Time
+	}
+	if l.Spec.RenewTime != nil {
+		c.Renewed = l.Spec.RenewTime.Time
+	}
+	def := ClaimDuration
+	if c.Reconciler {
+		def = ReconcilerLeaseTTL
+	}
+	c.Duration = def
+	if l.Spec.LeaseDurationSeconds == nil {
+		problems = append(problems, fmt.Sprintf("lease has no duration; %s assumed", def))
+	} else if d := *l.Spec.LeaseDurationSeconds; d <= 0 {
+		problems = append(problems, fmt.Sprintf("lease duration %ds is not positive; %s assumed", d, def))
+	} else {
+		c.Duration = time.Duration(d) * time.Second
+	}
+	if c.Holder == "" {
+		problems = append(problems, "lease has no holder")
+	}
+	base := c.Renewed
+	if base.IsZero() {
+		base = c.Acquired
+	}
+	if base.IsZero() {
+		base = l.CreationTimestamp.Time
+		if !base.IsZero() {
+			problems = append(problems, "lease has no acquire or renew time; its creation time is used")
+		} else {
+			problems = append(problems, "lease has no acquire or renew time")
+		}
+	}
+	if !base.IsZero() && base.After(now.Add(time.Minute)) {
+		problems = append(problems, fmt.Sprintf("lease time %s is in the future", base.UTC().Format(time.RFC3339)))
+		base = now // honour it as fresh rather than as expired far in the future
+	}
+	if base.IsZero() {
+		c.Expired = true
+	} else {
+		c.Expires = base.Add(c.Duration)
+		c.Expired = !now.Before(c.Expires)
+	}
+	if c.Reconciler || c.Holder == "" {
+		ttl := ReconcilerLeaseTTL
+		c.Stale = base.IsZero() || !now.Before(base.Add(ttl))
+	}
+	return c, problems
+}
+
+// lenientSpec reads what it can of a spec that does not validate, so that a
+// broken definition still shows its size and image.
+func lenientSpec(data string) Spec {
+	var s struct {
+		Image string `json:"image"`
+		Size  int    `json:"size"`
+	}
+	_ = yamlUnmarshalLenient(data, &s)
+	if s.Size < 0 || s.Size > MaxPoolSize {
+		s.Size = 0
+	}
+	return Spec{Image: s.Image, Size: s.Size}
+}
+
+// sortMembers orders members by index, then the ones whose names do not fit
+// by name. Indices are placed in buckets when dense (the common case), so the
+// cost stays linear.
+func sortMembers(ms []Member) {
+	maxIdx := 0
+	for i := range ms {
+		if ms[i].Index > maxIdx {
+			maxIdx = ms[i].Index
+		}
+	}
+	if maxIdx > 4*len(ms)+64 {
+		sort.Slice(ms, func(i, j int) bool { return lessMember(&ms[i], &ms[j]) })
+		return
+	}
+	buckets := make([]int, maxIdx+1) // position+1 of the member with that index
+	var odd []Member
+	for i := range ms {
+		if ms[i].Index > 0 && buckets[ms[i].Index] == 0 {
+			buckets[ms[i].Index] = i + 1
+		} else {
+			odd = append(odd, ms[i])
+		}
+	}
+	out := make([]Member, 0, len(ms))
+	for _, p := range buckets {
+		if p > 0 {
+			out = append(out, ms[p-1])
+		}
+	}
+	sort.Slice(odd, func(i, j int) bool { return lessMember(&odd[i], &odd[j]) })
+	out = append(out, odd...)
+	copy(ms, out)
+}
+
+func lessMember(a, b *Member) bool {
+	ai, bi := a.Index, b.Index
+	if ai == 0 {
+		ai = int(^uint(0) >> 1)
+	}
+	if bi == 0 {
+		bi = int(^uint(0) >> 1)
+	}
+	if ai != bi {
+		return ai < bi
+	}
+	return a.Name < b.Name
+}

@@ -1,0 +1,343 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Step is one of the five reconcile steps.
+type Step int
+
+// The reconcile steps, in their order.
+const (
+	StepCreate Step = iota + 1
+	StepStart
+	StepReplace
+	StepDelete
+	StepStatus
+)
+
+func (s Step) String() string {
+	switch s {
+	case StepCreate:
+		return "create"
+	case StepStart:
+		return "start"
+	case StepReplace:
+		return "replace"
+	case StepDelete:
+		return "delete"
+	case StepStatus:
+		return "status"
+	}
+	return fmt.Sprintf("step(%d)", int(s))
+}
+
+// Action is one member action a reconcile took or skipped.
+type Action struct {
+	Step   Step
+	Member string
+	// Skipped says why nothing was done (claimed, maintenance, lease lost).
+	Skipped string
+	Err     error
+}
+
+// ReconcileResult reports what a reconcile did.
+type ReconcileResult struct {
+	Actions []Action
+	// Status is the status computed at the end (written when it changed).
+	Status        Status
+	StatusWritten bool
+	Errors        []string
+}
+
+// Done counts the actions that changed something.
+func (r ReconcileResult) Done() int {
+	n := 0
+	for _, a := range r.Actions {
+		if a.Skipped == "" && a.Err == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// Reconcile brings a pool in line with its definition: create missing
+// members, start stopped ones, replace unclaimed drifted or failed ones, delete
+// unclaimed ones above the size, record the status. It takes the member Lease
+// as the reconciler before each create, replace or delete and never touches a
+// claimed member. It returns a *StepError when any step failed.
+func (e *Engine) Reconcile(ctx context.Context, pool string) (ReconcileResult, error) {
+	snap, err := e.Cluster.Snapshot(ctx, pool)
+	if err != nil {
+		return ReconcileResult{}, fmt.Errorf("read pool %s: %w", pool, err)
+	}
+	if snap.ConfigMap == nil {
+		return ReconcileResult{}, fmt.Errorf("%w: %s (no ConfigMap %s in namespace %s)", ErrPoolNotFound, pool, ConfigMapName(pool), e.Namespace)
+	}
+	spec, err := ParseSpec(snap.ConfigMap.Data[KeySpec])
+	if err != nil {
+		e.recordSpecError(ctx, snap, err)
+		return ReconcileResult{}, fmt.Errorf("pool %s: %w", pool, err)
+	}
+	return e.reconcile(ctx, snap, spec, spec.Size)
+}
+
+// recordSpecError writes a status that names the broken definition, once.
+func (e *Engine) recordSpecError(ctx context.Context, snap Snapshot, specErr error) {
+	rec, _ := ParseStatus(snap.ConfigMap.Data[KeyStatus])
+	msg := "spec: " + specErr.Error()
+	if len(rec.Errors) == 1 && rec.Errors[0] == msg {
+		return
+	}
+	rec.Errors = []string{msg}
+	now := e.Now()
+	rec.UpdatedAt = &now
+	_ = e.Cluster.PatchConfigMapData(ctx, snap.ConfigMap.Name, KeyStatus, rec.Encode())
+}
+
+// reconcile runs the steps for a parsed spec with the given size (Delete uses 0).
+func (e *Engine) reconcile(ctx context.Context, snap Snapshot, spec Spec, size int) (ReconcileResult, error) {
+	spec.Size = size
+	now := e.Now()
+	view := Observe(withSize(snap, spec), now)
+	var res ReconcileResult
+	var mu sync.Mutex
+	add := func(a Action) {
+		mu.Lock()
+		res.Actions = append(res.Actions, a)
+		if a.Err != nil {
+			res.Errors = append(res.Errors, fmt.Sprintf("%s %s: %v", a.Step, a.Member, a.Err))
+		}
+		mu.Unlock()
+	}
+
+	var creates, starts, replaces, deletes []*Member
+	for i := range view.Members {
+		m := &view.Members[i]
+		if m.Index == 0 || m.State == StateTerminating {
+			continue
+		}
+		switch {
+		case m.AboveSize:
+			if m.Exists() || (m.Lease != nil && m.Maintenance) {
+				deletes = append(deletes, m)
+			}
+		case m.State == StateMissing:
+			creates = append(creates, m)
+		case m.Drift || m.State == StateFailed:
+			replaces = append(replaces, m)
+		case m.State == StateStopped:
+			starts = append(starts, m)
+		}
+	}
+
+	ns := snap.Namespace
+	e.runStep(ctx, StepCreate, creates, now, add, func(ctx context.Context, m *Member) error {
+		return e.createMember(ctx, ns, snap.Pool, m.Index, spec, true)
+	})
+	e.runStep(ctx, StepStart, starts, now, add, func(ctx context.Context, m *Member) error {
+		return ignoreExists(e.Cluster.CreatePod(ctx, BuildPod(ns, snap.Pool, m.Index, spec)))
+	})
+	e.runStep(ctx, StepReplace, replaces, now, add, func(ctx context.Context, m *Member) error {
+		if err := e.destroyMember(ctx, m); err != nil {
+			return err
+		}
+		return e.createMember(ctx, ns, snap.Pool, m.Index, spec, true)
+	})
+	e.runStep(ctx, StepDelete, deletes, now, add, func(ctx context.Context, m *Member) error {
+		return e.destroyMember(ctx, m)
+	})
+	sort.Slice(res.Actions, func(i, j int) bool {
+		a, b := res.Actions[i], res.Actions[j]
+		if a.Step != b.Step {
+			return a.Step < b.Step
+		}
+		return a.Member < b.Member
+	})
+	sort.Strings(res.Errors)
+
+	// Step 5: record the status. Re-read only when something was done.
+	final := view
+	if res.Done() > 0 {
+		if s, err := e.Cluster.Snapshot(ctx, snap.Pool); err == nil && s.ConfigMap != nil {
+			snap = s
+			final = Observe(withSize(s, spec), e.Now())
+		} else if err != nil {
+			res.Errors = append(res.Errors, fmt.Sprintf("status: re-read pool: %v", err))
+		}
+	}
+	st := final.Status
+	st.Errors = res.Errors
+	res.Status = st
+	if snap.ConfigMap != nil && (!st.sameContent(final.Recorded) || final.RecordedError != nil) {
+		t := e.Now()
+		st.UpdatedAt = &t
+		if err := e.Cluster.PatchConfigMapData(ctx, snap.ConfigMap.Name, KeyStatus, st.Encode()); err != nil {
+			res.Errors = append(res.Errors, fmt.Sprintf("status: %v", err))
+			res.Actions = append(res.Actions, Action{Step: StepStatus, Err: err})
+		} else {
+			res.StatusWritten = true
+			res.Status = st
+		}
+	}
+	if len(res.Errors) > 0 {
+		return res, &StepError{Errors: res.Errors}
+	}
+	return res, nil
+}
+
+// withSize returns the snapshot with its ConfigMap's spec replaced by spec
+// (for Delete, which reconciles to size 0 before the definition changes).
+func withSize(snap Snapshot, spec Spec) Snapshot {
+	if snap.ConfigMap == nil {
+		return snap
+	}
+	cur := snap.ConfigMap.Data[KeySpec]
+	enc := spec.Encode()
+	if cur == enc {
+		return snap
+	}
+	if parsed, err := ParseSpec(cur); err == nil && parsed.Size == spec.Size {
+		return snap
+	}
+	cm := snap.ConfigMap.DeepCopy()
+	cm.Data[KeySpec] = enc
+	snap.ConfigMap = cm
+	return snap
+}
+
+// runStep works on the step's members, at most e.Concurrency at once, each
+// under the reconciler's Lease.
+func (e *Engine) runStep(ctx context.Context, step Step, members []*Member, now time.Time, add func(Action), fn func(context.Context, *Member) error) {
+	if len(members) == 0 {
+		return
+	}
+	sem := make(chan struct{}, e.concurrency())
+	var wg sync.WaitGroup
+	for _, m := range members {
+		if ctx.Err() != nil {
+			add(Action{Step: step, Member: m.Name, Err: ctx.Err()})
+			continue
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func(m *Member) {
+			defer func() { <-sem; wg.Done() }()
+			skipped, err := e.withReconcilerLease(ctx, m, now, func() error { return fn(ctx, m) })
+			add(Action{Step: step, Member: m.Name, Skipped: skipped, Err: err})
+		}(m)
+	}
+	wg.Wait()
+}
+
+// withReconcilerLease takes the member's Lease as the reconciler, runs fn and
+// removes the Lease again, also when fn fails or ctx is cancelled. A claimed
+// member, or one another reconciler works on, is skipped with a reason.
+func (e *Engine) withReconcilerLease(ctx context.Context, m *Member, now time.Time, fn func() error) (skipped string, err error) {
+	var held *coordinationv1.Lease
+	switch {
+	case m.Claimed:
+		return "claimed by " + fmt.Sprintf("%q", m.Claim.Holder), nil
+	case m.Lease != nil && !m.MaintenanceStale:
+		return "under maintenance by another reconciler", nil
+	case m.Lease != nil:
+		held, err = e.Cluster.UpdateLease(ctx, setLeaseHolder(m.Lease, ReconcilerIdentity, ReconcilerLeaseTTL, now))
+		if errors.Is(err, ErrConflict) || errors.Is(err, ErrNotFound) {
+			return "stale lease changed meanwhile", nil
+		}
+	default:
+		held, err = e.Cluster.CreateLease(ctx, ReconcilerLease(e.Namespace, m.Pool, m.Name, now))
+		if errors.Is(err, ErrAlreadyExists) {
+			return "lease taken meanwhile", nil
+		}
+	}
+	if err != nil {
+		return "", fmt.Errorf("take lease: %w", err)
+	}
+	defer func() {
+		if uerr := e.unlock(ctx, held); uerr != nil && err == nil {
+			err = fmt.Errorf("remove lease: %w", uerr)
+		}
+	}()
+	return "", fn()
+}
+
+// unlock deletes a Lease the engine holds, with its own short deadline so that
+// a cancelled operation still unlocks.
+func (e *Engine) unlock(ctx context.Context, l *coordinationv1.Lease) error {
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+	defer cancel()
+	return e.Cluster.DeleteLease(uctx, l.Name, l.ResourceVersion)
+}
+
+// createMember creates the PVC and the Pod of member n. Objects that already
+// exist are left as they are (another reconciler was faster).
+func (e *Engine) createMember(ctx context.Context, ns, pool string, n int, spec Spec, withPod bool) error {
+	if err := ignoreExists(e.Cluster.CreatePVC(ctx, BuildPVC(ns, pool, n, spec))); err != nil {
+		return fmt.Errorf("create PVC: %w", err)
+	}
+	if !withPod {
+		return nil
+	}
+	if err := ignoreExists(e.Cluster.CreatePod(ctx, BuildPod(ns, pool, n, spec))); err != nil {
+		return fmt.Errorf("create Pod: %w", err)
+	}
+	return nil
+}
+
+// destroyMember deletes the member's Pod, console Service and PVC (each with
+// the UID seen, so a member rebuilt meanwhile is not touched) and waits until
+// they are gone.
+func (e *Engine) destroyMember(ctx context.Context, m *Member) error {
+	if m.Pod != nil {
+		if err := e.Cluster.DeletePod(ctx, m.Pod.Name, m.Pod.UID); err != nil && !errors.Is(err, ErrConflict) {
+			return fmt.Errorf("delete Pod: %w", err)
+		}
+	}
+	if err := e.Cluster.DeleteService(ctx, ConsoleServiceName(m.Name)); err != nil {
+		return fmt.Errorf("delete console Service: %w", err)
+	}
+	if m.PVC != nil {
+		if err := e.Cluster.DeletePVC(ctx, m.PVC.Name, m.PVC.UID); err != nil && !errors.Is(err, ErrConflict) {
+			return fmt.Errorf("delete PVC: %w", err)
+		}
+	}
+	if m.Pod != nil {
+		if err := e.wait(ctx, KindPod, m.Pod.Name, m.Pod.UID); err != nil {
+			return err
+		}
+	}
+	if m.PVC != nil {
+		if err := e.wait(ctx, KindPVC, m.PVC.Name, m.PVC.UID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (e *Engine) wait(ctx context.Context, kind Kind, name string, uid types.UID) error {
+	wctx, cancel := context.WithTimeout(ctx, e.waitTimeout())
+	defer cancel()
+	if err := e.Cluster.WaitGone(wctx, kind, name, uid); err != nil {
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			return fmt.Errorf("%s %s still exists after %s (stuck Terminating? check its finalizers)", kind, name, e.waitTimeout())
+		}
+		return fmt.Errorf("wait for %s %s to go: %w", kind, name, err)
+	}
+	return nil
+}
+
+func ignoreExists(err error) error {
+	if errors.Is(err, ErrAlreadyExists) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,197 @@
+package engine
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	"sigs.k8s.io/yaml"
+)
+
+// Modes of a pool. Only ModeEphemeral is supported.
+const (
+	ModeEphemeral  = "ephemeral"
+	ModePersistent = "persistent"
+)
+
+// Spec defaults.
+const (
+	DefaultCPU    = "1"
+	DefaultMemory = "2Gi"
+	DefaultDisk   = "5Gi"
+)
+
+// Spec is a pool definition, stored as YAML under the key "spec" of the pool ConfigMap.
+type Spec struct {
+	Image        string   `json:"image"`
+	CPU          string   `json:"cpu,omitempty"`
+	Memory       string   `json:"memory,omitempty"`
+	Disk         string   `json:"disk,omitempty"`
+	StorageClass string   `json:"storageClass,omitempty"`
+	Privileged   bool     `json:"privileged,omitempty"`
+	Init         bool     `json:"init,omitempty"`
+	Mode         string   `json:"mode,omitempty"`
+	Size         int      `json:"size"`
+	Runtime      *Runtime `json:"runtime,omitempty"`
+}
+
+// ParseSpec decodes a spec from YAML (or JSON). Unknown fields and malformed
+// YAML are errors that name the field. Defaults are filled in and the result
+// is validated.
+func ParseSpec(data string) (Spec, error) {
+	var s Spec
+	if strings.TrimSpace(data) == "" {
+		return s, &InvalidError{Field: "spec", Reason: "is empty"}
+	}
+	if err := yaml.UnmarshalStrict([]byte(data), &s); err != nil {
+		return Spec{}, &InvalidError{Field: "spec", Reason: cleanYAMLError(err)}
+	}
+	s.Default()
+	if err := s.Validate(); err != nil {
+		return Spec{}, err
+	}
+	return s, nil
+}
+
+// cleanYAMLError turns the decoder's error into a short sentence that names the field.
+func cleanYAMLError(err error) string {
+	msg := err.Error()
+	msg = strings.TrimPrefix(msg, "error unmarshaling JSON: while decoding JSON: ")
+	msg = strings.ReplaceAll(msg, "json: ", "")
+	msg = strings.ReplaceAll(msg, "Go struct field ", "field ")
+	msg = strings.ReplaceAll(msg, "Spec.", "")
+	return msg
+}
+
+// Default fills in the documented defaults.
+func (s *Spec) Default() {
+	if s.CPU == "" {
+		s.CPU = DefaultCPU
+	}
+	if s.Memory == "" {
+		s.Memory = DefaultMemory
+	}
+	if s.Disk == "" {
+		s.Disk = DefaultDisk
+	}
+	if s.Mode == "" {
+		s.Mode = ModeEphemeral
+	}
+	if s.Runtime == nil {
+		s.Runtime = &Runtime{Backend: BackendStandard}
+	}
+	s.Runtime.Default()
+}
+
+// Validate checks every field. Persistent mode is refused with ErrPersistentMode.
+func (s *Spec) Validate() error {
+	if strings.TrimSpace(s.Image) == "" {
+		return &InvalidError{Field: "image", Reason: "is required"}
+	}
+	if strings.ContainsAny(s.Image, " \t\r\n") || hasControl(s.Image) {
+		return &InvalidError{Field: "image", Value: s.Image, Reason: "must not contain white space or control characters"}
+	}
+	for _, q := range []struct{ field, value string }{{"cpu", s.CPU}, {"memory", s.Memory}, {"disk", s.Disk}} {
+		v, err := resource.ParseQuantity(q.value)
+		if err != nil {
+			return &InvalidError{Field: q.field, Value: q.value, Reason: "is not a quantity (examples: 500m, 2, 2Gi)"}
+		}
+		if v.Sign() <= 0 {
+			return &InvalidError{Field: q.field, Value: q.value, Reason: "must be greater than zero"}
+		}
+	}
+	if s.StorageClass != "" {
+		if msgs := dns1123Subdomain(s.StorageClass); msgs != "" {
+			return &InvalidError{Field: "storageClass", Value: s.StorageClass, Reason: msgs}
+		}
+	}
+	switch s.Mode {
+	case ModeEphemeral:
+	case ModePersistent:
+		return ErrPersistentMode
+	default:
+		return &InvalidError{Field: "mode", Value: s.Mode, Reason: "must be ephemeral"}
+	}
+	if s.Size < 0 {
+		return &InvalidError{Field: "size", Value: fmt.Sprint(s.Size), Reason: "must not be negative"}
+	}
+	if s.Size > MaxPoolSize {
+		return &InvalidError{Field: "size", Value: fmt.Sprint(s.Size), Reason: fmt.Sprintf("must be at most %d", MaxPoolSize)}
+	}
+	if s.Runtime != nil {
+		if err := s.Runtime.Validate(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Encode returns the spec as YAML, the form stored in the ConfigMap.
+func (s Spec) Encode() string {
+	out, err := yaml.Marshal(s)
+	if err != nil { // a Spec always marshals; keep the error visible if it ever does not
+		return fmt.Sprintf("# encode error: %v\n", err)
+	}
+	return string(out)
+}
+
+// sourceFields is the canonical encoding of what makes a member's source.
+type sourceFields struct {
+	Image        string   `json:"image"`
+	CPU          string   `json:"cpu"`
+	Memory       string   `json:"memory"`
+	Disk         string   `json:"disk"`
+	StorageClass string   `json:"storageClass"`
+	Privileged   bool     `json:"privileged"`
+	Init         bool     `json:"init"`
+	Runtime      *Runtime `json:"runtime"`
+}
+
+// SourceHash is the hex SHA-256, cut to 16 characters, of the canonical
+// encoding of the source fields (image, cpu, memory, disk, storageClass,
+// privileged, init and runtime). Quantities are canonicalised, so "2048Mi" and
+// "2Gi" hash alike. Size and mode are not source fields.
+func (s Spec) SourceHash() string {
+	rt := s.Runtime
+	if rt == nil {
+		rt = &Runtime{}
+	}
+	c := *rt
+	c.Default()
+	f := sourceFields{
+		Image:        s.Image,
+		CPU:          canonicalQuantity(s.CPU, DefaultCPU),
+		Memory:       canonicalQuantity(s.Memory, DefaultMemory),
+		Disk:         canonicalQuantity(s.Disk, DefaultDisk),
+		StorageClass: s.StorageClass,
+		Privileged:   s.Privileged,
+		Init:         s.Init,
+		Runtime:      &c,
+	}
+	b, _ := json.Marshal(f) // plain struct of strings, bools and ints: cannot fail
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])[:16]
+}
+
+func canonicalQuantity(v, def string) string {
+	if v == "" {
+		v = def
+	}
+	q, err := resource.ParseQuantity(v)
+	if err != nil {
+		return v
+	}
+	return q.String()
+}
+
+func hasControl(s string) bool {
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return true
+		}
+	}
+	return false
+}

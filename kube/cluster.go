@@ -1,0 +1,284 @@
+package kube
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/ctpool-tui/ctpool-tui/engine"
+)
+
+// Cluster implements engine.Cluster on a clientset for one namespace. Its
+// Snapshot reads fresh from the API server; set Reader to read from a cache.
+type Cluster struct {
+	Client    kubernetes.Interface
+	Namespace string
+	// Reader, when set, answers Snapshot instead of fresh List calls (for
+	// example the dashboard's informer cache).
+	Reader engine.Reader
+}
+
+var _ engine.Cluster = (*Cluster)(nil)
+
+// NewCluster returns a Cluster for namespace.
+func NewCluster(client kubernetes.Interface, namespace string) *Cluster {
+	return &Cluster{Client: client, Namespace: namespace}
+}
+
+// PoolSelector selects the objects of one pool.
+func PoolSelector(pool string) string {
+	return labels.SelectorFromSet(labels.Set{engine.LabelPool: pool}).String()
+}
+
+// Snapshot reads the pool's ConfigMap and its labelled Pods, PVCs and Leases.
+func (c *Cluster) Snapshot(ctx context.Context, pool string) (engine.Snapshot, error) {
+	if c.Reader != nil {
+		return c.Reader.Snapshot(ctx, pool)
+	}
+	snap := engine.Snapshot{Namespace: c.Namespace, Pool: pool}
+	cm, err := c.Client.CoreV1().ConfigMaps(c.Namespace).Get(ctx, engine.ConfigMapName(pool), metav1.GetOptions{})
+	switch {
+	case err == nil:
+		snap.ConfigMap = cm
+	case errors.Is(MapError(err), engine.ErrNotFound):
+	default:
+		return snap, MapError(err)
+	}
+	opts := metav1.ListOptions{LabelSelector: PoolSelector(pool)}
+	pods, err := c.Client.CoreV1().Pods(c.Namespace).List(ctx, opts)
+	if err != nil {
+		return snap, MapError(err)
+	}
+	pvcs, err := c.Client.CoreV1().PersistentVolumeClaims(c.Namespace).List(ctx, opts)
+	if err != nil {
+		return snap, MapError(err)
+	}
+	leases, err := c.Client.CoordinationV1().Leases(c.Namespace).List(ctx, opts)
+	if err != nil {
+		return snap, MapError(err)
+	}
+	snap.Pods = make([]*corev1.Pod, len(pods.Items))
+	for i := range pods.Items {
+		snap.Pods[i] = &pods.Items[i]
+	}
+	snap.PVCs = make([]*corev1.PersistentVolumeClaim, len(pvcs.Items))
+	for i := range pvcs.Items {
+		snap.PVCs[i] = &pvcs.Items[i]
+	}
+	snap.Leases = make([]*coordinationv1.Lease, len(leases.Items))
+	for i := range leases.Items {
+		snap.Leases[i] = &leases.Items[i]
+	}
+	return snap, nil
+}
+
+// CreateConfigMap creates a ConfigMap.
+func (c *Cluster) CreateConfigMap(ctx context.Context, cm *corev1.ConfigMap) (*corev1.ConfigMap, error) {
+	out, err := c.Client.CoreV1().ConfigMaps(c.Namespace).Create(ctx, cm, metav1.CreateOptions{})
+	return out, MapError(err)
+}
+
+// UpdateConfigMap is a compare-and-swap on the ConfigMap's resourceVersion.
+func (c *Cluster) UpdateConfigMap(ctx context.Context, cm *corev1.ConfigMap) (*corev1.ConfigMap, error) {
+	if cm.ResourceVersion == "" {
+		return nil, fmt.Errorf("update ConfigMap %s: no resourceVersion to compare with", cm.Name)
+	}
+	out, err := c.Client.CoreV1().ConfigMaps(c.Namespace).Update(ctx, cm, metav1.UpdateOptions{})
+	return out, MapError(err)
+}
+
+// PatchConfigMapData merge-patches one data key.
+func (c *Cluster) PatchConfigMapData(ctx context.Context, name, key, value string) error {
+	patch, _ := json.Marshal(map[string]any{"data": map[string]string{key: value}})
+	_, err := c.Client.CoreV1().ConfigMaps(c.Namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+	return MapError(err)
+}
+
+// DeleteConfigMap deletes with a UID precondition when uid is set.
+func (c *Cluster) DeleteConfigMap(ctx context.Context, name string, uid types.UID) error {
+	return ignoreNotFound(c.Client.CoreV1().ConfigMaps(c.Namespace).Delete(ctx, name, deleteOptions(uid, "")))
+}
+
+// CreatePod creates a Pod.
+func (c *Cluster) CreatePod(ctx context.Context, pod *corev1.Pod) error {
+	_, err := c.Client.CoreV1().Pods(c.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+	return MapError(err)
+}
+
+// CreatePVC creates a PVC.
+func (c *Cluster) CreatePVC(ctx context.Context, pvc *corev1.PersistentVolumeClaim) error {
+	_, err := c.Client.CoreV1().PersistentVolumeClaims(c.Namespace).Create(ctx, pvc, metav1.CreateOptions{})
+	return MapError(err)
+}
+
+// DeletePod deletes a Pod (UID precondition when set); gone is success.
+func (c *Cluster) DeletePod(ctx context.Context, name string, uid types.UID) error {
+	return ignoreNotFound(c.Client.CoreV1().Pods(c.Namespace).Delete(ctx, name, deleteOptions(uid, "")))
+}
+
+// DeletePVC deletes a PVC (UID precondition when set); gone is success.
+func (c *Cluster) DeletePVC(ctx context.Context, name string, uid types.UID) error {
+	return ignoreNotFound(c.Client.CoreV1().PersistentVolumeClaims(c.Namespace).Delete(ctx, name, deleteOptions(uid, "")))
+}
+
+// AnnotatePVC sets or removes (nil) one annotation with a merge patch.
+func (c *Cluster) AnnotatePVC(ctx context.Context, name, key string, value *string) error {
+	var v any
+	if value != nil {
+		v = *value
+	}
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{key: v}}})
+	_, err := c.Client.CoreV1().PersistentVolumeClaims(c.Namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+	return MapError(err)
+}
+
+// DeleteService deletes a Service; a missing one is success.
+func (c *Cluster) DeleteService(ctx context.Context, name string) error {
+	return ignoreNotFound(c.Client.CoreV1().Services(c.Namespace).Delete(ctx, name, metav1.DeleteOptions{}))
+}
+
+// CreateLease creates a Lease; ErrAlreadyExists when it exists (first writer wins).
+func (c *Cluster) CreateLease(ctx context.Context, l *coordinationv1.Lease) (*coordinationv1.Lease, error) {
+	out, err := c.Client.CoordinationV1().Leases(c.Namespace).Create(ctx, l, metav1.CreateOptions{})
+	return out, MapError(err)
+}
+
+// UpdateLease is a compare-and-swap on the Lease's resourceVersion.
+func (c *Cluster) UpdateLease(ctx context.Context, l *coordinationv1.Lease) (*coordinationv1.Lease, error) {
+	if l.ResourceVersion == "" {
+		return nil, fmt.Errorf("update Lease %s: no resourceVersion to compare with", l.Name)
+	}
+	out, err := c.Client.CoordinationV1().Leases(c.Namespace).Update(ctx, l, metav1.UpdateOptions{})
+	return out, MapError(err)
+}
+
+// DeleteLease deletes with a resourceVersion precondition when rv is set.
+func (c *Cluster) DeleteLease(ctx context.Context, name, rv string) error {
+	return ignoreNotFound(c.Client.CoordinationV1().Leases(c.Namespace).Delete(ctx, name, deleteOptions("", rv)))
+}
+
+// WaitGone waits until the object is gone or replaced (another UID). It
+// watches the single object and re-checks with a Get whenever the watch ends
+// or every few seconds, so a lost watch event cannot hang it.
+func (c *Cluster) WaitGone(ctx context.Context, kind engine.Kind, name string, uid types.UID) error {
+	get, watchFn, err := c.objectFuncs(kind)
+	if err != nil {
+		return err
+	}
+	for {
+		meta, err := get(ctx, name)
+		if errors.Is(MapError(err), engine.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return MapError(err)
+		}
+		if uid != "" && meta.UID != uid {
+			return nil
+		}
+		w, err := watchFn(ctx, metav1.ListOptions{
+			FieldSelector:   fields.OneTermEqualSelector("metadata.name", name).String(),
+			ResourceVersion: meta.ResourceVersion,
+		})
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			continue
+		}
+		if gone := waitDeleted(ctx, w, 5*time.Second); gone {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+}
+
+// waitDeleted reads a watch until a Deleted event, the end of the watch, the
+// recheck interval or the context; it reports whether it saw the delete.
+func waitDeleted(ctx context.Context, w watch.Interface, recheck time.Duration) bool {
+	defer w.Stop()
+	t := time.NewTimer(recheck)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+			return false
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				return false
+			}
+			if ev.Type == watch.Deleted {
+				return true
+			}
+		}
+	}
+}
+
+type getFunc func(ctx context.Context, name string) (*metav1.ObjectMeta, error)
+type watchFunc func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
+
+func (c *Cluster) objectFuncs(kind engine.Kind) (getFunc, watchFunc, error) {
+	switch kind {
+	case engine.KindPod:
+		pods := c.Client.CoreV1().Pods(c.Namespace)
+		return func(ctx context.Context, name string) (*metav1.ObjectMeta, error) {
+			p, err := pods.Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return nil, err
+			}
+			return &p.ObjectMeta, nil
+		}, pods.Watch, nil
+	case engine.KindPVC:
+		pvcs := c.Client.CoreV1().PersistentVolumeClaims(c.Namespace)
+		return func(ctx context.Context, name string) (*metav1.ObjectMeta, error) {
+			p, err := pvcs.Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return nil, err
+			}
+			return &p.ObjectMeta, nil
+		}, pvcs.Watch, nil
+	}
+	return nil, nil, fmt.Errorf("wait: unknown kind %q", kind)
+}
+
+func deleteOptions(uid types.UID, rv string) metav1.DeleteOptions {
+	var o metav1.DeleteOptions
+	if uid != "" || rv != "" {
+		o.Preconditions = &metav1.Preconditions{}
+		if uid != "" {
+			u := uid
+			o.Preconditions.UID = &u
+		}
+		if rv != "" {
+			r := rv
+			o.Preconditions.ResourceVersion = &r
+		}
+	}
+	return o
+}
+
+func ignoreNotFound(err error) error {
+	err = MapError(err)
+	if errors.Is(err, engine.ErrNotFound) {
+		return nil
+	}
+	return err
+}

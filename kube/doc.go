@@ -1,0 +1,6 @@
+// Package kube wraps client-go for ctpool-tui: kubeconfig loading with
+// kubectl's rules, the typed clients, the implementation of engine.Cluster
+// (Lease compare-and-swap, delete preconditions, waits on watches), the
+// conversion of API errors into engine errors, and the shared informers the
+// dashboard reads. It imports engine, never the UI.
+package kube
