@@ -9,6 +9,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -200,7 +201,7 @@ func (c *Cluster) WaitGone(ctx context.Context, kind engine.Kind, name string, u
 			}
 			continue
 		}
-		if gone := waitDeleted(ctx, w, 5*time.Second); gone {
+		if gone := waitDeleted(ctx, w, name, 5*time.Second); gone {
 			return nil
 		}
 		if ctx.Err() != nil {
@@ -211,7 +212,7 @@ func (c *Cluster) WaitGone(ctx context.Context, kind engine.Kind, name string, u
 
 // waitDeleted reads a watch until a Deleted event, the end of the watch, the
 // recheck interval or the context; it reports whether it saw the delete.
-func waitDeleted(ctx context.Context, w watch.Interface, recheck time.Duration) bool {
+func waitDeleted(ctx context.Context, w watch.Interface, name string, recheck time.Duration) bool {
 	defer w.Stop()
 	t := time.NewTimer(recheck)
 	defer t.Stop()
@@ -225,7 +226,10 @@ func waitDeleted(ctx context.Context, w watch.Interface, recheck time.Duration) 
 			if !ok {
 				return false
 			}
-			if ev.Type == watch.Deleted {
+			if ev.Type != watch.Deleted {
+				continue
+			}
+			if m, err := apimeta.Accessor(ev.Object); err == nil && m.GetName() == name {
 				return true
 			}
 		}
