@@ -133,6 +133,7 @@ func (v *PoolView) Member(name string) *Member {
 }
 
 type memberObjects struct {
+	name  string
 	pod   *corev1.Pod
 	pvc   *corev1.PersistentVolumeClaim
 	lease *coordinationv1.Lease
@@ -166,20 +167,32 @@ func Observe(snap Snapshot, now time.Time) PoolView {
 		v.Recorded = rec
 	}
 
-	objs := make(map[string]*memberObjects, size+len(snap.Pods))
+	// Members whose names fit <pool>-<n> go into a slice by index (dense and
+	// cache-friendly); the rest into a map by name.
+	limit := 4*(size+len(snap.Pods)+len(snap.PVCs)) + 64
+	slots := make([]memberObjects, size+1, max(size+1, len(snap.Pods)+1))
+	odd := map[string]*memberObjects{}
 	get := func(name string) *memberObjects {
-		o := objs[name]
+		if n, ok := MemberIndex(snap.Pool, name); ok && n <= limit {
+			for n >= len(slots) {
+				slots = append(slots, memberObjects{})
+			}
+			if slots[n].name == "" {
+				slots[n].name = name
+			}
+			return &slots[n]
+		}
+		o := odd[name]
 		if o == nil {
-			o = &memberObjects{}
-			objs[name] = o
+			o = &memberObjects{name: name}
+			odd[name] = o
 		}
 		return o
 	}
 	for _, p := range snap.Pods {
-		if p == nil {
-			continue
+		if p != nil {
+			get(memberNameOf(p.Labels, p.Name)).pod = p
 		}
-		get(memberNameOf(p.Labels, p.Name)).pod = p
 	}
 	for _, c := range snap.PVCs {
 		if c == nil {
@@ -195,22 +208,32 @@ func Observe(snap Snapshot, now time.Time) PoolView {
 		if l == nil {
 			continue
 		}
-		name, ok := MemberFromLeaseName(l.Name)
-		if !ok {
-			continue // not a member claim Lease
+		if name, ok := MemberFromLeaseName(l.Name); ok {
+			get(name).lease = l
 		}
-		get(name).lease = l
-	}
-	for n := 1; n <= size; n++ {
-		get(MemberName(snap.Pool, n))
 	}
 
-	v.Members = make([]Member, 0, len(objs))
-	for name, o := range objs {
-		m := observeMember(snap.Pool, name, o, size, v.Source, now)
-		v.Members = append(v.Members, m)
+	v.Members = make([]Member, 0, len(slots)+len(odd))
+	for n := 1; n < len(slots); n++ {
+		o := &slots[n]
+		if o.name == "" {
+			if n > size {
+				continue
+			}
+			o.name = MemberName(snap.Pool, n)
+		}
+		v.Members = append(v.Members, observeMember(snap.Pool, o.name, o, size, v.Source, now))
 	}
-	sortMembers(v.Members)
+	if len(odd) > 0 {
+		names := make([]string, 0, len(odd))
+		for name := range odd {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			v.Members = append(v.Members, observeMember(snap.Pool, name, odd[name], size, v.Source, now))
+		}
+	}
 
 	st := Status{Desired: size, Source: v.Source, Members: make([]MemberRow, 0, len(v.Members))}
 	for i := range v.Members {
@@ -422,52 +445,4 @@ func lenientSpec(data string) Spec {
 		s.Size = 0
 	}
 	return Spec{Image: s.Image, Size: s.Size}
-}
-
-// sortMembers orders members by index, then the ones whose names do not fit
-// by name. Indices are placed in buckets when dense (the common case), so the
-// cost stays linear.
-func sortMembers(ms []Member) {
-	maxIdx := 0
-	for i := range ms {
-		if ms[i].Index > maxIdx {
-			maxIdx = ms[i].Index
-		}
-	}
-	if maxIdx > 4*len(ms)+64 {
-		sort.Slice(ms, func(i, j int) bool { return lessMember(&ms[i], &ms[j]) })
-		return
-	}
-	buckets := make([]int, maxIdx+1) // position+1 of the member with that index
-	var odd []Member
-	for i := range ms {
-		if ms[i].Index > 0 && buckets[ms[i].Index] == 0 {
-			buckets[ms[i].Index] = i + 1
-		} else {
-			odd = append(odd, ms[i])
-		}
-	}
-	out := make([]Member, 0, len(ms))
-	for _, p := range buckets {
-		if p > 0 {
-			out = append(out, ms[p-1])
-		}
-	}
-	sort.Slice(odd, func(i, j int) bool { return lessMember(&odd[i], &odd[j]) })
-	out = append(out, odd...)
-	copy(ms, out)
-}
-
-func lessMember(a, b *Member) bool {
-	ai, bi := a.Index, b.Index
-	if ai == 0 {
-		ai = int(^uint(0) >> 1)
-	}
-	if bi == 0 {
-		bi = int(^uint(0) >> 1)
-	}
-	if ai != bi {
-		return ai < bi
-	}
-	return a.Name < b.Name
 }
