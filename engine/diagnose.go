@@ -1,0 +1,371 @@
+package engine
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Diagnosis explains in plain words why a member is not Ready, and what fixes it.
+type Diagnosis struct {
+	// Reason is short enough for a table cell.
+	Reason string
+	// Fix tells the admin what to do; empty when nothing is needed.
+	Fix string
+	// Evidence is the cluster's own words (scheduler message, event) behind the reason.
+	Evidence string
+	// ClaimID is the sandboxd claim id the provider wrote back, when present.
+	ClaimID string
+}
+
+// Provider failure reasons virtual-kubelet uses: it patches the Pod status
+// with reason ProviderFailed and records a Warning ProviderCreateFailed Event.
+const (
+	reasonProviderFailed       = "ProviderFailed"
+	reasonProviderCreateFailed = "ProviderCreateFailed"
+	virtualKubeletTypeLabel    = "type"
+	virtualKubeletTypeValue    = "virtual-kubelet"
+)
+
+// Diagnose explains a member that is not Ready from its Pod, the Events of
+// the Pod and PVC, the nodes (nil when they cannot be read) and the errors of
+// the last reconcile. It covers every mistake of runtime-backends.md: no node
+// matching the selector, a missing toleration for a virtual node's taint, a
+// Pod pinned to a virtual node by spec.nodeName, a provider CreatePod failure
+// (missing annotation, runtime mismatch, no warm capacity), a Pod marked
+// Failed under restartPolicy Never, and a create denied by cocoon-webhook.
+func Diagnose(m *Member, events []corev1.Event, nodes []*corev1.Node, reconcileErrors []string) Diagnosis {
+	var d Diagnosis
+	if m == nil {
+		return d
+	}
+	if m.Pod != nil {
+		d.ClaimID = m.Pod.Annotations[SandboxdAnnotationClaimID]
+	}
+	ev := latestWarning(events)
+	switch {
+	case m.Claimed && m.Claim.Expired:
+		d.Reason = "claim expired"
+		d.Fix = "nobody else can take this desktop until it is released; force-release it to recover it"
+		if m.State == StateReady {
+			return d
+		}
+	}
+	if denied := webhookDenial(m.Name, reconcileErrors); denied != "" && m.Pod == nil {
+		d.Reason, d.Evidence = "create denied by cocoon-webhook", denied
+		d.Fix = "the identity that creates member Pods is not in cocoon-webhook's POD_CREATORS: add this reconciler's user or service account to POD_CREATORS, or run the pool on another backend"
+		return d
+	}
+	switch m.State {
+	case StateReady:
+		if m.Drift {
+			return Diagnosis{Reason: "drifted from the pool definition", Fix: "replaced by the next reconcile when unclaimed, or at release", ClaimID: d.ClaimID}
+		}
+		return d
+	case StateMissing:
+		if msg := memberError(m.Name, reconcileErrors); msg != "" {
+			return Diagnosis{Reason: "create failed", Evidence: msg, Fix: "see the error; the next reconcile tries again"}
+		}
+		return Diagnosis{Reason: "not created yet", Fix: "run reconcile (r)"}
+	case StateStopped:
+		return Diagnosis{Reason: "stopped: the PVC exists but no Pod", Fix: "the next reconcile starts it (a claimed member starts at its next claim)"}
+	case StateTerminating:
+		r := Diagnosis{Reason: "being deleted"}
+		if m.Pod != nil && len(m.Pod.Finalizers) > 0 {
+			r.Fix = "if it stays, check the finalizers: " + strings.Join(m.Pod.Finalizers, ", ")
+		} else if m.PVC != nil && len(m.PVC.Finalizers) > 0 {
+			r.Fix = "a PVC stays Terminating while a Pod still uses it (finalizers: " + strings.Join(m.PVC.Finalizers, ", ") + ")"
+		}
+		return r
+	}
+	pod := m.Pod
+	if pod == nil {
+		return d
+	}
+	backend := podBackend(pod)
+	node := findNode(nodes, pod.Spec.NodeName)
+
+	// A Pod pinned to a virtual node bypasses the scheduler.
+	if pod.Spec.NodeName != "" && isVirtualNode(node, pod.Spec.NodeName) && !toleratesProvider(pod) {
+		r := Diagnosis{ClaimID: d.ClaimID, Reason: "pinned to virtual node " + pod.Spec.NodeName + " by spec.nodeName",
+			Fix: "the scheduler was bypassed: the Pod succeeds or fails on its annotations alone; remove spec.nodeName and use the backend's node selector and toleration"}
+		if f := providerFailure(pod, ev); f != "" {
+			r.Evidence = f
+		}
+		return r
+	}
+
+	if f := providerFailure(pod, ev); f != "" {
+		r := Diagnosis{ClaimID: d.ClaimID, Evidence: f}
+		low := strings.ToLower(f)
+		switch {
+		case backend == BackendSandboxd && pod.Annotations[SandboxdAnnotationRuntime] != "" && pod.Annotations[SandboxdAnnotationRuntime] != sandboxdRuntimeValue:
+			r.Reason = fmt.Sprintf("runtime annotation is %q, not sandboxd", pod.Annotations[SandboxdAnnotationRuntime])
+			r.Fix = "a vk-sandbox node serves one runtime: set " + SandboxdAnnotationRuntime + "=sandboxd (re-apply the pool)"
+		case backend == BackendSandboxd && pod.Annotations[SandboxdAnnotationTemplate] == "":
+			r.Reason = "missing annotation " + SandboxdAnnotationTemplate
+			r.Fix = "sandboxd needs the pool template: apply the pool with --template"
+		case backend == BackendCocoon && pod.Annotations[CocoonAnnotationVMName] == "":
+			r.Reason = "missing annotation " + CocoonAnnotationVMName
+			r.Fix = "vk-cocoon needs a per-member VM name: re-apply the pool so members are rebuilt"
+		case strings.Contains(low, "annotation"):
+			r.Reason = "the provider refused a missing or wrong annotation"
+			r.Fix = "compare the Pod's annotations with the backend's contract and re-apply the pool"
+		case strings.Contains(low, "warm") || strings.Contains(low, "capacity") || strings.Contains(low, "no available") || strings.Contains(low, "exhausted"):
+			r.Reason = "no warm capacity for " + warmKey(pod)
+			r.Fix = "raise the SandboxWarmPool replicas for this (template, net, size) key, or use a key that is provisioned"
+		default:
+			r.Reason = "the provider failed to create the Pod"
+			r.Fix = "read the provider's message; the Pod is retried while Pending"
+		}
+		if pod.Status.Phase == corev1.PodFailed && pod.Spec.RestartPolicy == corev1.RestartPolicyNever {
+			r.Fix += "; under restartPolicy Never the Pod was marked Failed and is not retried: the reconciler replaces it when unclaimed"
+		}
+		return r
+	}
+
+	switch m.State {
+	case StateUnschedulable:
+		return diagnoseUnschedulable(pod, m.Message, nodes, backend, d.ClaimID)
+	case StateFailed:
+		r := Diagnosis{ClaimID: d.ClaimID, Evidence: m.Message}
+		switch {
+		case strings.Contains(m.Message, "ImagePullBackOff") || strings.Contains(m.Message, "ErrImagePull"):
+			r.Reason = "image cannot be pulled"
+			r.Fix = "check the image name and that every node that can run a member can pull it (registry, credentials)"
+		case strings.Contains(m.Message, "CrashLoopBackOff"):
+			r.Reason = "the desktop container keeps crashing"
+			r.Fix = "read its logs; with --init the image's entrypoint must not exit"
+		case strings.Contains(m.Message, "CreateContainerError"):
+			r.Reason = "the container cannot be created"
+			r.Fix = "see the message; often a bad command or mount"
+		case strings.Contains(m.Message, "PVC") && strings.Contains(m.Message, "missing"):
+			r.Reason = "the data PVC is missing"
+			r.Fix = "replaced by the next reconcile when unclaimed"
+		case pod.Spec.RestartPolicy == corev1.RestartPolicyNever:
+			r.Reason = "the Pod failed under restartPolicy Never"
+			r.Fix = "it is never retried; the reconciler replaces it when unclaimed"
+		default:
+			r.Reason = "the Pod failed"
+			r.Fix = "the reconciler replaces it when unclaimed"
+		}
+		return r
+	case StateStarting:
+		r := Diagnosis{ClaimID: d.ClaimID, Reason: "starting"}
+		if pod.Spec.NodeName == "" {
+			r.Reason = "waiting for the scheduler"
+		} else if pod.Status.Phase == corev1.PodRunning {
+			r.Reason = "running, not Ready yet"
+		}
+		if ev != nil {
+			r.Evidence = ev.Reason + ": " + ev.Message
+		}
+		return r
+	}
+	return d
+}
+
+// diagnoseUnschedulable reads the scheduler's message and, when the nodes can
+// be read, checks the selector and taints against them.
+func diagnoseUnschedulable(pod *corev1.Pod, msg string, nodes []*corev1.Node, backend, claimID string) Diagnosis {
+	r := Diagnosis{Evidence: msg, ClaimID: claimID}
+	sel := pod.Spec.NodeSelector
+	if nodes != nil {
+		matching := 0
+		var untolerated []string
+		for _, n := range nodes {
+			if !matchesSelector(n.Labels, sel) {
+				continue
+			}
+			matching++
+			for _, t := range n.Spec.Taints {
+				if t.Effect == corev1.TaintEffectNoSchedule && !tolerates(pod.Spec.Tolerations, t) {
+					untolerated = append(untolerated, fmt.Sprintf("%s=%s:%s on %s", t.Key, t.Value, t.Effect, n.Name))
+				}
+			}
+		}
+		switch {
+		case len(sel) > 0 && matching == 0:
+			r.Reason = "no node matches the node selector " + formatSelector(sel)
+			r.Fix = selectorFix(backend)
+			return r
+		case len(untolerated) > 0 && len(untolerated) == matching:
+			r.Reason = "taint not tolerated: " + untolerated[0]
+			r.Fix = "add the toleration " + ProviderTaintKey + " Exists NoSchedule (ctpool-tui writes it for sandboxd and cocoon pools; re-apply the pool)"
+			return r
+		}
+	}
+	switch {
+	case strings.Contains(msg, "untolerated taint") && strings.Contains(msg, ProviderTaintKey):
+		r.Reason = "the virtual node's taint " + ProviderTaintKey + " is not tolerated"
+		r.Fix = "add the toleration " + ProviderTaintKey + " Exists NoSchedule (re-apply the pool)"
+	case strings.Contains(msg, "didn't match Pod's node affinity/selector") && !strings.Contains(msg, "Insufficient"):
+		r.Reason = "no node matches the node selector " + formatSelector(sel)
+		r.Fix = selectorFix(backend)
+	case strings.Contains(msg, "Insufficient"):
+		r.Reason = "not enough capacity: " + insufficient(msg)
+		r.Fix = "free capacity, add nodes, or lower --cpu/--mem; the member starts by itself when capacity returns"
+	case strings.Contains(msg, "unbound immediate PersistentVolumeClaims") || strings.Contains(msg, "persistentvolumeclaim"):
+		r.Reason = "the data PVC is not bound"
+		r.Fix = "check the StorageClass has a dynamic provisioner"
+	default:
+		r.Reason = "the scheduler cannot place the Pod"
+		r.Fix = "read the scheduler's message"
+	}
+	return r
+}
+
+func selectorFix(backend string) string {
+	switch backend {
+	case BackendSandboxd:
+		return "is vk-sandbox running? Its node must carry " + SandboxdNodeLabel + "=sandboxd (--node-labels)"
+	case BackendCocoon:
+		return "is vk-cocoon running for this pool? Its node must carry " + CocoonNodeLabel + "=<pool> (VK_NODE_POOL); check --cocoon-pool"
+	}
+	return "label a node to match, or change the selector"
+}
+
+// providerFailure returns the provider's CreatePod failure from the Pod
+// status or a ProviderCreateFailed Event, or "".
+func providerFailure(pod *corev1.Pod, ev *corev1.Event) string {
+	if pod.Status.Reason == reasonProviderFailed {
+		return joinReason(pod.Status.Reason, pod.Status.Message, "")
+	}
+	if ev != nil && ev.Reason == reasonProviderCreateFailed {
+		return ev.Reason + ": " + ev.Message
+	}
+	return ""
+}
+
+func webhookDenial(member string, errs []string) string {
+	for _, e := range errs {
+		if strings.Contains(e, member+":") && strings.Contains(e, "denied the request") &&
+			(strings.Contains(e, "cocoon") || strings.Contains(e, "POD_CREATORS")) {
+			return e
+		}
+	}
+	return ""
+}
+
+func memberError(member string, errs []string) string {
+	for _, e := range errs {
+		if strings.Contains(e, " "+member+":") {
+			return e
+		}
+	}
+	return ""
+}
+
+func latestWarning(events []corev1.Event) *corev1.Event {
+	var best *corev1.Event
+	for i := range events {
+		e := &events[i]
+		if e.Type != corev1.EventTypeWarning {
+			continue
+		}
+		if best == nil || e.LastTimestamp.After(best.LastTimestamp.Time) {
+			best = e
+		}
+	}
+	return best
+}
+
+func podBackend(pod *corev1.Pod) string {
+	switch {
+	case pod.Annotations[SandboxdAnnotationTemplate] != "" || pod.Spec.NodeSelector[SandboxdNodeLabel] != "":
+		return BackendSandboxd
+	case pod.Annotations[CocoonAnnotationVMName] != "" || pod.Spec.NodeSelector[CocoonNodeLabel] != "":
+		return BackendCocoon
+	}
+	return BackendStandard
+}
+
+func warmKey(pod *corev1.Pod) string {
+	a := pod.Annotations
+	return fmt.Sprintf("(template %s, net %s, size %s)", orDefault(a[SandboxdAnnotationTemplate], "-"), orDefault(a[SandboxdAnnotationNet], "default"), orDefault(a[SandboxdAnnotationSize], "default"))
+}
+
+func findNode(nodes []*corev1.Node, name string) *corev1.Node {
+	for _, n := range nodes {
+		if n.Name == name {
+			return n
+		}
+	}
+	return nil
+}
+
+func isVirtualNode(n *corev1.Node, name string) bool {
+	if n == nil {
+		return strings.HasPrefix(name, "vk-")
+	}
+	if n.Labels[virtualKubeletTypeLabel] == virtualKubeletTypeValue {
+		return true
+	}
+	for _, t := range n.Spec.Taints {
+		if t.Key == ProviderTaintKey {
+			return true
+		}
+	}
+	return false
+}
+
+func toleratesProvider(pod *corev1.Pod) bool {
+	return tolerates(pod.Spec.Tolerations, corev1.Taint{Key: ProviderTaintKey, Effect: corev1.TaintEffectNoSchedule})
+}
+
+func tolerates(tols []corev1.Toleration, t corev1.Taint) bool {
+	for _, tol := range tols {
+		if tol.Effect != "" && tol.Effect != t.Effect {
+			continue
+		}
+		if tol.Key != "" && tol.Key != t.Key {
+			continue
+		}
+		switch tol.Operator {
+		case corev1.TolerationOpExists:
+			return true
+		case corev1.TolerationOpEqual, "":
+			if tol.Key != "" && tol.Value == t.Value {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func matchesSelector(labels, sel map[string]string) bool {
+	for k, v := range sel {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func formatSelector(sel map[string]string) string {
+	if len(sel) == 0 {
+		return "(none)"
+	}
+	parts := make([]string, 0, len(sel))
+	for k, v := range sel {
+		parts = append(parts, k+"="+v)
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ",")
+}
+
+func insufficient(msg string) string {
+	var res []string
+	for _, part := range strings.Split(msg, ",") {
+		part = strings.TrimSpace(part)
+		if i := strings.Index(part, "Insufficient "); i >= 0 {
+			res = append(res, strings.TrimSuffix(part[i+len("Insufficient "):], "."))
+		}
+	}
+	if len(res) == 0 {
+		return "resources"
+	}
+	return strings.Join(res, ", ")
+}
