@@ -198,7 +198,7 @@ func diagnoseUnschedulable(pod *corev1.Pod, msg string, nodes []*corev1.Node, ba
 		}
 	}
 	switch {
-	case strings.Contains(msg, "untolerated taint") && strings.Contains(msg, ProviderTaintKey):
+	case strings.Contains(msg, "untolerated taint") && strings.Contains(msg, ProviderTaintKey) && (backend != BackendStandard || !strings.Contains(msg, "Insufficient")):
 		r.Reason = "the virtual node's taint " + ProviderTaintKey + " is not tolerated"
 		r.Fix = "add the toleration " + ProviderTaintKey + " Exists NoSchedule (re-apply the pool)"
 	case strings.Contains(msg, "didn't match Pod's node affinity/selector") && !strings.Contains(msg, "Insufficient"):
