@@ -74,7 +74,7 @@ func LeaseName(member string) string { return leaseNamePrefix + member }
 // when the name does not belong to the pool or n is not a positive integer.
 func MemberIndex(pool, member string) (int, bool) {
 	rest, ok := strings.CutPrefix(member, pool+"-")
-	if !ok || rest == "" || rest[0] == '0' {
+	if !ok || rest == "" || rest[0] < '1' || rest[0] > '9' {
 		return 0, false
 	}
 	n, err := strconv.Atoi(rest)
