@@ -81,6 +81,10 @@ type Engine struct {
 	// Audit, when set, is told of every write an operation made on behalf of
 	// a person (claim, release, apply, resize, delete, reconcile actions).
 	Audit func(ctx context.Context, e AuditEntry)
+	// Authorize, when set, asks the API server whether the caller holds a
+	// guarded permission (PermForceRelease); it returns an error wrapping
+	// ErrForbidden when not.
+	Authorize func(ctx context.Context, p Permission) error
 }
 
 // AuditEntry describes one operation for the audit trail.

@@ -163,6 +163,11 @@ func (e *Engine) Release(ctx context.Context, pool, member, identity string, for
 	if err != nil {
 		return res, err
 	}
+	if force {
+		if err := e.authorize(ctx, PermForceRelease); err != nil {
+			return res, err
+		}
+	}
 	idx, ok := MemberIndex(pool, member)
 	if !ok {
 		return res, fmt.Errorf("%w: %q is not a member name of pool %s (%s-<n>)", ErrMemberNotFound, member, pool, pool)

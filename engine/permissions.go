@@ -1,0 +1,38 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+)
+
+// Permission is one RBAC permission: a verb on a resource of an API group.
+type Permission struct {
+	Group    string // "" for the core group
+	Resource string // plural, e.g. "pods" or "pods/exec"
+	Verb     string
+}
+
+func (p Permission) String() string {
+	if p.Group == "" {
+		return p.Verb + " " + p.Resource
+	}
+	return p.Verb + " " + p.Resource + "." + p.Group
+}
+
+// PermForceRelease guards releasing a claim held by another identity. No
+// built-in API verb separates a holder's release from a forced one, so the
+// engine asks the API server (SelfSubjectAccessReview) for this custom verb
+// before a forced release; the admin role grants it, the operator role does
+// not.
+var PermForceRelease = Permission{Group: "coordination.k8s.io", Resource: "leases", Verb: "force-release"}
+
+// authorize asks e.Authorize, when set, for a guarded permission.
+func (e *Engine) authorize(ctx context.Context, p Permission) error {
+	if e.Authorize == nil {
+		return nil
+	}
+	if err := e.Authorize(ctx, p); err != nil {
+		return fmt.Errorf("%s needs permission %q: %w", p.Verb, p.String(), err)
+	}
+	return nil
+}

@@ -1,0 +1,101 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/ctpool-tui/ctpool-tui/engine"
+)
+
+// Access asks the API server what the caller may do in a namespace.
+type Access struct {
+	Client    kubernetes.Interface
+	Namespace string
+}
+
+// Allowed asks one SelfSubjectAccessReview.
+func (a *Access) Allowed(ctx context.Context, p engine.Permission) (bool, string, error) {
+	res, sub := p.Resource, ""
+	if i := strings.IndexByte(res, '/'); i >= 0 {
+		res, sub = res[:i], res[i+1:]
+	}
+	r, err := a.Client.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
+		Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
+			Namespace: a.Namespace, Verb: p.Verb, Group: p.Group, Resource: res, Subresource: sub,
+		}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return false, "", MapError(err)
+	}
+	return r.Status.Allowed, r.Status.Reason, nil
+}
+
+// Authorize implements engine.Engine.Authorize: ErrForbidden unless allowed.
+func (a *Access) Authorize(ctx context.Context, p engine.Permission) error {
+	ok, reason, err := a.Allowed(ctx, p)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		msg := fmt.Sprintf("the API server does not allow %q in namespace %s", p.String(), a.Namespace)
+		if reason != "" {
+			msg += " (" + reason + ")"
+		}
+		return &apiError{sentinel: engine.ErrForbidden, err: fmt.Errorf("%s", msg)}
+	}
+	return nil
+}
+
+// Capability is whether one action is available, and the first permission
+// that is missing when it is not.
+type Capability struct {
+	Action  string
+	Allowed bool
+	Missing *engine.Permission
+}
+
+// Capabilities checks every permission of each action (see Actions).
+func (a *Access) Capabilities(ctx context.Context, actions []string) ([]Capability, error) {
+	cache := map[engine.Permission]bool{}
+	out := make([]Capability, 0, len(actions))
+	for _, act := range actions {
+		perms, err := RequiredPermissions(act)
+		if err != nil {
+			return nil, err
+		}
+		c := Capability{Action: act, Allowed: true}
+		for _, p := range perms {
+			ok, seen := cache[p]
+			if !seen {
+				ok, _, err = a.Allowed(ctx, p)
+				if err != nil {
+					return nil, err
+				}
+				cache[p] = ok
+			}
+			if !ok {
+				p := p
+				c.Allowed, c.Missing = false, &p
+				break
+			}
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// WhoAmI returns the caller's user name as the API server sees it
+// (SelfSubjectReview).
+func WhoAmI(ctx context.Context, client kubernetes.Interface) (string, error) {
+	r, err := client.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		return "", MapError(err)
+	}
+	return r.Status.UserInfo.Username, nil
+}

@@ -1,0 +1,60 @@
+package kube
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/ctpool-tui/ctpool-tui/engine"
+)
+
+func has(ps []engine.Permission, group, resource, verb string) bool {
+	return slices.Contains(ps, engine.Permission{Group: group, Resource: resource, Verb: verb})
+}
+
+func TestRolePermissionsDerivedFromCalls(t *testing.T) {
+	roles := map[string][]engine.Permission{}
+	for _, r := range RoleNames {
+		ps, err := RolePermissions(r)
+		if err != nil {
+			t.Fatalf("%s: %v", r, err)
+		}
+		roles[r] = ps
+		t.Logf("%s: %v", r, ps)
+	}
+	cases := []struct {
+		role, group, resource, verb string
+		want                        bool
+	}{
+		{"viewer", "", "configmaps", "list", true},
+		{"viewer", "", "configmaps", "watch", true},
+		{"viewer", "", "pods", "watch", true},
+		{"viewer", "", "persistentvolumeclaims", "list", true},
+		{"viewer", "coordination.k8s.io", "leases", "watch", true},
+		{"viewer", "", "events", "list", true},
+		{"viewer", "", "configmaps", "patch", false},
+		{"viewer", "", "pods", "create", false},
+		{"viewer", "coordination.k8s.io", "leases", "create", false},
+		{"operator", "", "pods", "create", true},
+		{"operator", "", "pods", "delete", true},
+		{"operator", "", "persistentvolumeclaims", "delete", true},
+		{"operator", "", "persistentvolumeclaims", "patch", true},
+		{"operator", "", "services", "delete", true},
+		{"operator", "", "configmaps", "patch", true},
+		{"operator", "", "configmaps", "update", true},
+		{"operator", "coordination.k8s.io", "leases", "create", true},
+		{"operator", "coordination.k8s.io", "leases", "update", true},
+		{"operator", "coordination.k8s.io", "leases", "delete", true},
+		{"operator", "", "events", "create", true},
+		{"operator", "coordination.k8s.io", "leases", "force-release", false},
+		{"operator", "", "configmaps", "create", false},
+		{"operator", "", "configmaps", "delete", false},
+		{"admin", "coordination.k8s.io", "leases", "force-release", true},
+		{"admin", "", "configmaps", "create", true},
+		{"admin", "", "configmaps", "delete", true},
+	}
+	for _, c := range cases {
+		if got := has(roles[c.role], c.group, c.resource, c.verb); got != c.want {
+			t.Errorf("%s has %s %s.%s = %v, want %v", c.role, c.verb, c.resource, c.group, got, c.want)
+		}
+	}
+}
