@@ -119,7 +119,7 @@ func (e *Engine) reconcile(ctx context.Context, snap Snapshot, spec Spec, size i
 		mu.Unlock()
 	}
 
-	var creates, starts, replaces, deletes []*Member
+	var creates, starts, unlocks, replaces, deletes []*Member
 	for i := range view.Members {
 		m := &view.Members[i]
 		if m.Index == 0 || m.State == StateTerminating {
@@ -136,6 +136,11 @@ func (e *Engine) reconcile(ctx context.Context, snap Snapshot, spec Spec, size i
 			replaces = append(replaces, m)
 		case m.State == StateStopped:
 			starts = append(starts, m)
+		case m.MaintenanceStale:
+			// A reconciler stopped after its step and left its Lease on a
+			// member that needs nothing else: take the Lease over and remove
+			// it, or the member would never be free again.
+			unlocks = append(unlocks, m)
 		}
 	}
 
@@ -146,6 +151,7 @@ func (e *Engine) reconcile(ctx context.Context, snap Snapshot, spec Spec, size i
 	e.runStep(ctx, StepStart, starts, now, add, func(ctx context.Context, m *Member) error {
 		return ignoreExists(e.Cluster.CreatePod(ctx, BuildPod(ns, snap.Pool, m.Index, spec)))
 	})
+	e.runStep(ctx, StepStart, unlocks, now, add, func(context.Context, *Member) error { return nil })
 	e.runStep(ctx, StepReplace, replaces, now, add, func(ctx context.Context, m *Member) error {
 		if err := e.destroyMember(ctx, m); err != nil {
 			return err
