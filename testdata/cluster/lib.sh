@@ -1,0 +1,55 @@
+# shellcheck shell=bash
+# shellcheck disable=SC2034 # the variables are used by the scripts that source this file
+# Shared settings of the local control-plane scripts (build, up, down, with-cluster).
+# Sourced, never run.
+
+CLUSTER_SRC="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+TOOLS_DIR="$CLUSTER_SRC/tools"
+
+K8S_VERSION="v1.37.2"
+KWOK_VERSION="v0.8.0"
+
+CACHE_ROOT="${CTPOOL_CLUSTER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ctpool-tui/cluster}"
+BIN_DIR="$CACHE_ROOT/k8s-$K8S_VERSION-kwok-$KWOK_VERSION/bin"
+STATE_DIR="${CTPOOL_CLUSTER_DIR:-/tmp/ctpool-tui-cluster}"
+
+# Loopback only, away from the default ports of a real cluster on the same host.
+ETCD_CLIENT_PORT=23790
+ETCD_PEER_PORT=23800
+APISERVER_PORT=16443
+CONTROLLER_MANAGER_PORT=16457
+SCHEDULER_PORT=16459
+KWOK_PORT=16447
+
+SERVICE_CIDR="10.96.0.0/16"
+
+# Start order; down stops them in reverse.
+COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok)
+BINARIES=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok kubectl)
+
+# lock_state: serialises up and down on one state dir (the lock file sits beside
+# it, since down removes the dir). Held until the script exits.
+lock_state() {
+	mkdir -p "$(dirname "$STATE_DIR")"
+	exec 9>"$STATE_DIR.lock"
+	flock -w 300 9 || die "another up/down on $STATE_DIR holds $STATE_DIR.lock for more than 300s"
+}
+
+log() { printf '%s [cluster] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { printf 'cluster: error: %s\n' "$*" >&2; exit 1; }
+
+# comp_alive NAME: true when $STATE_DIR/NAME.pid names a live (not zombie)
+# process whose program is NAME.
+comp_alive() {
+	local pidf="$STATE_DIR/$1.pid" pid exe
+	[[ -f "$pidf" ]] || return 1
+	pid="$(<"$pidf")"
+	[[ "$pid" =~ ^[0-9]+$ ]] || return 1
+	exe="$(tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null | head -n1)" || return 1
+	[[ -n "$exe" && "${exe##*/}" == "$1" ]]
+}
+
+# port_in_use PORT: true when something accepts TCP connections on 127.0.0.1:PORT.
+port_in_use() {
+	(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
