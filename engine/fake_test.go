@@ -67,6 +67,8 @@ type fakeCluster struct {
 	hook func(a act)
 	// snapshotErr fails every Snapshot.
 	snapshotErr error
+	// waits, when set, receives each WaitGone call before it blocks.
+	waits chan act
 }
 
 var _ Cluster = (*fakeCluster)(nil)
@@ -527,6 +529,9 @@ func (f *fakeCluster) WaitGone(ctx context.Context, kind Kind, name string, uid 
 	f.mu.Unlock()
 	if err != nil {
 		return err
+	}
+	if f.waits != nil {
+		f.waits <- act{"wait", string(kind), name}
 	}
 	for {
 		f.mu.Lock()

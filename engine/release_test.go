@@ -1,0 +1,331 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// releaseFixture is pool desk of size 2, both members Ready, desk-1 claimed by alice.
+func releaseFixture(t *testing.T) (*Engine, *fakeCluster) {
+	t.Helper()
+	e, f := newEngine()
+	seedPool(f, "desk", baseSpec(2), 2)
+	f.add(claimAt("desk", "desk-1", "alice", testNow.Add(-10*time.Minute)))
+	return e, f
+}
+
+var releaseWrites = []string{
+	"update Lease corral-vdi-ct-desk-1",
+	"delete Pod desk-1",
+	"delete Service desk-1-console",
+	"delete PersistentVolumeClaim desk-1-data",
+	"wait Pod desk-1",
+	"wait PersistentVolumeClaim desk-1-data",
+	"create PersistentVolumeClaim desk-1-data",
+	"create Pod desk-1",
+	"delete Lease corral-vdi-ct-desk-1",
+}
+
+func TestReleaseByHolder(t *testing.T) {
+	e, f := releaseFixture(t)
+	oldPod, oldPVC := f.pod("desk-1"), f.pvc("desk-1-data")
+	var holderDuringDelete string
+	f.hook = func(a act) {
+		if a == (act{"delete", kPod, "desk-1"}) {
+			holderDuringDelete = *f.lease(LeaseName("desk-1")).Spec.HolderIdentity
+		}
+	}
+
+	res, err := e.Release(context.Background(), "desk", "desk-1", "alice", false)
+	if err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	if res != (ReleaseResult{Member: "desk-1", PreviousHolder: "alice", Recreated: true}) {
+		t.Fatalf("result %+v", res)
+	}
+	assertActs(t, f.actions(), wantActs(releaseWrites...))
+	if holderDuringDelete != ReconcilerIdentity {
+		t.Fatalf("the Lease was held by %q while the member was destroyed", holderDuringDelete)
+	}
+	if f.lease(LeaseName("desk-1")) != nil {
+		t.Fatal("the Lease is still there")
+	}
+	newPod, newPVC := f.pod("desk-1"), f.pvc("desk-1-data")
+	if newPod == nil || newPVC == nil || newPod.UID == oldPod.UID || newPVC.UID == oldPVC.UID {
+		t.Fatal("the member was not rebuilt from new objects")
+	}
+	if newPVC.Annotations[AnnotationAssignedTo] != "" {
+		t.Fatal("the new PVC still shows the old holder")
+	}
+	if len(memberWrites(f.writes(), "desk-2")) != 0 {
+		t.Fatal("another member was touched")
+	}
+}
+
+// The new member is created only after the old Pod and PVC are gone.
+func TestReleaseWaitsForTerminatingObjects(t *testing.T) {
+	e, f := releaseFixture(t)
+	f.terminating = true
+	f.waits = make(chan act)
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.Release(context.Background(), "desk", "desk-1", "alice", false)
+		done <- err
+	}()
+	for _, w := range []struct {
+		kind Kind
+		name string
+	}{{KindPod, "desk-1"}, {KindPVC, "desk-1-data"}} {
+		got := <-f.waits
+		if got != (act{"wait", string(w.kind), w.name}) {
+			t.Fatalf("waiting on %v, want %s %s", got, w.kind, w.name)
+		}
+		if hasAct(f.writes(), "create", kPVC, "desk-1-data") || hasAct(f.writes(), "create", kPod, "desk-1") {
+			t.Fatal("created the new member before the old one was gone")
+		}
+		f.finish(w.kind, w.name)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	assertActs(t, f.actions(), wantActs(releaseWrites...))
+}
+
+func TestReleaseStuckTerminating(t *testing.T) {
+	e, f := releaseFixture(t)
+	e.WaitTimeout = 10 * time.Millisecond
+	f.terminating = true
+	_, err := e.Release(context.Background(), "desk", "desk-1", "alice", false)
+	if err == nil || err.Error() != "release desk-1: Pod desk-1 still exists after 10ms (stuck Terminating? check its finalizers)" {
+		t.Fatalf("Release = %v", err)
+	}
+	if hasAct(f.writes(), "create", kPod, "desk-1") || f.lease(LeaseName("desk-1")) != nil {
+		t.Fatal("recreated, or left the Lease")
+	}
+}
+
+func TestReleaseWhoMay(t *testing.T) {
+	tests := []struct {
+		name      string
+		identity  string
+		force     bool
+		wantIs    error
+		wantErr   string
+		wantWrite bool
+	}{
+		{name: "holder", identity: "alice", wantWrite: true},
+		{name: "another identity", identity: "bob", wantIs: ErrNotHolder, wantErr: `desk-1 is claimed by "alice", not "bob" (an administrator can use --force)`},
+		{name: "another identity with force", identity: "admin@example.com", force: true, wantWrite: true},
+		{name: "force without identity", identity: "", force: true, wantWrite: true},
+		{name: "empty identity without force", identity: "", wantErr: "invalid identity: must not be empty"},
+		{name: "reserved identity", identity: ReconcilerIdentity, wantIs: ErrReservedIdentity},
+		{name: "reserved identity with force", identity: ReconcilerIdentity, force: true, wantIs: ErrReservedIdentity},
+		{name: "control character", identity: "alice\n", wantErr: "U+000A"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e, f := releaseFixture(t)
+			var audit []AuditEntry
+			e.Audit = func(_ context.Context, a AuditEntry) { audit = append(audit, a) }
+			res, err := e.Release(context.Background(), "desk", "desk-1", tt.identity, tt.force)
+			if !tt.wantWrite {
+				if err == nil || (tt.wantIs != nil && !errors.Is(err, tt.wantIs)) || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("Release = %v, want %v %q", err, tt.wantIs, tt.wantErr)
+				}
+				if len(f.writes()) != 0 {
+					t.Fatalf("writes %v", f.writes())
+				}
+				return
+			}
+			if err != nil || res.PreviousHolder != "alice" || !res.Recreated {
+				t.Fatalf("Release = %+v, %v", res, err)
+			}
+			assertActs(t, f.actions(), wantActs(releaseWrites...))
+			wantAction := "release"
+			if tt.force {
+				wantAction = "force-release"
+			}
+			if len(audit) != 1 || audit[0].Action != wantAction || audit[0].PreviousHolder != "alice" || audit[0].Identity != tt.identity {
+				t.Fatalf("audit %+v", audit)
+			}
+		})
+	}
+}
+
+func TestReleaseNoOps(t *testing.T) {
+	tests := []struct {
+		name, member string
+		wantIs       error
+	}{
+		{name: "unclaimed member", member: "desk-2"},
+		{name: "member above size without objects", member: "desk-7"},
+		{name: "not a member name", member: "other-1", wantIs: ErrMemberNotFound},
+		{name: "index zero", member: "desk-0", wantIs: ErrMemberNotFound},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e, f := releaseFixture(t)
+			audited := false
+			e.Audit = func(context.Context, AuditEntry) { audited = true }
+			res, err := e.Release(context.Background(), "desk", tt.member, "alice", false)
+			if tt.wantIs != nil {
+				errIs(t, err, tt.wantIs)
+			} else if err != nil || !res.NoOp || res.Member != tt.member {
+				t.Fatalf("Release = %+v, %v; want a no-op", res, err)
+			} else if audited {
+				t.Fatal("a no-op release was audited")
+			}
+			if len(f.writes()) != 0 {
+				t.Fatalf("writes %v", f.writes())
+			}
+		})
+	}
+}
+
+func TestReleaseAboveSizeIsNotRecreated(t *testing.T) {
+	e, f := releaseFixture(t)
+	seedMember(f, 3, baseSpec(2), StateReady)
+	f.add(claimAt("desk", "desk-3", "carol", testNow))
+	res, err := e.Release(context.Background(), "desk", "desk-3", "carol", false)
+	if err != nil || res.Recreated || res.PreviousHolder != "carol" {
+		t.Fatalf("Release = %+v, %v", res, err)
+	}
+	assertActs(t, f.actions(), wantActs(
+		"update Lease corral-vdi-ct-desk-3",
+		"delete Pod desk-3",
+		"delete Service desk-3-console",
+		"delete PersistentVolumeClaim desk-3-data",
+		"wait Pod desk-3",
+		"wait PersistentVolumeClaim desk-3-data",
+		"delete Lease corral-vdi-ct-desk-3",
+	))
+	if pods, pvcs, leases := f.count(); pods != 2 || pvcs != 2 || leases != 1 {
+		t.Fatalf("%d pods %d pvcs %d leases", pods, pvcs, leases)
+	}
+}
+
+func TestReleaseRecreateFails(t *testing.T) {
+	e, f := releaseFixture(t)
+	f.fail("create", kPod, "desk-1", errBoom, 1)
+	res, err := e.Release(context.Background(), "desk", "desk-1", "alice", false)
+	want := "release desk-1: the old desktop is gone but a new one could not be created (the next reconcile creates it): create Pod: boom"
+	if err == nil || err.Error() != want || !errors.Is(err, errBoom) || res.Recreated {
+		t.Fatalf("Release = %+v, %v; want %q", res, err, want)
+	}
+	if f.lease(LeaseName("desk-1")) != nil {
+		t.Fatal("the Lease was not removed after the failed recreate")
+	}
+	if f.pod("desk-1") != nil {
+		t.Fatal("a Pod exists although its create failed")
+	}
+
+	f.reset()
+	if _, err := e.Reconcile(context.Background(), "desk"); err != nil {
+		t.Fatalf("Reconcile: %v", err)
+	}
+	if !hasAct(f.writes(), "create", kPod, "desk-1") || f.pod("desk-1") == nil {
+		t.Fatalf("the next reconcile did not create the member: %v", f.writes())
+	}
+}
+
+func TestReleaseLosesTheCAS(t *testing.T) {
+	tests := []struct {
+		name  string
+		setup func(f *fakeCluster)
+	}{
+		{"conflict injected", func(f *fakeCluster) {
+			f.fail("update", kLease, LeaseName("desk-1"), fmt.Errorf("leases: %w", ErrConflict), 0)
+		}},
+		{"renewed meanwhile", func(f *fakeCluster) {
+			f.hook = func(a act) {
+				if a == (act{"update", kLease, LeaseName("desk-1")}) {
+					f.hook = nil
+					l := f.lease(LeaseName("desk-1"))
+					if _, err := f.UpdateLease(context.Background(), renewLease(l, testNow)); err != nil {
+						panic(err)
+					}
+				}
+			}
+		}},
+		{"released meanwhile", func(f *fakeCluster) {
+			f.hook = func(a act) {
+				if a == (act{"update", kLease, LeaseName("desk-1")}) {
+					f.hook = nil
+					f.mu.Lock()
+					delete(f.leases, LeaseName("desk-1"))
+					f.mu.Unlock()
+				}
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e, f := releaseFixture(t)
+			tt.setup(f)
+			_, err := e.Release(context.Background(), "desk", "desk-1", "alice", false)
+			if err == nil || !strings.HasPrefix(err.Error(), "release desk-1: the claim changed meanwhile (released or renewed by someone else); nothing was done: ") {
+				t.Fatalf("Release = %v", err)
+			}
+			if !errors.Is(err, ErrConflict) && !errors.Is(err, ErrNotFound) {
+				t.Fatalf("error %v matches neither ErrConflict nor ErrNotFound", err)
+			}
+			for _, w := range f.writes() {
+				if w.Verb == "delete" {
+					t.Fatalf("deleted after losing the CAS: %v", f.writes())
+				}
+			}
+			if f.pod("desk-1") == nil || f.pvc("desk-1-data") == nil {
+				t.Fatal("the member is gone")
+			}
+		})
+	}
+}
+
+func TestReleaseRefusals(t *testing.T) {
+	tests := []struct {
+		name   string
+		setup  func(f *fakeCluster)
+		pool   string
+		wantIs error
+	}{
+		{"under maintenance", func(f *fakeCluster) {
+			f.mu.Lock()
+			delete(f.leases, LeaseName("desk-1"))
+			f.mu.Unlock()
+			f.add(ReconcilerLease(testNS, "desk", "desk-1", testNow))
+		}, "desk", ErrMaintenance},
+		{"persistent pool", func(f *fakeCluster) {
+			f.mu.Lock()
+			f.cms[ConfigMapName("desk")].Data[KeySpec] = "image: img\nsize: 2\nmode: persistent\n"
+			f.mu.Unlock()
+		}, "desk", ErrPersistentMode},
+		{"pool not found", func(*fakeCluster) {}, "nope", ErrPoolNotFound},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e, f := releaseFixture(t)
+			tt.setup(f)
+			_, err := e.Release(context.Background(), tt.pool, "desk-1", "alice", true)
+			errIs(t, err, tt.wantIs)
+			if len(f.writes()) != 0 {
+				t.Fatalf("writes %v", f.writes())
+			}
+		})
+	}
+}
+
+func TestReleaseDestroyFails(t *testing.T) {
+	e, f := releaseFixture(t)
+	f.fail("delete", kPVC, "desk-1-data", errBoom, 0)
+	res, err := e.Release(context.Background(), "desk", "desk-1", "alice", false)
+	if err == nil || err.Error() != "release desk-1: delete PVC: boom" || res.Recreated {
+		t.Fatalf("Release = %+v, %v", res, err)
+	}
+	if hasAct(f.writes(), "create", kPod, "desk-1") || hasAct(f.writes(), "create", kPVC, "desk-1-data") {
+		t.Fatal("recreated a member whose old PVC could not be deleted")
+	}
+}
