@@ -1,0 +1,250 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	coordinationlisters "k8s.io/client-go/listers/coordination/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/ctpool-tui/ctpool-tui/engine"
+)
+
+// lastAppliedAnnotation is written by kubectl apply; the dashboard never reads it.
+const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
+
+// Watcher keeps an informer cache of every pool object in one namespace (the
+// pool ConfigMaps and the labelled Pods, PVCs and Leases) for the dashboard.
+//
+// Its event handlers only make a non-blocking send on a channel of capacity
+// one, so a burst of any size leaves at most one pending signal: the reader
+// of Changed rebuilds from the listers once for the whole burst. Snapshots and
+// Snapshot read the listers, so a Watcher is an engine.Reader served from the
+// cache. It also records the connection's health: the time of the last
+// object received and the last watch error.
+type Watcher struct {
+	namespace string
+	now       func() time.Time
+	factory   informers.SharedInformerFactory
+	selector  labels.Selector
+
+	cms    corelisters.ConfigMapLister
+	pods   corelisters.PodLister
+	pvcs   corelisters.PersistentVolumeClaimLister
+	leases coordinationlisters.LeaseLister
+	synced []cache.InformerSynced
+
+	changed chan struct{}
+
+	mu        sync.Mutex
+	lastEvent time.Time
+	lastErr   error
+	lastErrAt time.Time
+
+	events  atomic.Int64 // handler calls
+	signals atomic.Int64 // sends that found room in the channel
+	started atomic.Bool
+}
+
+var _ engine.Reader = (*Watcher)(nil)
+
+// WatcherOption configures a Watcher.
+type WatcherOption func(*Watcher)
+
+// WithClock sets the clock the Watcher stamps its health with (tests).
+func WithClock(now func() time.Time) WatcherOption { return func(w *Watcher) { w.now = now } }
+
+// NewWatcher builds the informers for namespace. Nothing is read until Start.
+func NewWatcher(client kubernetes.Interface, namespace string, opts ...WatcherOption) *Watcher {
+	req, err := labels.NewRequirement(engine.LabelPool, selection.Exists, nil)
+	if err != nil { // a constant, valid key: cannot fail
+		panic(fmt.Sprintf("pool label selector: %v", err))
+	}
+	w := &Watcher{
+		namespace: namespace,
+		now:       time.Now,
+		selector:  labels.NewSelector().Add(*req),
+		changed:   make(chan struct{}, 1),
+	}
+	for _, o := range opts {
+		o(w)
+	}
+	w.factory = informers.NewSharedInformerFactoryWithOptions(client, 0,
+		informers.WithNamespace(namespace),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = w.selector.String() }),
+		informers.WithTransform(StripForCache),
+	)
+	core := w.factory.Core().V1()
+	cmInf, podInf, pvcInf := core.ConfigMaps(), core.Pods(), core.PersistentVolumeClaims()
+	leaseInf := w.factory.Coordination().V1().Leases()
+	w.cms, w.pods, w.pvcs, w.leases = cmInf.Lister(), podInf.Lister(), pvcInf.Lister(), leaseInf.Lister()
+	for _, inf := range []cache.SharedIndexInformer{cmInf.Informer(), podInf.Informer(), pvcInf.Informer(), leaseInf.Informer()} {
+		// Both fail only once the informer has started; it has not.
+		_ = inf.SetWatchErrorHandlerWithContext(w.onWatchError)
+		_, _ = inf.AddEventHandler(cache.FilteringResourceEventHandler{
+			FilterFunc: w.selected,
+			Handler: cache.ResourceEventHandlerFuncs{
+				AddFunc:    func(any) { w.signal() },
+				UpdateFunc: func(any, any) { w.signal() },
+				DeleteFunc: func(any) { w.signal() },
+			},
+		})
+		w.synced = append(w.synced, inf.HasSynced)
+	}
+	return w
+}
+
+// Namespace is the namespace the Watcher reads.
+func (w *Watcher) Namespace() string { return w.namespace }
+
+// Start starts the informers; they stop when ctx ends. It does not wait for
+// the caches to sync (see WaitForSync and Synced).
+func (w *Watcher) Start(ctx context.Context) error {
+	if !w.started.CompareAndSwap(false, true) {
+		return errors.New("watcher already started")
+	}
+	w.factory.Start(ctx.Done())
+	go func() {
+		<-ctx.Done()
+		w.factory.Shutdown()
+	}()
+	return nil
+}
+
+// WaitForSync waits until every cache has synced or ctx ends.
+func (w *Watcher) WaitForSync(ctx context.Context) bool {
+	return cache.WaitForCacheSync(ctx.Done(), w.synced...)
+}
+
+// Synced reports whether every cache has finished its first list.
+func (w *Watcher) Synced() bool {
+	for _, s := range w.synced {
+		if !s() {
+			return false
+		}
+	}
+	return true
+}
+
+// Changed delivers at most one pending signal after any number of changes.
+func (w *Watcher) Changed() <-chan struct{} { return w.changed }
+
+// LastSync is when the Watcher last received an object from the API server
+// (a list or a watch event); zero before the first.
+func (w *Watcher) LastSync() time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.lastEvent
+}
+
+// LastWatchError is the last list or watch error and when it happened; a
+// zero time means none since start.
+func (w *Watcher) LastWatchError() (time.Time, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.lastErrAt, w.lastErr
+}
+
+// Stats returns how many handler events arrived and how many of them found
+// room to signal (the others coalesced into a pending signal).
+func (w *Watcher) Stats() (events, signals int64) { return w.events.Load(), w.signals.Load() }
+
+// Snapshots returns one Snapshot per pool from the caches, sorted by pool.
+func (w *Watcher) Snapshots() []engine.Snapshot {
+	cms, _ := w.cms.ConfigMaps(w.namespace).List(w.selector)
+	pods, _ := w.pods.Pods(w.namespace).List(w.selector)
+	pvcs, _ := w.pvcs.PersistentVolumeClaims(w.namespace).List(w.selector)
+	leases, _ := w.leases.Leases(w.namespace).List(w.selector)
+	return engine.GroupByPool(w.namespace, cms, pods, pvcs, leases)
+}
+
+// Snapshot returns one pool's objects from the caches. It fails while the
+// caches have not synced, so that an operation never acts on an empty cache.
+func (w *Watcher) Snapshot(ctx context.Context, pool string) (engine.Snapshot, error) {
+	snap := engine.Snapshot{Namespace: w.namespace, Pool: pool}
+	if err := ctx.Err(); err != nil {
+		return snap, err
+	}
+	if !w.Synced() {
+		return snap, errors.New("the informer cache has not synced yet")
+	}
+	sel := labels.SelectorFromSet(labels.Set{engine.LabelPool: pool})
+	if cm, err := w.cms.ConfigMaps(w.namespace).Get(engine.ConfigMapName(pool)); err == nil && cm.Labels[engine.LabelPool] == pool {
+		snap.ConfigMap = cm
+	}
+	snap.Pods, _ = w.pods.Pods(w.namespace).List(sel)
+	snap.PVCs, _ = w.pvcs.PersistentVolumeClaims(w.namespace).List(sel)
+	snap.Leases, _ = w.leases.Leases(w.namespace).List(sel)
+	return snap, nil
+}
+
+// selected reports whether an object carries the pool label. The list and
+// watch already ask the server for that; this also holds for clients that
+// ignore label selectors, and for tombstones.
+func (w *Watcher) selected(obj any) bool {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return false
+	}
+	return w.selector.Matches(labels.Set(m.GetLabels()))
+}
+
+// signal records an event and makes a non-blocking send.
+func (w *Watcher) signal() {
+	w.events.Add(1)
+	w.mu.Lock()
+	w.lastEvent = w.now()
+	w.mu.Unlock()
+	select {
+	case w.changed <- struct{}{}:
+		w.signals.Add(1)
+	default:
+	}
+}
+
+func (w *Watcher) onWatchError(ctx context.Context, r *cache.Reflector, err error) {
+	w.mu.Lock()
+	w.lastErr, w.lastErrAt = err, w.now()
+	w.mu.Unlock()
+	select { // let the UI show the disconnection now
+	case w.changed <- struct{}{}:
+	default:
+	}
+	cache.DefaultWatchErrorHandler(ctx, r, err)
+}
+
+// StripForCache is the informers' transform: it drops what the dashboard
+// never reads (managed fields, the last-applied annotation) before an object
+// enters the cache, so that large namespaces cost less memory.
+func StripForCache(obj any) (any, error) {
+	inner := obj
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		inner = t.Obj
+	}
+	m, err := meta.Accessor(inner)
+	if err != nil {
+		return obj, nil // not an object (never expected); keep it as it is
+	}
+	m.SetManagedFields(nil)
+	if a := m.GetAnnotations(); a != nil {
+		if _, ok := a[lastAppliedAnnotation]; ok {
+			delete(a, lastAppliedAnnotation)
+			m.SetAnnotations(a)
+		}
+	}
+	return obj, nil
+}
