@@ -1,0 +1,170 @@
+package kube
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+)
+
+const kubeconfigMain = `apiVersion: v1
+kind: Config
+current-context: %s
+clusters:
+- name: c
+  cluster:
+    server: https://127.0.0.1:6443
+users:
+- name: u
+  user:
+    token: not-a-secret
+contexts:
+- name: with-ns
+  context: {cluster: c, user: u, namespace: team-a}
+- name: without-ns
+  context: {cluster: c, user: u}
+- name: other
+  context: {cluster: c, user: u, namespace: team-d}
+`
+
+// The second file of a merged KUBECONFIG: its current-context loses to the first file's.
+const kubeconfigSecond = `apiVersion: v1
+kind: Config
+current-context: second
+clusters:
+- name: c2
+  cluster:
+    server: https://127.0.0.2:6443
+users:
+- name: u2
+  user:
+    token: not-a-secret
+contexts:
+- name: second
+  context: {cluster: c2, user: u2, namespace: team-second}
+`
+
+func writeKubeconfig(t *testing.T, dir, name, content string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestOptionsNamespace(t *testing.T) {
+	tests := []struct {
+		name       string
+		current    string // current-context of the main file; "" means no kubeconfig at all
+		second     bool   // KUBECONFIG lists the second file too
+		flagNS     string
+		flagCtx    string
+		flagKC     bool // pass the main file with --kubeconfig instead of KUBECONFIG
+		podNS      string
+		want       string
+		wantCtxNam string
+	}{
+		{name: "flag wins", current: "with-ns", flagNS: "from-flag", want: "from-flag", wantCtxNam: "with-ns"},
+		{name: "flag wins over --context", current: "with-ns", flagNS: "from-flag", flagCtx: "other", want: "from-flag", wantCtxNam: "other"},
+		{name: "current context namespace", current: "with-ns", want: "team-a", wantCtxNam: "with-ns"},
+		{name: "context without namespace", current: "without-ns", want: DefaultNamespace, wantCtxNam: "without-ns"},
+		{name: "--context selects another context", current: "with-ns", flagCtx: "other", want: "team-d", wantCtxNam: "other"},
+		{name: "--context without namespace", current: "with-ns", flagCtx: "without-ns", want: DefaultNamespace, wantCtxNam: "without-ns"},
+		{name: "--context that does not exist", current: "with-ns", flagCtx: "nope", want: DefaultNamespace, wantCtxNam: "nope"},
+		{name: "--kubeconfig", current: "other", flagKC: true, want: "team-d", wantCtxNam: "other"},
+		{name: "two files merged: first current-context wins", current: "second", second: true, want: "team-second", wantCtxNam: "second"},
+		{name: "two files merged: --context from the first", current: "second", second: true, flagCtx: "with-ns", want: "team-a", wantCtxNam: "with-ns"},
+		{name: "two files merged: main current-context", current: "without-ns", second: true, want: DefaultNamespace, wantCtxNam: "without-ns"},
+		{name: "no kubeconfig, in a Pod", podNS: "pod-ns", want: "pod-ns"},
+		{name: "no kubeconfig", want: DefaultNamespace},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			t.Setenv("HOME", dir) // no ~/.kube/config of the machine running the tests
+			t.Setenv("POD_NAMESPACE", tt.podNS)
+			t.Setenv("KUBERNETES_SERVICE_HOST", "")
+			kc := filepath.Join(dir, "missing")
+			if tt.current != "" {
+				kc = writeKubeconfig(t, dir, "main", strings.Replace(kubeconfigMain, "%s", tt.current, 1))
+			}
+			env := kc
+			if tt.second {
+				env += string(os.PathListSeparator) + writeKubeconfig(t, dir, "second", kubeconfigSecond)
+			}
+			o := NewOptions()
+			if tt.flagKC {
+				*o.Flags.KubeConfig = kc
+				env = filepath.Join(dir, "missing")
+			}
+			t.Setenv("KUBECONFIG", env)
+			*o.Flags.Namespace = tt.flagNS
+			*o.Flags.Context = tt.flagCtx
+
+			got, err := o.Namespace()
+			if err != nil || got != tt.want {
+				t.Fatalf("Namespace() = %q, %v; want %q", got, err, tt.want)
+			}
+			if cn := o.ContextName(); cn != tt.wantCtxNam {
+				t.Fatalf("ContextName() = %q, want %q", cn, tt.wantCtxNam)
+			}
+		})
+	}
+}
+
+func TestOptionsFlagsAndRESTConfig(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("HOME", dir)
+	t.Setenv("KUBECONFIG", writeKubeconfig(t, dir, "main", strings.Replace(kubeconfigMain, "%s", "with-ns", 1)))
+
+	tests := []struct {
+		name      string
+		args      []string
+		wantQPS   float32
+		wantBurst int
+		wantNS    string
+		wantErr   string
+	}{
+		{name: "defaults", wantQPS: DefaultQPS, wantBurst: DefaultBurst, wantNS: "team-a"},
+		{name: "flags", args: []string{"--qps", "5", "--burst", "7", "-n", "x", "--context", "other"}, wantQPS: 5, wantBurst: 7, wantNS: "x"},
+		{name: "zero qps", args: []string{"--qps", "0"}, wantErr: "--qps and --burst must be greater than zero"},
+		{name: "negative burst", args: []string{"--burst", "-1"}, wantErr: "--qps and --burst must be greater than zero"},
+		{name: "unknown context", args: []string{"--context", "nope"}, wantErr: "load kubeconfig"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := NewOptions()
+			fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+			o.AddFlags(fs)
+			if err := fs.Parse(tt.args); err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := o.RESTConfig()
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("RESTConfig = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.QPS != tt.wantQPS || cfg.Burst != tt.wantBurst || cfg.UserAgent != "ctpool-tui" || cfg.Host != "https://127.0.0.1:6443" {
+				t.Fatalf("config qps %v burst %d agent %q host %q", cfg.QPS, cfg.Burst, cfg.UserAgent, cfg.Host)
+			}
+			if cfg.ContentType != "application/vnd.kubernetes.protobuf" || cfg.Timeout.String() != "10s" {
+				t.Fatalf("content type %q timeout %v", cfg.ContentType, cfg.Timeout)
+			}
+			if ns, _ := o.Namespace(); ns != tt.wantNS {
+				t.Fatalf("namespace %q, want %q", ns, tt.wantNS)
+			}
+			cs, _, err := o.Clientset()
+			if err != nil || cs == nil {
+				t.Fatalf("Clientset: %v", err)
+			}
+		})
+	}
+}
