@@ -107,6 +107,7 @@ func TestClaimSameIdentity(t *testing.T) {
 		name        string
 		claimedAt   time.Duration // before testNow
 		stopped     bool
+		missing     bool
 		wantRenewed bool
 		wantStarted bool
 		wantWrites  []act
@@ -115,6 +116,7 @@ func TestClaimSameIdentity(t *testing.T) {
 		{name: "expired claim is renewed", claimedAt: 2 * time.Hour, wantRenewed: true, wantWrites: wantActs("update Lease corral-vdi-ct-desk-2")},
 		{name: "stopped member is started", claimedAt: time.Minute, stopped: true, wantStarted: true, wantWrites: wantActs("create Pod desk-2")},
 		{name: "expired and stopped", claimedAt: 3 * time.Hour, stopped: true, wantRenewed: true, wantStarted: true, wantWrites: wantActs("update Lease corral-vdi-ct-desk-2", "create Pod desk-2")},
+		{name: "missing member is built", claimedAt: time.Minute, missing: true, wantStarted: true, wantWrites: wantActs("create PersistentVolumeClaim desk-2-data", "create Pod desk-2")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -123,6 +125,9 @@ func TestClaimSameIdentity(t *testing.T) {
 			state := StateReady
 			if tt.stopped {
 				state = StateStopped
+			}
+			if tt.missing {
+				state = StateMissing
 			}
 			seedMember(f, 2, spec, state)
 			f.add(claimAt("desk", "desk-2", "alice", testNow.Add(-tt.claimedAt)))

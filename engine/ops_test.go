@@ -394,3 +394,39 @@ func TestBadInputChangesNothing(t *testing.T) {
 		})
 	}
 }
+
+func TestDeleteKeepsTheDefinitionOnFailure(t *testing.T) {
+	tests := []struct {
+		name    string
+		setup   func(f *fakeCluster)
+		wantErr string
+	}{
+		{"another reconciler works on a member", func(f *fakeCluster) {
+			f.add(ReconcilerLease(testNS, "desk", "desk-1", testNow.Add(-time.Minute)))
+		}, "delete desk: 2 member objects remain (a reconciler may be working on them); run delete again"},
+		{"size 0 cannot be written", func(f *fakeCluster) {
+			f.fail("update", kCM, ConfigMapName("desk"), ErrConflict, 0)
+		}, "delete desk: set size 0: the pool definition was changed by someone else meanwhile"},
+		{"a leftover Lease cannot be removed", func(f *fakeCluster) {
+			f.add(ReconcilerLease(testNS, "desk", "desk-9", testNow.Add(-time.Minute)))
+			f.fail("delete", kLease, LeaseName("desk-9"), errBoom, 0)
+		}, "delete desk: lease corral-vdi-ct-desk-9: boom"},
+		{"the definition cannot be removed", func(f *fakeCluster) {
+			f.fail("delete", kCM, ConfigMapName("desk"), errBoom, 0)
+		}, "delete desk: definition: boom"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e, f := newEngine()
+			seedPool(f, "desk", baseSpec(1), 1)
+			tt.setup(f)
+			err := e.Delete(context.Background(), "desk")
+			if err == nil || !strings.HasPrefix(err.Error(), tt.wantErr) {
+				t.Fatalf("Delete = %v, want %q", err, tt.wantErr)
+			}
+			if f.cm(ConfigMapName("desk")) == nil {
+				t.Fatal("the definition was removed")
+			}
+		})
+	}
+}

@@ -605,3 +605,42 @@ func TestReconcileSnapshotError(t *testing.T) {
 		t.Fatalf("Reconcile = %v, writes %v", err, f.writes())
 	}
 }
+
+// Objects created by a faster reconciler meanwhile are left as they are.
+func TestReconcileObjectsCreatedMeanwhile(t *testing.T) {
+	e, f := newEngine()
+	spec := baseSpec(2)
+	seedPool(f, "desk", spec, 0)
+	f.add(BuildPVC(testNS, "desk", 2, spec))
+	f.hook = func(a act) {
+		switch a {
+		case act{"create", kPVC, "desk-1-data"}:
+			f.add(BuildPVC(testNS, "desk", 1, spec))
+		case act{"create", kPod, "desk-2"}:
+			f.add(BuildPod(testNS, "desk", 2, spec))
+		}
+	}
+	res, err := e.Reconcile(context.Background(), "desk")
+	if err != nil || res.Done() != 2 {
+		t.Fatalf("Reconcile = %v, done %d", err, res.Done())
+	}
+	if pods, pvcs, leases := f.count(); pods != 2 || pvcs != 2 || leases != 0 {
+		t.Fatalf("%d pods %d pvcs %d leases", pods, pvcs, leases)
+	}
+}
+
+func TestStepString(t *testing.T) {
+	want := map[Step]string{StepCreate: "create", StepStart: "start", StepReplace: "replace", StepDelete: "delete", StepStatus: "status", Step(9): "step(9)"}
+	for s, w := range want {
+		if s.String() != w {
+			t.Errorf("Step(%d) = %q, want %q", int(s), s.String(), w)
+		}
+	}
+	e := &StepError{Errors: []string{"a", "b"}}
+	if e.Error() != "reconcile: 2 steps failed: a; b" {
+		t.Errorf("StepError = %q", e.Error())
+	}
+	if (&Engine{}).waitTimeout() != DeleteWaitTimeout || (&Engine{}).concurrency() != DefaultConcurrency {
+		t.Error("defaults")
+	}
+}
