@@ -22,8 +22,9 @@ import (
 const Ellipsis = "…"
 
 // Sanitize returns s with every escape sequence and control or format
-// character removed, and newlines, tabs and Unicode line separators turned
-// into spaces. Invalid UTF-8 becomes U+FFFD. It never returns text that can
+// character removed, and line breaks (CR, LF, CR LF, VT, FF, NEL, U+2028,
+// U+2029) and tabs turned into one space each, so that a carriage return can
+// never overwrite what came before it. Invalid UTF-8 becomes U+FFFD. It never returns text that can
 // move the cursor, change the terminal's state or reorder the display.
 func Sanitize(s string) string {
 	if isPlain(s) {
@@ -48,7 +49,9 @@ func Sanitize(s string) string {
 		case r == 0x90 || r == 0x98 || r == 0x9d || r == 0x9e || r == 0x9f: // C1 DCS, SOS, OSC, PM, APC
 			i = skipString(s, i+size)
 			continue
-		case r == '\n' || r == '\t' || r == '\v' || r == '\f' || r == 0x2028 || r == 0x2029 || r == 0x85:
+		case r == '\r' && i+1 < len(s) && s[i+1] == '\n':
+			// CR LF is one line break: the LF becomes the space.
+		case r == '\r' || r == '\n' || r == '\t' || r == '\v' || r == '\f' || r == 0x2028 || r == 0x2029 || r == 0x85:
 			b.WriteByte(' ')
 		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
 			// BEL, BS, CR, NUL, DEL and the remaining C0/C1 controls.

@@ -34,7 +34,7 @@ func TestSanitize(t *testing.T) {
 		{"c1 other", "a\u0085b\u0084c", "a bc"},
 		{"bel", "ding\x07dong", "dingdong"},
 		{"backspace", "admin\b\b\b\b\bguest", "adminguest"},
-		{"carriage return", "safe\rEVIL", "safeEVIL"},
+		{"carriage return", "safe\rEVIL", "safe EVIL"},
 		{"crlf", "line1\r\nline2", "line1 line2"},
 		{"del", "a\x7fb", "ab"},
 		{"nul", "a\x00b", "ab"},

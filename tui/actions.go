@@ -1,0 +1,232 @@
+package tui
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/bubbles/key"
+
+	"github.com/ctpool-tui/ctpool-tui/engine"
+)
+
+// actionKind is one of the dashboard's operations.
+type actionKind int
+
+const (
+	actReconcile actionKind = iota
+	actRelease
+	actForceRelease
+	actResize
+	actDelete
+)
+
+func (k actionKind) String() string {
+	switch k {
+	case actRelease:
+		return "release"
+	case actForceRelease:
+		return "force-release"
+	case actResize:
+		return "resize"
+	case actDelete:
+		return "delete"
+	}
+	return "reconcile"
+}
+
+// actionRequest is everything an action needs, copied out of the model.
+type actionRequest struct {
+	kind         actionKind
+	pool, member string
+	holder       string // the claim holder a release ends (raw, unsanitised)
+	size, from   int    // resize: new and old size
+}
+
+// describe names the action for the status line and the log.
+func (r actionRequest) describe() string {
+	switch r.kind {
+	case actRelease:
+		return fmt.Sprintf("release %s (%s)", r.member, r.holder)
+	case actForceRelease:
+		if r.holder != "" {
+			return fmt.Sprintf("force-release %s (%s)", r.member, r.holder)
+		}
+		return "force-release " + r.member
+	case actResize:
+		return fmt.Sprintf("resize %s %d → %d", r.pool, r.from, r.size)
+	case actDelete:
+		return "delete pool " + r.pool
+	}
+	return "reconcile " + r.pool
+}
+
+// actionDoneMsg is the result of an action.
+type actionDoneMsg struct {
+	id   int
+	req  actionRequest
+	text string
+	err  error
+}
+
+// logEntry is one action in the log.
+type logEntry struct {
+	at   time.Time
+	id   int
+	req  actionRequest
+	done bool
+	text string
+	err  error
+}
+
+// actionState tracks running actions, the log and the last note.
+type actionState struct {
+	nextID  int
+	running map[int]actionRequest
+	log     []logEntry
+	note    string // a transient line (cleared by the next key)
+	noteLvl int
+}
+
+// logPaneHeight is the height of the action log pane (L).
+const logPaneHeight = 6
+
+// maxLog bounds the action log.
+const maxLog = 200
+
+// actionCmd runs one action. It reads nothing from the model.
+func actionCmd(ctx context.Context, a Actions, timeout time.Duration, id int, req actionRequest) tea.Cmd {
+	return func() (msg tea.Msg) {
+		ctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		defer func() {
+			if r := recover(); r != nil {
+				msg = actionDoneMsg{id: id, req: req, err: fmt.Errorf("internal error: %v", r)}
+			}
+		}()
+		done := func(text string, err error) tea.Msg { return actionDoneMsg{id: id, req: req, text: text, err: err} }
+		switch req.kind {
+		case actReconcile:
+			res, err := a.Reconcile(ctx, req.pool)
+			return done(reconcileText(res), err)
+		case actRelease, actForceRelease:
+			force := req.kind == actForceRelease
+			identity := req.holder
+			if force {
+				identity = ""
+			}
+			res, err := a.Release(ctx, req.pool, req.member, identity, force)
+			return done(releaseText(req, res), err)
+		case actResize:
+			res, err := a.Resize(ctx, req.pool, req.size)
+			return done(fmt.Sprintf("size %d; %s", req.size, reconcileText(res)), err)
+		case actDelete:
+			return done("pool deleted", a.Delete(ctx, req.pool))
+		}
+		return done("", fmt.Errorf("unknown action %d", req.kind))
+	}
+}
+
+func reconcileText(r engine.ReconcileResult) string {
+	skipped := 0
+	for _, a := range r.Actions {
+		if a.Skipped != "" {
+			skipped++
+		}
+	}
+	s := plural(r.Done(), "change", "changes")
+	if skipped > 0 {
+		s += fmt.Sprintf(", %d skipped", skipped)
+	}
+	if n := len(r.Errors); n > 0 {
+		s += ", " + plural(n, "error", "errors") + ": " + strings.Join(r.Errors, "; ")
+	}
+	return s
+}
+
+func releaseText(req actionRequest, r engine.ReleaseResult) string {
+	switch {
+	case r.NoOp:
+		return req.member + " had no claim: nothing done"
+	case r.Recreated:
+		return fmt.Sprintf("released from %s, rebuilt from the current image", orWord(r.PreviousHolder, req.holder))
+	}
+	return fmt.Sprintf("released from %s, not rebuilt (above the size)", orWord(r.PreviousHolder, req.holder))
+}
+
+// startAction records and runs an action. Read-only mode never gets here
+// (the keys are not bound), and refuses again if it ever did.
+func (m *Model) startAction(req actionRequest) tea.Cmd {
+	if m.opts.ReadOnly || m.opts.Actions == nil {
+		m.setNote(glyphBad+" read-only: actions are disabled", levelError)
+		return nil
+	}
+	m.acts.nextID++
+	id := m.acts.nextID
+	m.acts.running[id] = req
+	m.acts.log = append(m.acts.log, logEntry{at: m.now, id: id, req: req})
+	if len(m.acts.log) > maxLog {
+		m.acts.log = m.acts.log[len(m.acts.log)-maxLog:]
+	}
+	m.acts.note = ""
+	cmds := []tea.Cmd{actionCmd(m.ctx, m.opts.Actions, m.opts.ActionTimeout, id, req)}
+	if len(m.acts.running) == 1 {
+		cmds = append(cmds, m.spin.Tick)
+	}
+	return tea.Batch(cmds...)
+}
+
+func (m *Model) finishAction(msg actionDoneMsg) {
+	delete(m.acts.running, msg.id)
+	for i := len(m.acts.log) - 1; i >= 0; i-- {
+		if m.acts.log[i].id == msg.id {
+			e := &m.acts.log[i]
+			e.done, e.text, e.err, e.at = true, msg.text, msg.err, m.now
+			break
+		}
+	}
+}
+
+func (m *Model) setNote(s string, level int) { m.acts.note, m.acts.noteLvl = s, level }
+
+// actionKey maps an action key onto a dialog or an action for pool (and the
+// selected member when mm is set).
+func (m *Model) actionKey(msg tea.KeyMsg, pool string, mm *engine.Member) tea.Cmd {
+	k := m.keys
+	if pool == "" {
+		return nil
+	}
+	v := m.view(pool)
+	switch {
+	case key.Matches(msg, k.Reconcile):
+		return m.startAction(actionRequest{kind: actReconcile, pool: pool})
+	case key.Matches(msg, k.Resize):
+		if v == nil || !v.Defined {
+			m.setNote(glyphBad+" "+clean(pool)+" has no definition to resize", levelError)
+			return nil
+		}
+		m.dialog = newResizeDialog(m.st, v)
+		return m.dialog.input.Focus()
+	case key.Matches(msg, k.Delete):
+		m.dialog = newDeleteDialog(m.st, pool, v)
+		return m.dialog.input.Focus()
+	case key.Matches(msg, k.Release), key.Matches(msg, k.ForceRelease):
+		if mm == nil {
+			m.setNote("select a member first (enter opens the pool)", levelWarn)
+			return nil
+		}
+		force := key.Matches(msg, k.ForceRelease)
+		switch {
+		case !force && !mm.Claimed:
+			m.setNote(clean(mm.Name)+" is not claimed by a user: nothing to release", levelWarn)
+			return nil
+		case force && mm.Lease == nil:
+			m.setNote(clean(mm.Name)+" has no claim: nothing to release", levelWarn)
+			return nil
+		}
+		m.dialog = newReleaseDialog(v, mm, force, m.now)
+	}
+	return nil
+}

@@ -1,0 +1,130 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/themes"
+)
+
+// DataSource is where the dashboard reads the pools from. *kube.Watcher
+// satisfies it: Changed delivers at most one pending signal after any number
+// of changes, and Snapshots reads the informer caches.
+type DataSource interface {
+	Changed() <-chan struct{}
+	Snapshots() []engine.Snapshot
+	// Synced reports whether the caches finished their first list.
+	Synced() bool
+	// LastSync is when an object last arrived from the API server.
+	LastSync() time.Time
+	// LastWatchError is the last list or watch error and its time (zero: none).
+	LastWatchError() (time.Time, error)
+}
+
+// Actions are the pool operations the dashboard can run. *engine.Engine
+// satisfies it. In read-only mode it may be nil and is never called.
+type Actions interface {
+	Reconcile(ctx context.Context, pool string) (engine.ReconcileResult, error)
+	Release(ctx context.Context, pool, member, identity string, force bool) (engine.ReleaseResult, error)
+	Resize(ctx context.Context, pool string, size int) (engine.ReconcileResult, error)
+	Delete(ctx context.Context, pool string) error
+}
+
+// EventSource reads the Events of one object, newest first. *kube.Events
+// satisfies it. It is called asynchronously when a detail pane opens.
+type EventSource interface {
+	Events(ctx context.Context, namespace, kind, name string) ([]corev1.Event, error)
+}
+
+var _ Actions = (*engine.Engine)(nil)
+
+// Options wire the dashboard. Only Data is required.
+type Options struct {
+	// Context and Namespace are shown in the header.
+	Context, Namespace string
+	// ReadOnly is the wall-display mode: no action key is bound and Actions
+	// is never called.
+	ReadOnly bool
+	// Theme defaults to themes.Dark().
+	Theme themes.Theme
+	// NoColor renders without any colour or attribute (NO_COLOR, dumb terminals).
+	NoColor bool
+	// Now is the clock (default time.Now). The model never reads it in
+	// Update: it arrives in tick messages.
+	Now func() time.Time
+	// Data is the source of pool snapshots.
+	Data DataSource
+	// Actions runs the pool operations (nil in read-only mode).
+	Actions Actions
+	// Events reads Pod and PVC Events for the detail pane (optional).
+	Events EventSource
+	// Demo marks the header as a simulated cluster.
+	Demo bool
+	// Renderer overrides the lipgloss renderer (tests pin an ASCII one).
+	Renderer *lipgloss.Renderer
+	// ActionTimeout bounds one action (default 10 minutes: a release waits
+	// up to 2 minutes for each deleted object).
+	ActionTimeout time.Duration
+}
+
+func (o *Options) defaults() {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Theme.Name == "" {
+		o.Theme = themes.Dark()
+	}
+	if o.ActionTimeout <= 0 {
+		o.ActionTimeout = 10 * time.Minute
+	}
+	if o.Renderer == nil && o.NoColor {
+		o.Renderer = themes.NoColorRenderer(io.Discard)
+	}
+	if o.ReadOnly {
+		o.Actions = nil
+	}
+}
+
+// New returns the root model of the dashboard.
+func New(opts Options) tea.Model { return newModel(context.Background(), opts) }
+
+// starter is implemented by data sources that must be started (kube.Watcher).
+type starter interface {
+	Start(ctx context.Context) error
+}
+
+// Run silences klog (it must not write into the terminal the dashboard
+// owns), starts opts.Data when it has a Start(ctx) error method and has not
+// been started, and runs the dashboard in the alternate screen until the user
+// quits or ctx ends.
+func Run(ctx context.Context, opts Options) error {
+	if opts.Data == nil {
+		return errors.New("tui: no data source")
+	}
+	SilenceKlog()
+	if s, ok := opts.Data.(starter); ok {
+		// A second Start reports an error and changes nothing: cmd may start it first.
+		_ = s.Start(ctx)
+	}
+	m := newModel(ctx, opts)
+	p := tea.NewProgram(m, tea.WithAltScreen(), tea.WithContext(ctx))
+	_, err := p.Run()
+	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// SilenceKlog routes client-go's klog output to io.Discard.
+func SilenceKlog() {
+	klog.LogToStderr(false)
+	klog.SetOutput(io.Discard)
+}

@@ -1,0 +1,150 @@
+package tui
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
+)
+
+// levelStyle maps a level onto a style.
+func (m *Model) levelStyle(level int) lipgloss.Style {
+	switch level {
+	case levelOK:
+		return m.st.OK
+	case levelInfo:
+		return m.st.Info
+	case levelWarn:
+		return m.st.Warn
+	case levelError:
+		return m.st.Error
+	}
+	return m.st.Text
+}
+
+// modeTag is [RW] or [READ-ONLY] (and DEMO for a simulated cluster).
+func (m *Model) modeTag() string {
+	tag := "[RW]"
+	if m.opts.ReadOnly {
+		tag = "[READ-ONLY]"
+	}
+	if m.opts.Demo {
+		tag = "[DEMO] " + tag
+	}
+	return tag
+}
+
+// headerView is the top line: app, context, namespace, connection, mode.
+func (m *Model) headerView() string {
+	conn, level := m.health.connState(m.now, m.started, m.loaded)
+	if m.opts.Data == nil {
+		conn, level = glyphBad+" no data source", levelError
+	}
+	left := " " + m.st.Accent.Render("ctpool-tui") +
+		"  ctx: " + clean(orWord(m.opts.Context, "(current)")) +
+		"  ns: " + clean(orWord(m.opts.Namespace, "(default)")) +
+		"   " + m.levelStyle(level).Render(clean(conn))
+	right := m.st.Bold.Render(m.modeTag()) + m.st.Muted.Render(" ? help  q quit ")
+	return spread(left, right, m.width)
+}
+
+// statusView is the line above the help: running actions, or the last
+// result, or a note.
+func (m *Model) statusView() string {
+	if n := len(m.acts.running); n > 0 {
+		ids := make([]int, 0, n)
+		for id := range m.acts.running {
+			ids = append(ids, id)
+		}
+		sort.Ints(ids)
+		var names []string
+		for _, id := range ids {
+			names = append(names, m.acts.running[id].describe())
+		}
+		return cut(" "+m.spin.View()+" "+clean(strings.Join(names, ", "))+"…", m.width)
+	}
+	if m.acts.note != "" {
+		return cut(" "+m.levelStyle(m.acts.noteLvl).Render(clean(m.acts.note)), m.width)
+	}
+	for i := len(m.acts.log) - 1; i >= 0; i-- {
+		if e := m.acts.log[i]; e.done {
+			return cut(" "+m.logLine(e), m.width)
+		}
+	}
+	return ""
+}
+
+// logLine renders one action log entry.
+func (m *Model) logLine(e logEntry) string {
+	at := e.at.Format("15:04:05")
+	switch {
+	case !e.done:
+		return m.st.Muted.Render(at) + " " + m.st.Info.Render(glyphSyncing+" "+clean(e.req.describe())+": running")
+	case e.err != nil:
+		return m.st.Muted.Render(at) + " " + m.st.Error.Render(glyphBad+" "+clean(e.req.describe())+": "+clean(e.err.Error()))
+	}
+	return m.st.Muted.Render(at) + " " + m.st.OK.Render(glyphOK+" "+clean(e.req.describe())+": "+clean(e.text))
+}
+
+// logView is the action log pane.
+func (m *Model) logView(height int) string {
+	lines := []string{m.st.ColumnHeader.Render(fmt.Sprintf(" ACTION LOG (%d since start) ", len(m.acts.log))) + m.st.Muted.Render(strings.Repeat("─", max(0, m.width-30)))}
+	start := max(0, len(m.acts.log)-(height-1))
+	for _, e := range m.acts.log[start:] {
+		lines = append(lines, " "+m.logLine(e))
+	}
+	if len(m.acts.log) == 0 {
+		lines = append(lines, m.st.Muted.Render(" no actions yet"))
+	}
+	return fitBlock(strings.Join(lines, "\n"), m.width, height)
+}
+
+// helpLine is the bottom line: the keys of the current screen or dialog.
+func (m *Model) helpLine() string {
+	var keys []key.Binding
+	switch {
+	case m.dialog != nil && m.dialog.hasInput:
+		keys = []key.Binding{m.keys.Confirm, m.keys.Cancel}
+	case m.dialog != nil:
+		keys = []key.Binding{m.keys.NextButton, m.keys.Confirm, m.keys.Cancel}
+	case m.showHelp:
+		keys = []key.Binding{withHelp(m.keys.Back, "close help"), m.keys.Quit}
+	default:
+		keys = m.keys.helpFor(m.screen, m.screen == screenMembers && m.members.filtering).short
+	}
+	return cut(" "+m.help.ShortHelpView(keys), m.width)
+}
+
+// helpView is the full help overlay, with the legend of glyphs.
+func (m *Model) helpView() string {
+	full := strings.Split(m.help.FullHelpView(m.keys.FullHelp()), "\n")
+	full = append(full, "",
+		m.st.ColumnHeader.Render("Legend"),
+		glyphLive+" live  "+glyphSyncing+" syncing/running  "+glyphBad+" error, expired, disconnected",
+		glyphWarn+" exhausted, low, expiring soon  "+glyphOK+" no errors",
+		glyphDrift+" drift  "+glyphMaint+" maintenance  "+glyphAbove+" above size  "+glyphProblem+" problems")
+	if m.opts.ReadOnly {
+		full = append(full, "", m.st.Bold.Render("READ-ONLY: no action can be taken from this screen."))
+	}
+	w := 4
+	for _, l := range full {
+		w = max(w, ansi.StringWidth(l)+4)
+	}
+	return titledBox("Keys", full, min(w, m.width-2), m.st.Muted)
+}
+
+// titledBox draws a box of width cells with the title in its top border.
+func titledBox(title string, body []string, width int, border lipgloss.Style) string {
+	inner := max(width-4, 1)
+	title = cut(title, max(inner-1, 1))
+	top := "┌ " + title + " " + strings.Repeat("─", max(0, width-ansi.StringWidth(title)-4)) + "┐"
+	lines := []string{border.Render(top)}
+	for _, l := range body {
+		lines = append(lines, border.Render("│")+" "+pad(l, inner)+" "+border.Render("│"))
+	}
+	lines = append(lines, border.Render("└"+strings.Repeat("─", max(0, width-2))+"┘"))
+	return strings.Join(lines, "\n")
+}

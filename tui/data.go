@@ -1,0 +1,109 @@
+package tui
+
+import (
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/ctpool-tui/ctpool-tui/engine"
+)
+
+// coalesceDelay is the least time between two rebuilds: a storm of change
+// signals yields at most one rebuild (and a few renders) per interval.
+const coalesceDelay = 100 * time.Millisecond
+
+// syncDeadline is how long the first sync may take before the header says so.
+const syncDeadline = 30 * time.Second
+
+// tickMsg carries the time, once a second.
+type tickMsg time.Time
+
+// changedMsg: the data source signalled a change.
+type changedMsg struct{}
+
+// rebuildMsg: the coalescing delay has passed; read the data now.
+type rebuildMsg struct{}
+
+// dataMsg carries freshly observed pools and the connection health.
+type dataMsg struct {
+	views  []engine.PoolView
+	health health
+	at     time.Time
+}
+
+// health is the data source's connection state, read with the data.
+type health struct {
+	synced   bool
+	lastSync time.Time
+	errAt    time.Time
+	err      error
+}
+
+func tickCmd(now func() time.Time) tea.Cmd {
+	return tea.Tick(time.Second, func(time.Time) tea.Msg { return tickMsg(now()) })
+}
+
+// waitChangeCmd blocks until the data source signals; the model re-arms it
+// once per rebuild, so at most one changedMsg is handled per rebuild cycle.
+func waitChangeCmd(ch <-chan struct{}) tea.Cmd {
+	if ch == nil {
+		return nil
+	}
+	return func() tea.Msg {
+		if _, ok := <-ch; !ok {
+			return nil
+		}
+		return changedMsg{}
+	}
+}
+
+func coalesceCmd() tea.Cmd {
+	return tea.Tick(coalesceDelay, func(time.Time) tea.Msg { return rebuildMsg{} })
+}
+
+// loadCmd reads every pool from the data source and observes it.
+func loadCmd(src DataSource, now func() time.Time) tea.Cmd {
+	if src == nil {
+		return nil
+	}
+	return func() tea.Msg {
+		h := health{synced: src.Synced(), lastSync: src.LastSync()}
+		h.errAt, h.err = src.LastWatchError()
+		at := now()
+		return dataMsg{views: engine.ObserveAll(src.Snapshots(), at), health: h, at: at}
+	}
+}
+
+// connState describes the connection for the header: a glyph, a word and
+// how stale the data is. bad is true when the data cannot be trusted.
+func (h health) connState(now, started time.Time, loaded bool) (text string, level int) {
+	switch {
+	case !h.errAt.IsZero() && !h.errAt.Before(h.lastSync):
+		age := "no data"
+		if !h.lastSync.IsZero() {
+			age = "data " + short(now.Sub(h.lastSync)) + " old"
+		}
+		return glyphBad + " disconnected · " + age, levelError
+	case !h.synced || !loaded:
+		if now.Sub(started) > syncDeadline {
+			msg := glyphBad + " not synced after " + short(now.Sub(started))
+			if h.err != nil {
+				msg += ": " + h.err.Error()
+			}
+			return msg, levelError
+		}
+		return glyphSyncing + " syncing…", levelWarn
+	case h.lastSync.IsZero():
+		return glyphLive + " live", levelOK
+	}
+	return glyphLive + " live · synced " + ago(now, h.lastSync), levelOK
+}
+
+// Levels of a status, mapped onto styles.
+const (
+	levelNone = iota
+	levelOK
+	levelInfo
+	levelWarn
+	levelError
+)

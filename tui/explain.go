@@ -1,0 +1,131 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/ctpool-tui/ctpool-tui/engine"
+)
+
+// explainMember says in plain language why a member is in its state and what
+// happens next. It is the one hook a fuller engine diagnosis will replace.
+// hints adds the dashboard keys that act on the situation.
+func explainMember(v *engine.PoolView, mm *engine.Member, now time.Time, hints bool) string {
+	key := func(k string) string {
+		if hints {
+			return " (" + k + ")"
+		}
+		return ""
+	}
+	var parts []string
+	claimedBy := ""
+	if mm.Claimed {
+		claimedBy = "claimed by " + mm.Holder()
+	}
+	switch mm.State {
+	case engine.StateFailed:
+		p := "failed: " + orWord(mm.Message, "no reason given")
+		if mm.Claimed {
+			p += "; " + claimedBy + ", so it stays until released" + key("x release, f force-release")
+		} else {
+			p += "; the next reconcile replaces it" + key("r reconcile")
+		}
+		parts = append(parts, p)
+	case engine.StateUnschedulable:
+		parts = append(parts, "the scheduler cannot place its Pod: "+orWord(mm.Message, "no message")+
+			"; it becomes free by itself once the cluster has room")
+	case engine.StateTerminating:
+		parts = append(parts, "being deleted")
+	case engine.StateMissing:
+		parts = append(parts, "has no Pod and no PVC; the next reconcile creates it"+key("r reconcile"))
+	case engine.StateStopped:
+		parts = append(parts, "stopped (data PVC kept, no Pod); a claim or the next reconcile starts it")
+	case engine.StateStarting:
+		parts = append(parts, "starting: "+podProgress(mm.Pod))
+	case engine.StateReady:
+		if !mm.Claimed && !mm.Maintenance && mm.Free {
+			parts = append(parts, "free: ready for the next claim")
+		}
+	}
+	if mm.Claimed && mm.Claim != nil {
+		c := mm.Claim
+		switch {
+		case c.Expires.IsZero() || !now.Before(c.Expires):
+			parts = append(parts, fmt.Sprintf("claim by %s expired %s ago; nobody else can take this desktop until it is released%s",
+				c.Holder, short(now.Sub(c.Expires)), key("f force-release")))
+		case mm.State != engine.StateFailed:
+			parts = append(parts, fmt.Sprintf("%s, %s left on the claim", claimedBy, short(c.Expires.Sub(now))))
+		}
+	}
+	if mm.Maintenance && mm.Claim != nil {
+		if mm.MaintenanceStale {
+			parts = append(parts, "a reconciler Lease was left behind (stale); the next reconcile takes it over"+key("r reconcile"))
+		} else {
+			parts = append(parts, "the reconciler is working on it (its Lease expires "+ago(now, mm.Claim.Expires)+")")
+		}
+	}
+	if mm.Drift {
+		if mm.Claimed {
+			parts = append(parts, "drifted from the pool definition: rebuilt from the new source when released")
+		} else {
+			parts = append(parts, "drifted from the pool definition: the next reconcile replaces it")
+		}
+	}
+	if mm.AboveSize {
+		if mm.Claimed {
+			parts = append(parts, "above the pool size: deleted when released")
+		} else {
+			parts = append(parts, "above the pool size: the next reconcile deletes it")
+		}
+	}
+	if v != nil && v.Source == "" && v.Defined {
+		parts = append(parts, "the pool definition is invalid, so no member counts as free")
+	}
+	if len(mm.Problems) > 0 {
+		parts = append(parts, "problems: "+strings.Join(mm.Problems, "; "))
+	}
+	if len(parts) == 0 {
+		return string(mm.State)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// podProgress describes a Pod that is not Ready yet.
+func podProgress(p *corev1.Pod) string {
+	if p == nil {
+		return "no Pod"
+	}
+	for _, list := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
+		for _, cs := range list {
+			if w := cs.State.Waiting; w != nil && w.Reason != "" {
+				return fmt.Sprintf("container %s is waiting: %s", cs.Name, joinNonEmpty(": ", w.Reason, w.Message))
+			}
+		}
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Status != corev1.ConditionTrue && (c.Reason != "" || c.Message != "") {
+			return fmt.Sprintf("%s=%s %s", c.Type, c.Status, joinNonEmpty(": ", c.Reason, c.Message))
+		}
+	}
+	return "Pod " + orWord(string(p.Status.Phase), "Pending") + ", not Ready yet"
+}
+
+func orWord(s, word string) string {
+	if strings.TrimSpace(s) == "" {
+		return word
+	}
+	return s
+}
+
+func joinNonEmpty(sep string, parts ...string) string {
+	var out []string
+	for _, p := range parts {
+		if p != "" {
+			out = append(out, p)
+		}
+	}
+	return strings.Join(out, sep)
+}

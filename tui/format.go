@@ -1,0 +1,234 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/ctpool-tui/ctpool-tui/tui/sanitize"
+)
+
+// Glyphs. Each status has a glyph and a word; colour only adds to them.
+const (
+	glyphLive     = "●"
+	glyphSyncing  = "◌"
+	glyphBad      = "✗"
+	glyphOK       = "✓"
+	glyphWarn     = "⚠"
+	glyphDrift    = "⟳"
+	glyphMaint    = "⚙"
+	glyphAbove    = "↑"
+	glyphProblem  = "!"
+	glyphCursor   = "▸"
+	glyphNone     = "—"
+	glyphEllipsis = "…"
+)
+
+// short formats a duration compactly: 12s, 42m, 1h05m, 3h, 2d.
+func short(d time.Duration) string {
+	if d < 0 {
+		d = -d
+	}
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d/time.Second))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d/time.Minute))
+	case d < 10*time.Hour:
+		h := int(d / time.Hour)
+		m := int((d % time.Hour) / time.Minute)
+		if m == 0 {
+			return fmt.Sprintf("%dh", h)
+		}
+		return fmt.Sprintf("%dh%02dm", h, m)
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", int(d/time.Hour))
+	}
+	return fmt.Sprintf("%dd", int(d/(24*time.Hour)))
+}
+
+// ago formats the time since t ("12s ago"), or "never" for a zero time.
+func ago(now, t time.Time) string {
+	if t.IsZero() {
+		return "never"
+	}
+	if t.After(now) {
+		return "in " + short(t.Sub(now))
+	}
+	return short(now.Sub(t)) + " ago"
+}
+
+// clock formats a time of day; the date is added when it is not today.
+func clock(now, t time.Time) string {
+	if t.IsZero() {
+		return glyphNone
+	}
+	if y, m, d := t.Date(); y == now.Year() && m == now.Month() && d == now.Day() {
+		return t.Format("15:04")
+	}
+	return t.Format("Jan 2 15:04")
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, one)
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+// column is one table column. Columns with a drop rank are removed, the
+// highest rank first, until the table fits; a flex column takes what is left.
+type column struct {
+	title string
+	width int
+	right bool
+	flex  bool // grows to fill the line (min is width)
+	max   int  // a flex column's maximum (0: none)
+	drop  int  // 0: never dropped
+}
+
+// fitColumns returns the columns that fit in total cells (one space between
+// columns, prefix cells before the first).
+func fitColumns(cols []column, total, prefix int) []column {
+	out := append([]column(nil), cols...)
+	for {
+		used := prefix
+		for i, c := range out {
+			used += c.width
+			if i > 0 {
+				used++
+			}
+		}
+		if used <= total {
+			// Share what is left among the flex columns, in order.
+			left := total - used
+			for i := range out {
+				if !out[i].flex || left <= 0 {
+					continue
+				}
+				grow := left
+				if out[i].max > 0 && out[i].width+grow > out[i].max {
+					grow = out[i].max - out[i].width
+				}
+				if grow > 0 {
+					out[i].width += grow
+					left -= grow
+				}
+			}
+			return out
+		}
+		worst := -1
+		for i, c := range out {
+			if c.drop > 0 && (worst < 0 || c.drop > out[worst].drop) {
+				worst = i
+			}
+		}
+		if worst < 0 {
+			return out // nothing left to drop: the line will be cut
+		}
+		out = append(out[:worst], out[worst+1:]...)
+	}
+}
+
+// cells renders sanitised, fitted cells separated by a space.
+func cells(cols []column, values map[string]string) string {
+	var b strings.Builder
+	for i, c := range cols {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		v := values[c.title]
+		if c.right {
+			b.WriteString(sanitize.FitRight(v, c.width))
+		} else {
+			b.WriteString(sanitize.Fit(v, c.width))
+		}
+	}
+	return b.String()
+}
+
+// headerCells renders column titles.
+func headerCells(cols []column) string {
+	vals := make(map[string]string, len(cols))
+	for _, c := range cols {
+		vals[c.title] = c.title
+	}
+	return cells(cols, vals)
+}
+
+// cut cuts an already rendered line (which may hold styling) to width cells.
+func cut(s string, width int) string {
+	if width <= 0 {
+		return ""
+	}
+	if ansi.StringWidth(s) <= width {
+		return s
+	}
+	return ansi.Truncate(s, width, glyphEllipsis)
+}
+
+// pad pads an already rendered line with spaces to width cells.
+func pad(s string, width int) string {
+	s = cut(s, width)
+	if w := ansi.StringWidth(s); w < width {
+		s += strings.Repeat(" ", width-w)
+	}
+	return s
+}
+
+// spread puts left and right on one line of width cells.
+func spread(left, right string, width int) string {
+	lw, rw := ansi.StringWidth(left), ansi.StringWidth(right)
+	if lw+rw+1 > width {
+		left = cut(left, max(0, width-rw-1))
+		lw = ansi.StringWidth(left)
+	}
+	gap := width - lw - rw
+	if gap < 1 {
+		return cut(left+" "+right, width)
+	}
+	return left + strings.Repeat(" ", gap) + right
+}
+
+// clean sanitises cluster text.
+func clean(s string) string { return sanitize.Sanitize(s) }
+
+// abbrevHash shortens a source hash for display: 7c1e…a9.
+func abbrevHash(h string) string {
+	if len(h) <= 8 {
+		return clean(h)
+	}
+	return clean(h[:4]) + glyphEllipsis + clean(h[len(h)-2:])
+}
+
+// fitBlock cuts or pads every line of s to width and the block to height lines.
+func fitBlock(s string, width, height int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > height {
+		lines = lines[:height]
+	}
+	for i := range lines {
+		lines[i] = pad(lines[i], width)
+	}
+	for len(lines) < height {
+		lines = append(lines, strings.Repeat(" ", width))
+	}
+	return strings.Join(lines, "\n")
+}
+
+// wrapIndent wraps plain text to width cells; lines after the first are
+// indented by indent spaces.
+func wrapIndent(s string, width, indent int) []string {
+	first := wrap(s, width)
+	if len(first) <= 1 {
+		return first
+	}
+	rest := wrap(strings.Join(strings.Fields(strings.Join(first[1:], " ")), " "), width-indent)
+	out := []string{first[0]}
+	for _, l := range rest {
+		out = append(out, strings.Repeat(" ", indent)+l)
+	}
+	return out
+}

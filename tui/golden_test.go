@@ -1,0 +1,58 @@
+package tui
+
+import (
+	"testing"
+)
+
+func TestGoldenScreens(t *testing.T) {
+	tests := []struct {
+		name          string
+		cluster       func() *cluster
+		width, height int
+		readOnly      bool
+		keys          []string
+		events        bool
+	}{
+		{name: "pools_120x40", cluster: demoCluster, width: 120, height: 40},
+		{name: "pools_80x24", cluster: demoCluster, width: 80, height: 24},
+		{name: "pools_gpu_selected_120x40", cluster: demoCluster, width: 120, height: 40, keys: []string{"down", "down", "down"}},
+		{name: "members_120x40", cluster: demoCluster, width: 120, height: 40, keys: []string{"down", "enter"}},
+		{name: "members_80x24", cluster: demoCluster, width: 80, height: 24, keys: []string{"down", "enter"}},
+		{name: "members_filtered_120x40", cluster: demoCluster, width: 120, height: 40, keys: []string{"down", "enter", "/", "u", "n", "s", "enter"}},
+		{name: "members_sorted_state_120x40", cluster: demoCluster, width: 120, height: 40, keys: []string{"down", "enter", "S"}},
+		{name: "detail_120x40", cluster: demoCluster, width: 120, height: 40, keys: []string{"down", "enter", "down", "enter"}, events: true},
+		{name: "help_120x40", cluster: demoCluster, width: 120, height: 40, keys: []string{"?"}},
+		{name: "force_release_120x40", cluster: demoCluster, width: 120, height: 40, keys: []string{"down", "enter", "down", "f"}},
+		{name: "resize_input_120x40", cluster: demoCluster, width: 120, height: 40, keys: []string{"down", "s", "3"}},
+		{name: "resize_confirm_120x40", cluster: demoCluster, width: 120, height: 40, keys: []string{"down", "s", "3", "enter"}},
+		{name: "delete_120x40", cluster: demoCluster, width: 120, height: 40, keys: []string{"down", "D", "d", "e"}},
+		{name: "wall_80x24", cluster: demoCluster, width: 80, height: 24, readOnly: true},
+		{name: "wall_200x60", cluster: demoCluster, width: 200, height: 60, readOnly: true},
+		{name: "wall_help_80x24", cluster: demoCluster, width: 80, height: 24, readOnly: true, keys: []string{"?"}},
+		{name: "hostile_pools_120x40", cluster: hostileCluster, width: 120, height: 40},
+		{name: "hostile_members_120x40", cluster: hostileCluster, width: 120, height: 40, keys: []string{"enter"}},
+		{name: "hostile_detail_120x40", cluster: hostileCluster, width: 120, height: 40, keys: []string{"enter", "enter"}, events: true},
+		{name: "hostile_wall_80x24", cluster: hostileCluster, width: 80, height: 24, readOnly: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := testOpts{width: tt.width, height: tt.height, readOnly: tt.readOnly}
+			if !tt.readOnly {
+				o.actions = &fakeActions{}
+			}
+			if tt.events {
+				o.events = &fakeEvents{}
+			}
+			m, _ := newTestModel(t, tt.cluster(), o)
+			for _, k := range tt.keys {
+				_, cmd := m.Update(keyMsg(k))
+				if msg, ok := runEvents(cmd); ok {
+					m.Update(msg)
+				}
+			}
+			got := m.View()
+			checkScreen(t, got, tt.width, tt.height)
+			golden(t, tt.name, got)
+		})
+	}
+}

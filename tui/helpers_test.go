@@ -1,0 +1,178 @@
+package tui
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
+)
+
+// update rewrites the golden files: go test ./tui/ -run Golden -update
+var update = flag.Bool("update", false, "rewrite tui/testdata/*.golden with the current output")
+
+// golden compares got with testdata/name.golden.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name+".golden")
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./tui/ -update to create it)", err)
+	}
+	if string(want) != got {
+		t.Errorf("%s differs from the golden file (go test ./tui/ -update rewrites it):\n%s", name, lineDiff(string(want), got))
+	}
+}
+
+func lineDiff(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	var b strings.Builder
+	for i := 0; i < max(len(w), len(g)); i++ {
+		var wl, gl string
+		if i < len(w) {
+			wl = w[i]
+		}
+		if i < len(g) {
+			gl = g[i]
+		}
+		if wl != gl {
+			b.WriteString("line " + itoa(i+1) + ":\n  want: " + wl + "\n  got:  " + gl + "\n")
+		}
+	}
+	return b.String()
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+// checkScreen asserts a rendered screen is exactly width x height cells and
+// holds no escape or control character.
+func checkScreen(t *testing.T, s string, width, height int) {
+	t.Helper()
+	lines := strings.Split(s, "\n")
+	if len(lines) != height {
+		t.Errorf("screen has %d lines, want %d", len(lines), height)
+	}
+	for i, l := range lines {
+		if w := ansi.StringWidth(l); w > width {
+			t.Errorf("line %d is %d cells wide (max %d): %q", i+1, w, width, l)
+		}
+		for _, r := range l {
+			if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) {
+				t.Errorf("line %d holds control character %U: %q", i+1, r, l)
+				break
+			}
+		}
+	}
+}
+
+// keyMsg builds the key message bubbletea would send for a key name.
+func keyMsg(k string) tea.KeyMsg {
+	switch k {
+	case "enter":
+		return tea.KeyMsg{Type: tea.KeyEnter}
+	case "esc":
+		return tea.KeyMsg{Type: tea.KeyEscape}
+	case "tab":
+		return tea.KeyMsg{Type: tea.KeyTab}
+	case "up":
+		return tea.KeyMsg{Type: tea.KeyUp}
+	case "down":
+		return tea.KeyMsg{Type: tea.KeyDown}
+	case "left":
+		return tea.KeyMsg{Type: tea.KeyLeft}
+	case "right":
+		return tea.KeyMsg{Type: tea.KeyRight}
+	case "pgdown":
+		return tea.KeyMsg{Type: tea.KeyPgDown}
+	case "pgup":
+		return tea.KeyMsg{Type: tea.KeyPgUp}
+	case "home":
+		return tea.KeyMsg{Type: tea.KeyHome}
+	case "end":
+		return tea.KeyMsg{Type: tea.KeyEnd}
+	case "backspace":
+		return tea.KeyMsg{Type: tea.KeyBackspace}
+	case "ctrl+c":
+		return tea.KeyMsg{Type: tea.KeyCtrlC}
+	}
+	return tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(k)}
+}
+
+// press sends keys and returns the Cmd of the last one.
+func press(m *Model, keys ...string) tea.Cmd {
+	var cmd tea.Cmd
+	for _, k := range keys {
+		_, cmd = m.Update(keyMsg(k))
+	}
+	return cmd
+}
+
+// typeText sends each rune as a key.
+func typeText(m *Model, s string) {
+	for _, r := range s {
+		m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{r}})
+	}
+}
+
+// waitMsg runs cmd (and the Cmds of a batch) in goroutines and returns the
+// first message of type T, failing after a deadline. Timers in the batch
+// (ticks) simply never answer in time.
+func waitMsg[T any](t *testing.T, cmd tea.Cmd) T {
+	t.Helper()
+	var zero T
+	if cmd == nil {
+		t.Fatalf("no Cmd returned, want one producing %T", zero)
+	}
+	out := make(chan tea.Msg, 64)
+	var run func(tea.Cmd)
+	run = func(c tea.Cmd) {
+		go func() {
+			msg := c()
+			if batch, ok := msg.(tea.BatchMsg); ok {
+				for _, c := range batch {
+					if c != nil {
+						run(c)
+					}
+				}
+				return
+			}
+			out <- msg
+		}()
+	}
+	run(cmd)
+	deadline := time.After(5 * time.Second)
+	for {
+		select {
+		case msg := <-out:
+			if v, ok := msg.(T); ok {
+				return v
+			}
+		case <-deadline:
+			t.Fatalf("no %T within 5s", zero)
+			return zero
+		}
+	}
+}
+
+// runEvents runs an events Cmd synchronously (the fake answers at once).
+func runEvents(cmd tea.Cmd) (tea.Msg, bool) {
+	if cmd == nil {
+		return nil, false
+	}
+	msg := cmd()
+	if e, ok := msg.(eventsMsg); ok {
+		return e, true
+	}
+	return nil, false
+}

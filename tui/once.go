@@ -1,0 +1,273 @@
+package tui
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/tui/sanitize"
+)
+
+// Exit codes of the headless renderer. The caller owns 1 (the cluster could
+// not be read) and 2 (usage).
+const (
+	ExitOK        = 0 // every pool has a free member, no recorded errors or problems
+	ExitAttention = 3 // some pool is exhausted, has recorded errors or problems, or --pool names none
+)
+
+// OnceOptions configure RenderOnce.
+type OnceOptions struct {
+	// Format is "table" (default) or "json".
+	Format string
+	// Pool limits the output to one pool.
+	Pool string
+	// Namespace and Context are reported in the output.
+	Namespace, Context string
+	// Now is the time ages and expiries are computed at (default: the
+	// views' ObservedAt).
+	Now time.Time
+}
+
+// OnceSchemaVersion is the version of the JSON document. It changes only
+// when a field is removed or changes meaning; new fields may be added.
+const OnceSchemaVersion = 1
+
+// OnceReport is the JSON document of `--once -o json`.
+type OnceReport struct {
+	SchemaVersion int        `json:"schemaVersion"`
+	Namespace     string     `json:"namespace"`
+	Context       string     `json:"context,omitempty"`
+	ObservedAt    time.Time  `json:"observedAt"`
+	Pools         []OncePool `json:"pools"`
+	// Error is set when --pool names a pool that does not exist.
+	Error string `json:"error,omitempty"`
+}
+
+// OncePool is one pool of the JSON document.
+type OncePool struct {
+	Name          string `json:"name"`
+	Defined       bool   `json:"defined"`
+	Backend       string `json:"backend"`
+	Image         string `json:"image"`
+	Size          int    `json:"size"`
+	Ready         int    `json:"ready"`
+	Claimed       int    `json:"claimed"`
+	Free          int    `json:"free"`
+	Unschedulable int    `json:"unschedulable"`
+	Drifted       int    `json:"drifted"`
+	Failed        int    `json:"failed"`
+	Exhausted     bool   `json:"exhausted"`
+	// Status is ok, exhausted, errors or problem (the STATUS column).
+	Status string `json:"status"`
+	// LastReconcile is when the recorded status last changed (absent: never).
+	LastReconcile *time.Time `json:"lastReconcile,omitempty"`
+	// Errors of the last reconcile; Problems with the definition or status.
+	Errors   []string     `json:"errors"`
+	Problems []string     `json:"problems"`
+	Members  []OnceMember `json:"members"`
+}
+
+// OnceMember is one member of the JSON document.
+type OnceMember struct {
+	Name         string     `json:"name"`
+	State        string     `json:"state"`
+	Free         bool       `json:"free"`
+	Holder       string     `json:"holder,omitempty"`
+	ClaimedAt    *time.Time `json:"claimedAt,omitempty"`
+	ClaimExpires *time.Time `json:"claimExpires,omitempty"`
+	ClaimExpired bool       `json:"claimExpired"`
+	Maintenance  bool       `json:"maintenance"`
+	Drift        bool       `json:"drift"`
+	AboveSize    bool       `json:"aboveSize"`
+	Message      string     `json:"message,omitempty"`
+	Node         string     `json:"node,omitempty"`
+	Created      *time.Time `json:"created,omitempty"`
+	Problems     []string   `json:"problems,omitempty"`
+}
+
+// onceStatus is a pool's STATUS word and whether it needs attention.
+func onceStatus(v *engine.PoolView) (string, bool) {
+	switch {
+	case len(v.Problems) > 0:
+		return "problem", true
+	case len(v.Recorded.Errors) > 0:
+		return "errors", true
+	case v.Status.Exhausted:
+		return "exhausted", true
+	}
+	return "ok", false
+}
+
+// Report builds the JSON document of views (already limited to one pool
+// when asked) and the exit code.
+func Report(views []engine.PoolView, opts OnceOptions) (OnceReport, int) {
+	now := opts.Now
+	if now.IsZero() && len(views) > 0 {
+		now = views[0].ObservedAt
+	}
+	r := OnceReport{SchemaVersion: OnceSchemaVersion, Namespace: opts.Namespace, Context: opts.Context, ObservedAt: now, Pools: []OncePool{}}
+	code := ExitOK
+	for i := range views {
+		v := &views[i]
+		if opts.Pool != "" && v.Name != opts.Pool {
+			continue
+		}
+		status, bad := onceStatus(v)
+		if bad {
+			code = ExitAttention
+		}
+		p := OncePool{
+			Name: v.Name, Defined: v.Defined, Backend: v.Spec.BackendName(), Image: v.Spec.Image, Size: v.Spec.Size,
+			Ready: v.Status.Ready, Claimed: v.Status.Claimed, Free: v.Status.Free, Unschedulable: v.Status.Unschedulable,
+			Drifted: v.Status.Drifted, Failed: v.Status.Failed, Exhausted: v.Status.Exhausted, Status: status,
+			LastReconcile: v.Recorded.UpdatedAt,
+			Errors:        append([]string{}, v.Recorded.Errors...), Problems: append([]string{}, v.Problems...),
+			Members: make([]OnceMember, 0, len(v.Members)),
+		}
+		for j := range v.Members {
+			p.Members = append(p.Members, onceMember(&v.Members[j], now))
+		}
+		r.Pools = append(r.Pools, p)
+	}
+	if opts.Pool != "" && len(r.Pools) == 0 {
+		r.Error = fmt.Sprintf("no pool named %s in namespace %s", opts.Pool, opts.Namespace)
+		code = ExitAttention
+	}
+	return r, code
+}
+
+func onceMember(mm *engine.Member, now time.Time) OnceMember {
+	o := OnceMember{
+		Name: mm.Name, State: string(mm.State), Free: mm.Free, Holder: mm.Holder(), Maintenance: mm.Maintenance,
+		Drift: mm.Drift, AboveSize: mm.AboveSize, Message: mm.Message, Node: mm.Node, Problems: mm.Problems,
+	}
+	if mm.Claimed && mm.Claim != nil {
+		c := mm.Claim
+		o.ClaimExpired = c.Expires.IsZero() || !now.Before(c.Expires)
+		if !c.Acquired.IsZero() {
+			t := c.Acquired
+			o.ClaimedAt = &t
+		}
+		if !c.Expires.IsZero() {
+			t := c.Expires
+			o.ClaimExpires = &t
+		}
+	}
+	if !mm.Created.IsZero() {
+		t := mm.Created
+		o.Created = &t
+	}
+	return o
+}
+
+// RenderOnce writes the pools once, as a table or as JSON (opts.Format),
+// and returns the exit code: ExitOK, or ExitAttention when a pool is
+// exhausted, has recorded errors or problems, or opts.Pool names no pool.
+// The output never holds colour or escape sequences: every piece of cluster
+// text is sanitised in the table (JSON escapes control characters).
+func RenderOnce(w io.Writer, views []engine.PoolView, opts OnceOptions) int {
+	r, code := Report(views, opts)
+	if strings.EqualFold(opts.Format, "json") {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(r); err != nil {
+			return 1
+		}
+		return code
+	}
+	writeTable(w, r)
+	return code
+}
+
+// writeTable writes the pools table, then each pool's members.
+func writeTable(w io.Writer, r OnceReport) {
+	if r.Error != "" {
+		fmt.Fprintln(w, sanitize.Sanitize(r.Error))
+		return
+	}
+	if len(r.Pools) == 0 {
+		fmt.Fprintf(w, "no pools in namespace %s\n", sanitize.Sanitize(r.Namespace))
+		return
+	}
+	rows := [][]string{{"POOL", "BACKEND", "SIZE", "READY", "CLAIMED", "FREE", "UNSCHED", "DRIFT", "FAILED", "STATUS", "LAST RECONCILE"}}
+	for _, p := range r.Pools {
+		last := "never"
+		if p.LastReconcile != nil {
+			last = ago(r.ObservedAt, *p.LastReconcile)
+		}
+		rows = append(rows, []string{p.Name, p.Backend, fmt.Sprint(p.Size), fmt.Sprint(p.Ready), fmt.Sprint(p.Claimed),
+			fmt.Sprint(p.Free), fmt.Sprint(p.Unschedulable), fmt.Sprint(p.Drifted), fmt.Sprint(p.Failed), p.Status, last})
+	}
+	writeRows(w, rows)
+	for _, p := range r.Pools {
+		fmt.Fprintf(w, "\n%s (%s, image %s)\n", sanitize.Sanitize(p.Name), sanitize.Sanitize(p.Backend), sanitize.Sanitize(orWord(p.Image, "-")))
+		for _, e := range p.Problems {
+			fmt.Fprintf(w, "  problem: %s\n", sanitize.Sanitize(e))
+		}
+		for _, e := range p.Errors {
+			fmt.Fprintf(w, "  error: %s\n", sanitize.Sanitize(e))
+		}
+		if len(p.Members) == 0 {
+			fmt.Fprintln(w, "  no members")
+			continue
+		}
+		rows := [][]string{{"  MEMBER", "STATE", "HOLDER", "EXPIRES", "MARKS", "NODE", "MESSAGE"}}
+		for _, m := range p.Members {
+			holder, expires := "-", ""
+			if m.Holder != "" {
+				holder = m.Holder
+			}
+			if m.ClaimExpires != nil {
+				expires = m.ClaimExpires.UTC().Format(time.RFC3339)
+			}
+			if m.ClaimExpired {
+				expires = "expired"
+			}
+			var marks []string
+			if m.Drift {
+				marks = append(marks, "drift")
+			}
+			if m.Maintenance {
+				marks = append(marks, "maintenance")
+			}
+			if m.AboveSize {
+				marks = append(marks, "above-size")
+			}
+			if len(m.Problems) > 0 {
+				marks = append(marks, "problems")
+			}
+			msg := m.Message
+			if msg == "" {
+				msg = strings.Join(m.Problems, "; ")
+			}
+			rows = append(rows, []string{"  " + m.Name, m.State, holder, expires, strings.Join(marks, ","), m.Node, msg})
+		}
+		writeRows(w, rows)
+	}
+}
+
+// writeRows aligns sanitised cells on display width (the last column is not padded).
+func writeRows(w io.Writer, rows [][]string) {
+	const maxCell = 60
+	widths := make([]int, len(rows[0]))
+	for _, row := range rows {
+		for i, c := range row[:len(row)-1] {
+			widths[i] = max(widths[i], min(sanitize.Width(c), maxCell))
+		}
+	}
+	for _, row := range rows {
+		var b strings.Builder
+		for i, c := range row {
+			if i == len(row)-1 {
+				b.WriteString(sanitize.Truncate(c, 200))
+				break
+			}
+			b.WriteString(sanitize.Fit(c, widths[i]))
+			b.WriteString("  ")
+		}
+		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
+	}
+}
