@@ -169,6 +169,10 @@ func (c *Cluster) DeleteLease(ctx context.Context, name, rv string) error {
 	return ignoreNotFound(c.Client.CoordinationV1().Leases(c.Namespace).Delete(ctx, name, deleteOptions("", rv)))
 }
 
+// watchRetryInterval is the pause before WaitGone checks again after a watch
+// could not be opened.
+var watchRetryInterval = time.Second
+
 // WaitGone waits until the object is gone or replaced (another UID). It
 // watches the single object and re-checks with a Get whenever the watch ends
 // or every few seconds, so a lost watch event cannot hang it.
@@ -198,6 +202,15 @@ func (c *Cluster) WaitGone(ctx context.Context, kind engine.Kind, name string, u
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
+			}
+			// No watch (no permission, a failing server): poll with Get
+			// instead of retrying at once.
+			t := time.NewTimer(watchRetryInterval)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return ctx.Err()
+			case <-t.C:
 			}
 			continue
 		}
