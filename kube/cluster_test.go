@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -389,6 +390,44 @@ func TestWaitGone(t *testing.T) {
 		defer cancel()
 		if err := c.WaitGone(ctx, engine.KindPod, "desk-1", "uid-1"); !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("WaitGone = %v", err)
+		}
+	})
+
+	t.Run("without watch permission: polls, does not spin", func(t *testing.T) {
+		old := watchRetryInterval
+		watchRetryInterval = 30 * time.Millisecond
+		defer func() { watchRetryInterval = old }()
+		cs := fake.NewClientset(pod)
+		var gets, watches atomic.Int64
+		cs.PrependReactor("get", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+			gets.Add(1)
+			return false, nil, nil
+		})
+		forbidden := apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("cannot watch"))
+		cs.PrependWatchReactor("pods", func(k8stesting.Action) (bool, watch.Interface, error) {
+			watches.Add(1)
+			return true, nil, forbidden
+		})
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		if err := NewCluster(cs, clusterNS).WaitGone(ctx, engine.KindPod, "desk-1", "uid-1"); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("WaitGone = %v", err)
+		}
+		if g := gets.Load(); g < 2 || g > 5 {
+			t.Fatalf("%d Gets in 100ms with a 30ms retry interval", g)
+		}
+
+		// The delete is still seen, by the next Get.
+		cs.PrependWatchReactor("pods", func(k8stesting.Action) (bool, watch.Interface, error) {
+			if err := cs.Tracker().Delete(corev1.SchemeGroupVersion.WithResource("pods"), clusterNS, "desk-1"); err != nil {
+				return true, nil, err
+			}
+			return true, nil, forbidden
+		})
+		ctx2, cancel2 := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel2()
+		if err := NewCluster(cs, clusterNS).WaitGone(ctx2, engine.KindPod, "desk-1", "uid-1"); err != nil {
+			t.Fatalf("WaitGone after the delete = %v", err)
 		}
 	})
 
