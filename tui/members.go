@@ -52,12 +52,12 @@ const membersChrome = 4
 // the data, the filter or the sort changes; View renders only the window
 // around the cursor. The selection is tracked by member name.
 type membersModel struct {
-	pool  string
-	view  *engine.PoolView
-	all   []engine.Member
-	hay   []string // lower-case text the filter searches, per member
-	index map[string]int
-	rows  []int // indexes into all, filtered and sorted
+	pool   string
+	view   *engine.PoolView
+	all    []engine.Member
+	hay    []string // lower-case text the filter searches, per member
+	index  map[string]int
+	rows   []int // indexes into all, filtered and sorted
 	widths colWidths
 
 	sort      sortKey

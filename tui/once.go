@@ -93,10 +93,10 @@ func onceStatus(v *engine.PoolView) (string, bool) {
 	switch {
 	case len(v.Problems) > 0:
 		return "problem", true
-	case len(v.Recorded.Errors) > 0:
-		return "errors", true
 	case v.Status.Exhausted:
 		return "exhausted", true
+	case len(v.Recorded.Errors) > 0:
+		return "errors", true
 	}
 	return "ok", false
 }
@@ -119,12 +119,16 @@ func Report(views []engine.PoolView, opts OnceOptions) (OnceReport, int) {
 		if bad {
 			code = ExitAttention
 		}
+		backend := v.Spec.BackendName()
+		if !v.Defined {
+			backend = ""
+		}
 		p := OncePool{
-			Name: v.Name, Defined: v.Defined, Backend: v.Spec.BackendName(), Image: v.Spec.Image, Size: v.Spec.Size,
+			Name: clean(v.Name), Defined: v.Defined, Backend: clean(backend), Image: clean(v.Spec.Image), Size: v.Spec.Size,
 			Ready: v.Status.Ready, Claimed: v.Status.Claimed, Free: v.Status.Free, Unschedulable: v.Status.Unschedulable,
 			Drifted: v.Status.Drifted, Failed: v.Status.Failed, Exhausted: v.Status.Exhausted, Status: status,
 			LastReconcile: v.Recorded.UpdatedAt,
-			Errors:        append([]string{}, v.Recorded.Errors...), Problems: append([]string{}, v.Problems...),
+			Errors:        cleanAll(v.Recorded.Errors), Problems: cleanAll(v.Problems),
 			Members: make([]OnceMember, 0, len(v.Members)),
 		}
 		for j := range v.Members {
@@ -141,8 +145,11 @@ func Report(views []engine.PoolView, opts OnceOptions) (OnceReport, int) {
 
 func onceMember(mm *engine.Member, now time.Time) OnceMember {
 	o := OnceMember{
-		Name: mm.Name, State: string(mm.State), Free: mm.Free, Holder: mm.Holder(), Maintenance: mm.Maintenance,
-		Drift: mm.Drift, AboveSize: mm.AboveSize, Message: mm.Message, Node: mm.Node, Problems: mm.Problems,
+		Name: clean(mm.Name), State: string(mm.State), Free: mm.Free, Holder: clean(mm.Holder()), Maintenance: mm.Maintenance,
+		Drift: mm.Drift, AboveSize: mm.AboveSize, Message: clean(mm.Message), Node: clean(mm.Node),
+	}
+	if len(mm.Problems) > 0 {
+		o.Problems = cleanAll(mm.Problems)
 	}
 	if mm.Claimed && mm.Claim != nil {
 		c := mm.Claim
@@ -163,11 +170,20 @@ func onceMember(mm *engine.Member, now time.Time) OnceMember {
 	return o
 }
 
+// cleanAll sanitises a list, never returning nil (JSON shows []).
+func cleanAll(in []string) []string {
+	out := make([]string, 0, len(in))
+	for _, s := range in {
+		out = append(out, clean(s))
+	}
+	return out
+}
+
 // RenderOnce writes the pools once, as a table or as JSON (opts.Format),
 // and returns the exit code: ExitOK, or ExitAttention when a pool is
 // exhausted, has recorded errors or problems, or opts.Pool names no pool.
 // The output never holds colour or escape sequences: every piece of cluster
-// text is sanitised in the table (JSON escapes control characters).
+// text is sanitised, in the table and in the JSON document alike.
 func RenderOnce(w io.Writer, views []engine.PoolView, opts OnceOptions) int {
 	r, code := Report(views, opts)
 	if strings.EqualFold(opts.Format, "json") {
@@ -198,12 +214,12 @@ func writeTable(w io.Writer, r OnceReport) {
 		if p.LastReconcile != nil {
 			last = ago(r.ObservedAt, *p.LastReconcile)
 		}
-		rows = append(rows, []string{p.Name, p.Backend, fmt.Sprint(p.Size), fmt.Sprint(p.Ready), fmt.Sprint(p.Claimed),
+		rows = append(rows, []string{p.Name, orWord(p.Backend, "-"), fmt.Sprint(p.Size), fmt.Sprint(p.Ready), fmt.Sprint(p.Claimed),
 			fmt.Sprint(p.Free), fmt.Sprint(p.Unschedulable), fmt.Sprint(p.Drifted), fmt.Sprint(p.Failed), p.Status, last})
 	}
 	writeRows(w, rows)
 	for _, p := range r.Pools {
-		fmt.Fprintf(w, "\n%s (%s, image %s)\n", sanitize.Sanitize(p.Name), sanitize.Sanitize(p.Backend), sanitize.Sanitize(orWord(p.Image, "-")))
+		fmt.Fprintf(w, "\n%s (%s, image %s)\n", sanitize.Sanitize(p.Name), sanitize.Sanitize(orWord(p.Backend, "no definition")), sanitize.Sanitize(orWord(p.Image, "-")))
 		for _, e := range p.Problems {
 			fmt.Fprintf(w, "  problem: %s\n", sanitize.Sanitize(e))
 		}
