@@ -112,8 +112,8 @@ func ValidateIdentity(identity string) error {
 	switch {
 	case identity == "":
 		return &InvalidError{Field: "identity", Reason: "must not be empty"}
-	case len(identity) > MaxIdentityLength:
-		return &InvalidError{Field: "identity", Reason: fmt.Sprintf("must be at most %d characters (got %d)", MaxIdentityLength, len(identity))}
+	case utf8.RuneCountInString(identity) > MaxIdentityLength:
+		return &InvalidError{Field: "identity", Reason: fmt.Sprintf("must be at most %d characters (got %d)", MaxIdentityLength, utf8.RuneCountInString(identity))}
 	case !utf8.ValidString(identity):
 		return &InvalidError{Field: "identity", Reason: "must be valid UTF-8"}
 	case identity == ReconcilerIdentity:
