@@ -76,6 +76,8 @@ func TestValidateIdentity(t *testing.T) {
 		{"at the limit", strings.Repeat("a", 253), "", false},
 		{"empty", "", "must not be empty", false},
 		{"254 characters", strings.Repeat("a", 254), "at most 253 characters (got 254)", false},
+		{"253 two-byte characters", strings.Repeat("é", 253), "", false},
+		{"254 two-byte characters", strings.Repeat("é", 254), "at most 253 characters (got 254)", false},
 		{"ESC", "alice\x1b[31m", "U+001B", false},
 		{"NUL", "alice\x00", "U+0000", false},
 		{"newline", "alice\nbob", "U+000A", false},
