@@ -1,0 +1,73 @@
+# ctpool-tui — run `make help` for the targets.
+SHELL := bash
+GO ?= go
+BIN := bin/ctpool-tui
+CLUSTER := testdata/cluster
+PKGS := ./...
+FUZZTIME ?= 10s
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## list the targets
+	@awk 'BEGIN{FS=":.*## "} /^[a-zA-Z_-]+:.*## /{printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: build
+build: ## build bin/ctpool-tui
+	$(GO) build -o $(BIN) ./cmd/ctpool-tui
+
+.PHONY: demo
+demo: ## run the dashboard on the embedded simulated cluster
+	$(GO) run ./cmd/ctpool-tui --demo
+
+.PHONY: lint
+lint: ## gofmt and go vet (with the integration tag too)
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+	$(GO) vet -tags integration $(PKGS)
+
+.PHONY: test
+test: lint ## everything CI runs: lint, unit and integration tests on a local control plane, short fuzzing
+	$(CLUSTER)/with-cluster $(GO) test -race -count=1 -timeout 30m -tags integration $(PKGS)
+	$(MAKE) fuzz
+
+.PHONY: test-unit
+test-unit: ## unit and golden tests only (no control plane)
+	$(GO) test -race -count=1 $(PKGS)
+
+.PHONY: test-integration
+test-integration: ## integration tests against a running plane (make cluster-up first)
+	CI=$${CI:-1} $(GO) test -race -count=1 -timeout 30m -tags integration -run Integration $(PKGS)
+
+.PHONY: fuzz
+fuzz: ## run each fuzz target for FUZZTIME (default 10s)
+	@set -e; for pkg in $$($(GO) list ./...); do \
+	  for t in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz' || true); do \
+	    echo "fuzz $$pkg $$t"; $(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) $$pkg; \
+	  done; \
+	done
+
+.PHONY: golden
+golden: ## rewrite the TUI golden files after an intended change
+	$(GO) test ./tui/... -update
+
+.PHONY: bench
+bench: ## benchmarks with a ratio summary
+	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./engine/ ./tui/... ./kube/ | tee .bench.out
+	@$(GO) run ./testdata/benchreport < .bench.out
+
+.PHONY: cluster-build
+cluster-build: ## build (or reuse) the local control plane binaries
+	$(CLUSTER)/build
+
+.PHONY: cluster-up
+cluster-up: ## start the local control plane (etcd, kube-apiserver, scheduler, controllers, kwok)
+	$(CLUSTER)/up
+
+.PHONY: cluster-down
+cluster-down: ## stop the local control plane
+	$(CLUSTER)/down
+
+.PHONY: playground
+playground: cluster-up build ## a local plane with two demo pools; then run bin/ctpool-tui
+	$(CLUSTER)/playground $(BIN)

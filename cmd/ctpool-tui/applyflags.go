@@ -1,0 +1,107 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/ctpool-tui/ctpool-tui/engine"
+)
+
+// applyFlags are apply's pool fields. Only the flags given change an existing pool.
+type applyFlags struct {
+	image, cpu, mem, disk, storageClass, mode string
+	size                                      int
+	privileged, init                          bool
+	runtime, runtimeClass, template, net      string
+	sizeClass, cocoonPool, cocoonImage        string
+	cocoonMode, os                            string
+	ttlSeconds                                int64
+}
+
+func (f *applyFlags) register(c *cobra.Command) {
+	fs := c.Flags()
+	fs.StringVar(&f.image, "image", "", "container image of the desktop (required for a new pool)")
+	fs.IntVar(&f.size, "size", 1, "number of members")
+	fs.StringVar(&f.cpu, "cpu", engine.DefaultCPU, "CPU of each member (request and limit)")
+	fs.StringVar(&f.mem, "mem", engine.DefaultMemory, "memory of each member (request and limit)")
+	fs.StringVar(&f.mem, "memory", engine.DefaultMemory, "alias of --mem")
+	fs.StringVar(&f.disk, "disk", engine.DefaultDisk, "size of each member's data PVC")
+	fs.StringVar(&f.storageClass, "storage-class", "", "StorageClass of the data PVCs (default: the cluster's default)")
+	fs.BoolVar(&f.privileged, "privileged", false, "run members privileged, with their root file system on the PVC (trusted users only)")
+	fs.BoolVar(&f.init, "init", false, "run the image's own entrypoint instead of sleep infinity")
+	fs.StringVar(&f.mode, "mode", engine.ModeEphemeral, "pool mode (only ephemeral is supported)")
+	fs.StringVar(&f.runtime, "runtime", engine.BackendStandard, "runtime backend: standard, sandboxd or cocoon")
+	fs.StringVar(&f.runtimeClass, "runtime-class", "", "RuntimeClass of a standard member (Kata, gVisor, ...)")
+	fs.StringVar(&f.template, "template", "", "sandboxd: the warm-pool template (required for sandboxd)")
+	fs.StringVar(&f.net, "net", "", "sandboxd: network lane (none, egress)")
+	fs.StringVar(&f.sizeClass, "size-class", "", "sandboxd: size class (small, medium, large)")
+	fs.Int64Var(&f.ttlSeconds, "ttl-seconds", 0, "sandboxd: claim TTL in seconds (absent: 86400; 0: sandboxd's five-minute default)")
+	fs.StringVar(&f.cocoonPool, "cocoon-pool", "", "cocoon: node pool (default \"default\")")
+	fs.StringVar(&f.cocoonImage, "cocoon-image", "", "cocoon: image in the Cocoon image library (required for cocoon)")
+	fs.StringVar(&f.cocoonMode, "cocoon-mode", "", "cocoon: run boots the image, clone clones a snapshot (default run)")
+	fs.StringVar(&f.os, "os", "", "cocoon: guest OS family (linux, windows, macos)")
+}
+
+// spec merges the flags given onto the current spec (nil for a new pool).
+func (f *applyFlags) spec(c *cobra.Command, cur *engine.Spec) (engine.Spec, error) {
+	fs := c.Flags()
+	set := fs.Changed
+	var s engine.Spec
+	if cur != nil {
+		s = *cur
+		if cur.Runtime != nil {
+			rt := *cur.Runtime
+			s.Runtime = &rt
+		}
+	} else {
+		if !set("image") {
+			return s, usageErr("--image is required to create a pool")
+		}
+		s = engine.Spec{CPU: f.cpu, Memory: f.mem, Disk: f.disk, Mode: f.mode, Size: f.size}
+	}
+	str := func(name string, dst *string, v string) {
+		if set(name) {
+			*dst = v
+		}
+	}
+	str("image", &s.Image, f.image)
+	str("cpu", &s.CPU, f.cpu)
+	str("mem", &s.Memory, f.mem)
+	str("memory", &s.Memory, f.mem)
+	str("disk", &s.Disk, f.disk)
+	str("storage-class", &s.StorageClass, f.storageClass)
+	str("mode", &s.Mode, f.mode)
+	if set("size") {
+		s.Size = f.size
+	}
+	if set("privileged") {
+		s.Privileged = f.privileged
+	}
+	if set("init") {
+		s.Init = f.init
+	}
+	if s.Runtime == nil {
+		s.Runtime = &engine.Runtime{}
+	}
+	rt := s.Runtime
+	if set("runtime") && f.runtime != rt.Backend {
+		// A new backend starts from a clean runtime block.
+		*rt = engine.Runtime{Backend: f.runtime}
+	}
+	str("runtime-class", &rt.RuntimeClassName, f.runtimeClass)
+	str("template", &rt.Template, f.template)
+	str("net", &rt.Net, f.net)
+	str("size-class", &rt.Size, f.sizeClass)
+	if set("ttl-seconds") {
+		v := f.ttlSeconds
+		rt.TTLSeconds = &v
+	}
+	str("cocoon-pool", &rt.Pool, f.cocoonPool)
+	str("cocoon-image", &rt.Image, f.cocoonImage)
+	str("cocoon-mode", &rt.Mode, f.cocoonMode)
+	str("os", &rt.OS, f.os)
+	s.Default()
+	if err := s.Validate(); err != nil {
+		return s, opErr(err)
+	}
+	return s, nil
+}

@@ -1,0 +1,201 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/kube"
+	"github.com/ctpool-tui/ctpool-tui/kube/demo"
+	"github.com/ctpool-tui/ctpool-tui/themes"
+	"github.com/ctpool-tui/ctpool-tui/tui"
+)
+
+// connection is what the dashboard paths need from the cluster.
+type connection struct {
+	client    kubernetes.Interface
+	namespace string
+	context   string
+	host      string
+	readOnly  *kube.ReadOnlyGuard
+	demo      bool
+}
+
+// connect builds the client: the simulated cluster with --demo, otherwise the
+// kubeconfig's, refusing every write in read-only modes.
+func (e *env) connect(ctx context.Context, df dashFlags, readOnly bool) (*connection, error) {
+	if df.demo {
+		ns := ""
+		if e.opts.Flags.Namespace != nil {
+			ns = *e.opts.Flags.Namespace
+		}
+		sim, err := demo.New(demo.Options{Namespace: ns, Seed: time.Now().UnixNano(), Now: time.Now})
+		if err != nil {
+			return nil, fmt.Errorf("start the demo cluster: %w", err)
+		}
+		go func() { _ = sim.Run(ctx) }()
+		if ns == "" {
+			ns = demo.DefaultNamespace
+		}
+		return &connection{client: sim.Client(), namespace: ns, context: "demo (simulated)", host: "demo", demo: true}, nil
+	}
+	ns, err := e.opts.Namespace()
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := e.opts.RESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	c := &connection{namespace: ns, context: e.opts.ContextName(), host: cfg.Host}
+	if readOnly {
+		cfg, c.readOnly = kube.ReadOnly(cfg)
+	}
+	if c.client, err = kubernetes.NewForConfig(cfg); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func runDashboard(ctx context.Context, e *env, df dashFlags, stdin io.Reader) error {
+	if df.output != "table" && df.output != "json" {
+		return usageErr("-o must be table or json (got %q)", df.output)
+	}
+	if !df.once && (df.output != "table" || df.pool != "") {
+		return usageErr("-o and --pool go with --once")
+	}
+	if df.once && df.readonly {
+		return usageErr("--once never writes; leave out --readonly")
+	}
+	theme, err := themes.ByName(df.theme)
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	if df.pool != "" {
+		if err := validatePoolArg(df.pool); err != nil {
+			return err
+		}
+	}
+	if df.once {
+		return runOnce(ctx, e, df)
+	}
+	conn, err := e.connect(ctx, df, df.readonly)
+	if err != nil {
+		return opErr(err)
+	}
+	watcher := kube.NewWatcher(conn.client, conn.namespace)
+	if err := watcher.Start(ctx); err != nil {
+		return opErr(err)
+	}
+	opts := tui.Options{
+		Context: conn.context, Namespace: conn.namespace,
+		ReadOnly: df.readonly, Theme: theme, NoColor: os.Getenv("NO_COLOR") != "",
+		Now: time.Now, Data: watcher, Events: &kube.Events{Client: conn.client}, Demo: conn.demo,
+	}
+	if !df.readonly {
+		opts.Actions = e.dashboardEngine(ctx, conn)
+	}
+	err = tui.Run(ctx, opts)
+	if conn.readOnly != nil && conn.readOnly.Refused() > 0 {
+		fmt.Fprintf(e.stderr, "read-only: %d write requests were refused\n", conn.readOnly.Refused())
+	}
+	return opErr(err)
+}
+
+// dashboardEngine is the engine behind the dashboard's actions: fresh reads,
+// audit Events naming the caller, and the API server's word on force-release.
+func (e *env) dashboardEngine(ctx context.Context, conn *connection) *engine.Engine {
+	eng := &engine.Engine{Cluster: kube.NewCluster(conn.client, conn.namespace), Namespace: conn.namespace, Now: time.Now}
+	actor := "demo-admin"
+	if !conn.demo {
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		who, err := kube.WhoAmI(wctx, conn.client)
+		cancel()
+		if err == nil && who != "" {
+			actor = who
+		} else {
+			actor = ""
+		}
+		eng.Authorize = (&kube.Access{Client: conn.client, Namespace: conn.namespace}).Authorize
+	}
+	eng.Audit = (&kube.Auditor{Client: conn.client, Namespace: conn.namespace, Actor: actor}).Record
+	return eng
+}
+
+// runOnce prints the state once: exit 0 all well, 3 attention, 1 unreadable.
+func runOnce(ctx context.Context, e *env, df dashFlags) error {
+	conn, err := e.connect(ctx, df, true)
+	if err != nil {
+		return opErr(err)
+	}
+	timeout := 10 * time.Second
+	if e.opts.Flags.Timeout != nil {
+		if d, err := time.ParseDuration(*e.opts.Flags.Timeout); err == nil && d > 0 {
+			timeout = d
+		}
+	}
+	rctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if conn.demo {
+		// Let the simulation reach a first steady picture.
+		waitDemo(rctx, conn)
+	}
+	snaps, err := kube.ListPools(rctx, conn.client, conn.namespace)
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) || rctx.Err() != nil {
+			err = fmt.Errorf("no answer within %s", timeout)
+		}
+		return &codeError{code: exitError, err: fmt.Errorf("cannot read namespace %s at %s: %w", conn.namespace, conn.host, err)}
+	}
+	now := time.Now()
+	views := engine.ObserveAll(snaps, now)
+	code := tui.RenderOnce(e.stdout, views, tui.OnceOptions{
+		Format: df.output, Pool: df.pool, Namespace: conn.namespace, Context: conn.context, Now: now,
+	})
+	if code != 0 {
+		return &codeError{code: code}
+	}
+	return nil
+}
+
+func waitDemo(ctx context.Context, conn *connection) {
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		snaps, err := kube.ListPools(ctx, conn.client, conn.namespace)
+		if err == nil {
+			views := engine.ObserveAll(snaps, time.Now())
+			ready := len(views) > 0
+			for _, v := range views {
+				ready = ready && v.Status.Ready > 0
+			}
+			if ready {
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// watchChanges starts informers on the namespace for reconcile --watch.
+func (e *env) watchChanges(ctx context.Context, ns string) (<-chan struct{}, error) {
+	cs, _, err := e.opts.Clientset()
+	if err != nil {
+		return nil, err
+	}
+	w := kube.NewWatcher(cs, ns)
+	if err := w.Start(ctx); err != nil {
+		return nil, err
+	}
+	return w.Changed(), nil
+}

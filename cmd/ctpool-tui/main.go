@@ -1,0 +1,89 @@
+// Command ctpool-tui is the dashboard and the engine commands for ephemeral
+// desktop pools on Kubernetes. This package only wires flags, signals, the
+// kube client, the TUI and the headless paths together.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"k8s.io/klog/v2"
+)
+
+// Exit codes, documented in the README.
+const (
+	exitOK        = 0
+	exitError     = 1
+	exitUsage     = 2
+	exitAttention = 3
+)
+
+func main() {
+	// klog must never write into the terminal the TUI owns.
+	klog.LogToStderr(false)
+	klog.SetOutput(io.Discard)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run executes the command line and returns the exit code.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	root := newRootCmd(stdin, stdout, stderr)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	var ce *codeError
+	if errors.As(err, &ce) {
+		if ce.err != nil {
+			fmt.Fprintln(stderr, "error: "+oneLine(ce.err.Error()))
+		}
+		return ce.code
+	}
+	fmt.Fprintln(stderr, "error: "+oneLine(err.Error()))
+	return exitError
+}
+
+// codeError carries an exit code; a nil err prints nothing.
+type codeError struct {
+	code int
+	err  error
+}
+
+func (e *codeError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func (e *codeError) Unwrap() error { return e.err }
+
+func usageErr(format string, a ...any) error {
+	return &codeError{code: exitUsage, err: fmt.Errorf(format, a...)}
+}
+
+// oneLine keeps an error on one line and free of control characters.
+func oneLine(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '\n' || r == '\r' || r == '\t':
+			b.WriteByte(' ')
+		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
+			fmt.Fprintf(&b, "\\x%02x", r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,290 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/kube"
+)
+
+// env is what every command gets once the flags are parsed.
+type env struct {
+	opts   *kube.Options
+	stdout io.Writer
+	stderr io.Writer
+}
+
+// engineFor connects to the cluster and returns an engine for the namespace.
+func (e *env) engineFor() (*engine.Engine, string, error) {
+	ns, err := e.opts.Namespace()
+	if err != nil {
+		return nil, "", err
+	}
+	cs, _, err := e.opts.Clientset()
+	if err != nil {
+		return nil, "", err
+	}
+	return &engine.Engine{Cluster: kube.NewCluster(cs, ns), Namespace: ns, Now: time.Now}, ns, nil
+}
+
+// opErr wraps an operation error for exit code 1 (bad input is a usage error).
+func opErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	var inv *engine.InvalidError
+	if errors.As(err, &inv) || errors.Is(err, engine.ErrReservedIdentity) {
+		return &codeError{code: exitUsage, err: err}
+	}
+	return &codeError{code: exitError, err: err}
+}
+
+func validatePoolArg(pool string) error {
+	if err := engine.ValidatePoolName(pool); err != nil {
+		return &codeError{code: exitUsage, err: err}
+	}
+	return nil
+}
+
+func newApplyCmd(e *env) *cobra.Command {
+	var f applyFlags
+	c := &cobra.Command{
+		Use:   "apply POOL",
+		Short: "Create or update a pool definition, then reconcile once",
+		Long: `Create or update a pool definition, then reconcile once.
+
+For a new pool --image is required. For an existing pool, only the flags you
+give change; the others keep their current values. Changing a source field
+(image, cpu, memory, disk, storage class, privileged, init, runtime) makes the
+members drift: unclaimed ones are replaced, claimed ones stay until released.`,
+		Example: `  ctpool-tui apply desk --image ghcr.io/example/desktop:1 --size 3 --mem 2Gi
+  ctpool-tui apply desk --image ghcr.io/example/desktop:2 --size 5
+  ctpool-tui apply gpu --image rt:24.04 --runtime sandboxd --template rt:24.04 --net none --size-class small`,
+		Args: exactArgs(1, "POOL"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			pool := args[0]
+			if err := validatePoolArg(pool); err != nil {
+				return err
+			}
+			eng, ns, err := e.engineFor()
+			if err != nil {
+				return opErr(err)
+			}
+			snap, err := eng.Cluster.Snapshot(cmd.Context(), pool)
+			if err != nil {
+				return opErr(fmt.Errorf("read pool %s: %w", pool, err))
+			}
+			var cur *engine.Spec
+			if snap.ConfigMap != nil {
+				if s, err := engine.ParseSpec(snap.ConfigMap.Data[engine.KeySpec]); err == nil {
+					cur = &s
+				}
+			}
+			spec, err := f.spec(cmd, cur)
+			if err != nil {
+				return err
+			}
+			res, err := eng.Apply(cmd.Context(), pool, spec)
+			for _, w := range res.Warnings {
+				fmt.Fprintln(e.stderr, "warning: "+oneLine(w))
+			}
+			if res.Changed || err == nil {
+				verb := "unchanged"
+				switch {
+				case res.Created:
+					verb = "created"
+				case res.Changed:
+					verb = "configured"
+				}
+				fmt.Fprintf(e.stdout, "pool %s %s in namespace %s (size %d, source %s)\n", pool, verb, ns, spec.Size, spec.SourceHash())
+			}
+			printReconcile(e.stdout, res.Reconcile)
+			return opErr(err)
+		},
+	}
+	f.register(c)
+	return c
+}
+
+func printReconcile(w io.Writer, r engine.ReconcileResult) {
+	counts := map[engine.Step]int{}
+	skipped := 0
+	for _, a := range r.Actions {
+		switch {
+		case a.Err != nil:
+		case a.Skipped != "":
+			skipped++
+		default:
+			counts[a.Step]++
+		}
+	}
+	var parts []string
+	for _, s := range []engine.Step{engine.StepCreate, engine.StepStart, engine.StepReplace, engine.StepDelete} {
+		if counts[s] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", counts[s], pastTense(s)))
+		}
+	}
+	if skipped > 0 {
+		parts = append(parts, fmt.Sprintf("%d skipped (claimed or under maintenance)", skipped))
+	}
+	if len(r.Errors) > 0 {
+		parts = append(parts, fmt.Sprintf("%d failed", len(r.Errors)))
+	}
+	if len(parts) == 0 {
+		parts = append(parts, "nothing to do")
+	}
+	st := r.Status
+	fmt.Fprintf(w, "reconcile: %s; desired %d, ready %d, claimed %d, free %d, unschedulable %d\n",
+		strings.Join(parts, ", "), st.Desired, st.Ready, st.Claimed, st.Free, st.Unschedulable)
+}
+
+func pastTense(s engine.Step) string {
+	switch s {
+	case engine.StepCreate:
+		return "created"
+	case engine.StepStart:
+		return "started"
+	case engine.StepReplace:
+		return "replaced"
+	case engine.StepDelete:
+		return "deleted"
+	}
+	return s.String()
+}
+
+func newClaimCmd(e *env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "claim POOL IDENTITY",
+		Short: "Give a free member to IDENTITY and print its name",
+		Long: `Give a free member of POOL to IDENTITY and print the member's name.
+
+A second claim by the same identity gets the same member (and renews an
+expired claim). If no member is free the claim fails with the desired, claimed
+and unschedulable counts.`,
+		Example: "  ctpool-tui claim desk alice@example.com",
+		Args:    exactArgs(2, "POOL IDENTITY"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := validatePoolArg(args[0]); err != nil {
+				return err
+			}
+			if err := engine.ValidateIdentity(args[1]); err != nil {
+				return opErr(err)
+			}
+			eng, _, err := e.engineFor()
+			if err != nil {
+				return opErr(err)
+			}
+			res, err := eng.Claim(cmd.Context(), args[0], args[1])
+			for _, w := range res.Warnings {
+				fmt.Fprintln(e.stderr, "warning: "+oneLine(w))
+			}
+			if err != nil {
+				return opErr(err)
+			}
+			fmt.Fprintln(e.stdout, res.Member)
+			return nil
+		},
+	}
+}
+
+func newReleaseCmd(e *env) *cobra.Command {
+	var force bool
+	c := &cobra.Command{
+		Use:   "release POOL MEMBER IDENTITY",
+		Short: "End a claim: destroy the member and build a fresh one",
+		Long: `End IDENTITY's claim on MEMBER: destroy its Pod, console Service and data
+PVC, wait until they are gone, build the member again from the current source
+(when it is within the pool size) and remove the claim.
+
+Releasing a member that has no claim does nothing. With --force an
+administrator releases a claim held by another identity (IDENTITY may then be
+left out).`,
+		Example: `  ctpool-tui release desk desk-1 alice@example.com
+  ctpool-tui release desk desk-2 --force`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if force && (len(args) == 2 || len(args) == 3) {
+				return nil
+			}
+			return exactArgs(3, "POOL MEMBER IDENTITY")(cmd, args)
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := validatePoolArg(args[0]); err != nil {
+				return err
+			}
+			identity := ""
+			if len(args) == 3 {
+				identity = args[2]
+				if err := engine.ValidateIdentity(identity); err != nil {
+					return opErr(err)
+				}
+			}
+			eng, _, err := e.engineFor()
+			if err != nil {
+				return opErr(err)
+			}
+			res, err := eng.Release(cmd.Context(), args[0], args[1], identity, force)
+			if err != nil {
+				return opErr(err)
+			}
+			switch {
+			case res.NoOp:
+				fmt.Fprintf(e.stdout, "%s has no claim: nothing to do\n", res.Member)
+			case res.Recreated:
+				fmt.Fprintf(e.stdout, "%s released (was %q) and rebuilt from the current source\n", res.Member, res.PreviousHolder)
+			default:
+				fmt.Fprintf(e.stdout, "%s released (was %q); above the pool size, not rebuilt\n", res.Member, res.PreviousHolder)
+			}
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&force, "force", false, "release a claim held by another identity (administrators)")
+	return c
+}
+
+func newDeleteCmd(e *env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "delete POOL",
+		Short: "Remove a pool and all of its members",
+		Long: `Remove a pool: set its size to 0, delete every member, then the definition.
+Claimed members are never destroyed: delete stops and names them; release them
+(release --force) and run delete again. Safe to run again after a failure.`,
+		Example: "  ctpool-tui delete desk",
+		Args:    exactArgs(1, "POOL"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := validatePoolArg(args[0]); err != nil {
+				return err
+			}
+			eng, _, err := e.engineFor()
+			if err != nil {
+				return opErr(err)
+			}
+			if err := eng.Delete(cmd.Context(), args[0]); err != nil {
+				return opErr(err)
+			}
+			fmt.Fprintf(e.stdout, "pool %s deleted\n", args[0])
+			return nil
+		},
+	}
+}
+
+// exactArgs is cobra.ExactArgs with a usage error that names the arguments.
+func exactArgs(n int, names string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return usageErr("%s takes %s (got %d arguments); see --help", cmd.Name(), names, len(args))
+		}
+		return nil
+	}
+}
+
+func kubernetesFor(cfg *rest.Config) (kubernetes.Interface, error) {
+	return kubernetes.NewForConfig(cfg)
+}

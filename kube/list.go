@@ -1,0 +1,56 @@
+package kube
+
+import (
+	"context"
+
+	"golang.org/x/sync/errgroup"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/ctpool-tui/ctpool-tui/engine"
+)
+
+// ListPools reads every pool object of a namespace once, with the four List
+// calls in parallel (ConfigMaps, Pods, PVCs and Leases carrying the pool
+// label), and groups them by pool. It is the headless --once path: one round
+// trip's worth of latency, no informer start-up.
+func ListPools(ctx context.Context, client kubernetes.Interface, namespace string) ([]engine.Snapshot, error) {
+	opts := metav1.ListOptions{LabelSelector: engine.LabelPool}
+	var (
+		cms    *corev1.ConfigMapList
+		pods   *corev1.PodList
+		pvcs   *corev1.PersistentVolumeClaimList
+		leases *coordinationv1.LeaseList
+	)
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() (err error) {
+		cms, err = client.CoreV1().ConfigMaps(namespace).List(gctx, opts)
+		return MapError(err)
+	})
+	g.Go(func() (err error) {
+		pods, err = client.CoreV1().Pods(namespace).List(gctx, opts)
+		return MapError(err)
+	})
+	g.Go(func() (err error) {
+		pvcs, err = client.CoreV1().PersistentVolumeClaims(namespace).List(gctx, opts)
+		return MapError(err)
+	})
+	g.Go(func() (err error) {
+		leases, err = client.CoordinationV1().Leases(namespace).List(gctx, opts)
+		return MapError(err)
+	})
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return engine.GroupByPool(namespace, ptrs(cms.Items), ptrs(pods.Items), ptrs(pvcs.Items), ptrs(leases.Items)), nil
+}
+
+func ptrs[T any](items []T) []*T {
+	out := make([]*T, len(items))
+	for i := range items {
+		out[i] = &items[i]
+	}
+	return out
+}
