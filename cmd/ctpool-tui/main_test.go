@@ -1,0 +1,133 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// runCmd runs the binary's command line in-process.
+func runCmd(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = run(context.Background(), args, strings.NewReader(""), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// deadKubeconfig points at a loopback port where nothing listens.
+func deadKubeconfig(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	path := filepath.Join(t.TempDir(), "config")
+	cfg := `apiVersion: v1
+kind: Config
+clusters:
+- name: dead
+  cluster: {server: "http://` + addr + `"}
+users:
+- name: u
+  user: {token: x}
+contexts:
+- name: dead
+  context: {cluster: dead, user: u, namespace: vdi}
+current-context: dead
+`
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestExitCodes(t *testing.T) {
+	kc := deadKubeconfig(t)
+	t.Setenv("KUBECONFIG", kc)
+	cases := []struct {
+		name       string
+		args       []string
+		code       int
+		stderrHas  string
+		stdoutHas  string
+		oneLineErr bool
+	}{
+		{"unknown flag", []string{"--bogus"}, exitUsage, "unknown flag: --bogus", "", true},
+		{"unknown subcommand flag", []string{"claim", "desk", "a@b", "--nope"}, exitUsage, "unknown flag", "", true},
+		{"claim without identity", []string{"claim", "desk"}, exitUsage, "claim takes POOL IDENTITY", "", true},
+		{"invalid pool name", []string{"claim", "Desk_1", "alice"}, exitUsage, `invalid pool "Desk_1"`, "", true},
+		{"reserved identity", []string{"claim", "desk", "corral-vdi/reconciler"}, exitUsage, "reserved", "", true},
+		{"control character identity", []string{"claim", "desk", "al\x1bice"}, exitUsage, "control", "", true},
+		{"apply without image", []string{"apply", "desk"}, exitError, "read pool desk", "", true},
+		{"bad -o", []string{"--once", "-o", "xml"}, exitUsage, "-o must be table or json", "", true},
+		{"-o without --once", []string{"-o", "json"}, exitUsage, "go with --once", "", true},
+		{"bad theme", []string{"--theme", "neon"}, exitUsage, "neon", "", true},
+		{"release without identity", []string{"release", "desk", "desk-1"}, exitUsage, "release takes POOL MEMBER IDENTITY", "", true},
+		{"rbac unknown role", []string{"rbac", "--role", "root"}, exitUsage, "viewer, operator, admin", "", true},
+		{"rbac bad subject", []string{"rbac", "--role", "viewer", "--subject", "alice"}, exitUsage, "KIND:NAME", "", true},
+		{"rbac viewer", []string{"rbac", "--role", "viewer", "--subject", "User:wall"}, exitOK, "", "kind: Role", false},
+		{"once unreachable", []string{"--once", "--request-timeout", "2s"}, exitError, "cannot read namespace vdi", "", true},
+		{"status unreachable", []string{"status", "desk", "--request-timeout", "2s"}, exitError, "read pool desk", "", true},
+		{"negative size", []string{"reconcile", "desk", "--watch", "--interval", "-1s"}, exitUsage, "--interval must be positive", "", true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
+			code, out, errOut := runCmd(t, tc.args...)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d (stderr %q)", code, tc.code, errOut)
+			}
+			if !strings.Contains(errOut, tc.stderrHas) {
+				t.Errorf("stderr %q lacks %q", errOut, tc.stderrHas)
+			}
+			if !strings.Contains(out, tc.stdoutHas) {
+				t.Errorf("stdout lacks %q:\n%s", tc.stdoutHas, out)
+			}
+			if tc.oneLineErr && strings.Count(strings.TrimRight(errOut, "\n"), "\n") != 0 {
+				t.Errorf("stderr is not one line: %q", errOut)
+			}
+			if strings.ContainsRune(errOut, 0x1b) {
+				t.Errorf("stderr carries an escape character: %q", errOut)
+			}
+			if d := time.Since(start); d > 15*time.Second {
+				t.Errorf("took %s", d)
+			}
+		})
+	}
+}
+
+func TestRBACViewerIsReadOnly(t *testing.T) {
+	code, out, _ := runCmd(t, "rbac", "--role", "viewer", "-n", "vdi", "--subject", "Group:wall")
+	if code != exitOK {
+		t.Fatalf("exit %d", code)
+	}
+	for _, verb := range []string{"create", "update", "patch", "delete", "force-release"} {
+		if strings.Contains(out, "- "+verb+"\n") {
+			t.Errorf("viewer role grants %s:\n%s", verb, out)
+		}
+	}
+	for _, want := range []string{"namespace: vdi", "kind: RoleBinding", "name: wall", "- watch"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestHelpListsCommands(t *testing.T) {
+	code, out, _ := runCmd(t, "--help")
+	if code != exitOK {
+		t.Fatalf("exit %d", code)
+	}
+	for _, c := range []string{"apply", "reconcile", "status", "claim", "release", "delete", "rbac", "--once", "--readonly", "--demo"} {
+		if !strings.Contains(out, c) {
+			t.Errorf("help lacks %q", c)
+		}
+	}
+}
