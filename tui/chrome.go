@@ -43,11 +43,16 @@ func (m *Model) headerView() string {
 	if m.opts.Data == nil {
 		conn, level = glyphBad+" no data source", levelError
 	}
-	left := " " + m.st.Accent.Render("ctpool-tui") +
-		"  ctx: " + clean(orWord(m.opts.Context, "(current)")) +
-		"  ns: " + clean(orWord(m.opts.Namespace, "(default)")) +
-		"   " + m.levelStyle(level).Render(clean(conn))
+	ctx, ns := clean(orWord(m.opts.Context, "(current)")), clean(orWord(m.opts.Namespace, "(default)"))
+	left := " " + m.st.Accent.Render("ctpool-tui") + "  ctx: " + ctx + "  ns: " + ns + "   " + m.levelStyle(level).Render(clean(conn))
 	right := m.st.Bold.Render(m.modeTag()) + m.st.Muted.Render(" ? help  q quit ")
+	if ansi.StringWidth(left)+ansi.StringWidth(right) < m.width {
+		return spread(left, right, m.width)
+	}
+	// Narrow: drop the labels and the keys (the help line has them); the
+	// connection state is what must stay whole.
+	right = m.st.Bold.Render(m.modeTag()) + " "
+	left = " " + m.st.Accent.Render("ctpool-tui") + " " + ctx + "/" + ns + "  " + m.levelStyle(level).Render(clean(conn))
 	return spread(left, right, m.width)
 }
 
@@ -89,12 +94,18 @@ func (m *Model) logLine(e logEntry) string {
 	return m.st.Muted.Render(at) + " " + m.st.OK.Render(glyphOK+" "+clean(e.req.describe())+": "+clean(e.text))
 }
 
-// logView is the action log pane.
+// logView is the action log pane: the newest entries, wrapped to the width.
 func (m *Model) logView(height int) string {
 	lines := []string{m.st.ColumnHeader.Render(fmt.Sprintf(" ACTION LOG (%d since start) ", len(m.acts.log))) + m.st.Muted.Render(strings.Repeat("─", max(0, m.width-30)))}
-	start := max(0, len(m.acts.log)-(height-1))
-	for _, e := range m.acts.log[start:] {
-		lines = append(lines, " "+m.logLine(e))
+	var body []string
+	for i := len(m.acts.log) - 1; i >= 0 && len(body) < height-1; i-- {
+		body = append(wrapStyled(m.logLine(m.acts.log[i]), m.width-1), body...)
+	}
+	if len(body) > height-1 {
+		body = body[len(body)-(height-1):]
+	}
+	for _, l := range body {
+		lines = append(lines, " "+l)
 	}
 	if len(m.acts.log) == 0 {
 		lines = append(lines, m.st.Muted.Render(" no actions yet"))
@@ -147,4 +158,12 @@ func titledBox(title string, body []string, width int, border lipgloss.Style) st
 	}
 	lines = append(lines, border.Render("└"+strings.Repeat("─", max(0, width-2))+"┘"))
 	return strings.Join(lines, "\n")
+}
+
+// wrapStyled wraps a rendered line (which may hold styling) to width cells.
+func wrapStyled(s string, width int) []string {
+	if width <= 0 {
+		return nil
+	}
+	return strings.Split(ansi.Wrap(s, width, " "), "\n")
 }

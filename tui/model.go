@@ -195,6 +195,14 @@ func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
 	if msg.String() == "ctrl+c" {
 		return tea.Quit
 	}
+	m.acts.note = "" // a note lasts until the next key
+	// Fast typing can deliver "/" and what follows in one message.
+	if m.screen == screenMembers && m.dialog == nil && !m.showHelp && !m.members.filtering &&
+		msg.Type == tea.KeyRunes && len(msg.Runes) > 1 && msg.Runes[0] == '/' {
+		cmd := m.members.startFilter()
+		m.members.updateFilter(tea.KeyMsg{Type: tea.KeyRunes, Runes: msg.Runes[1:]})
+		return cmd
+	}
 	if m.dialog != nil {
 		return m.updateDialog(msg)
 	}

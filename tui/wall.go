@@ -143,7 +143,14 @@ func (m *Model) wallView() string {
 		age = " · data " + short(m.now.Sub(m.dataTime())) + " old"
 		conn = glyphLive + " live"
 	}
-	right := m.now.Format("15:04:05") + " · " + m.levelStyle(level).Render(clean(conn)) + age + " · " + m.st.Bold.Render(strings.Trim(m.modeTag(), "[]")) + " "
+	mode := "RW"
+	if m.opts.ReadOnly {
+		mode = "READ-ONLY"
+	}
+	if m.opts.Demo {
+		mode = "DEMO · " + mode
+	}
+	right := m.now.Format("15:04:05") + " · " + m.levelStyle(level).Render(clean(conn)) + age + " · " + m.st.Bold.Render(mode) + " "
 	out = append(out, spread(left, right, m.width))
 
 	footer := cut(" "+m.help.ShortHelpView(m.keys.helpFor(screenWall, false).short), m.width)
@@ -160,7 +167,7 @@ func (m *Model) wallView() string {
 		tileH, minW = 9, 30
 	}
 	cols := max(1, min(len(m.views), (m.width-1)/(minW+1)))
-	tileW := min((m.width-1)/cols-1, 48)
+	tileW := min((m.width-1)/cols-1, 64)
 	rowsFit := max(1, (room-4)/tileH) // leave room for the attention list
 	shown := min(len(m.views), rowsFit*cols)
 	for start := 0; start < shown; start += cols {
