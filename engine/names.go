@@ -19,6 +19,9 @@ const (
 
 	// AnnotationAssignedTo mirrors the claim holder on the member PVC (display only).
 	AnnotationAssignedTo = "corral.dev/vdi-assigned-to"
+	// AnnotationReleased marks the data PVC of a member whose release has
+	// begun: such a member counts as drifted, so it is rebuilt, never reused.
+	AnnotationReleased = "ctpool.dev/released"
 
 	// ReconcilerIdentity is the Lease holder while the reconciler (or a release)
 	// works on a member. Claims with this identity are refused.

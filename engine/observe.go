@@ -303,6 +303,10 @@ func observeMember(pool, name string, o *memberObjects, size int, source string,
 		}
 	}
 	m.Drift = source != "" && m.Exists() && m.Source != source
+	if o.pvc != nil && o.pvc.Annotations[AnnotationReleased] != "" && o.pvc.DeletionTimestamp == nil {
+		m.Drift = true
+		m.Problems = append(m.Problems, "a release of this member did not finish: its data is rebuilt, never reused")
+	}
 
 	if o.lease != nil {
 		c, problems := interpretLease(o.lease, now)

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
 )
 
 // readPool reads a pool and parses its definition. A missing pool is
@@ -192,14 +195,34 @@ func (e *Engine) Release(ctx context.Context, pool, member, identity string, for
 		}
 		return res, fmt.Errorf("release %s: take lease: %w", member, err)
 	}
+	// Until the old desktop is gone, a failure gives the claim back to its
+	// holder, so nobody else is handed the previous user's data.
+	destroyed := false
 	defer func() {
+		if !destroyed {
+			if gerr := e.giveBack(ctx, held, m.Lease); gerr != nil {
+				err = fmt.Errorf("%w; giving the claim back failed too (%v): the reconciler Lease stays until it is stale, and the member is marked released so it is rebuilt, never reused", err, gerr)
+			} else {
+				err = fmt.Errorf("%w; the claim was given back to %q", err, res.PreviousHolder)
+			}
+			return
+		}
 		if uerr := e.unlock(ctx, held); uerr != nil && err == nil {
 			err = fmt.Errorf("release %s: remove lease: %w", member, uerr)
 		}
 	}()
+	// Mark the data as released first: should the delete fail or the process
+	// die, the member counts as drifted and is rebuilt, never handed out.
+	if m.PVC != nil {
+		mark := "true"
+		if err := e.Cluster.AnnotatePVC(ctx, m.PVC.Name, AnnotationReleased, &mark); err != nil && !errors.Is(err, ErrNotFound) {
+			return res, fmt.Errorf("release %s: mark PVC released: %w", member, err)
+		}
+	}
 	if err := e.destroyMember(ctx, m); err != nil {
 		return res, fmt.Errorf("release %s: %w", member, err)
 	}
+	destroyed = true
 	if idx <= spec.Size {
 		if err := e.createMember(ctx, snap.Namespace, pool, idx, spec, true); err != nil {
 			return res, fmt.Errorf("release %s: the old desktop is gone but a new one could not be created (the next reconcile creates it): %w", member, err)
@@ -361,4 +384,16 @@ func (e *Engine) Delete(ctx context.Context, pool string) (err error) {
 		return fmt.Errorf("delete %s: definition: %w", pool, err)
 	}
 	return nil
+}
+
+// giveBack returns a claim the release had taken over to its previous holder
+// (compare-and-swap on the Lease the release holds).
+func (e *Engine) giveBack(ctx context.Context, held, previous *coordinationv1.Lease) error {
+	c := previous.DeepCopy()
+	c.ResourceVersion = held.ResourceVersion
+	c.Spec.LeaseTransitions = held.Spec.LeaseTransitions
+	gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+	defer cancel()
+	_, err := e.Cluster.UpdateLease(gctx, c)
+	return err
 }

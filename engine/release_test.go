@@ -20,6 +20,7 @@ func releaseFixture(t *testing.T) (*Engine, *fakeCluster) {
 
 var releaseWrites = []string{
 	"update Lease corral-vdi-ct-desk-1",
+	"patch PersistentVolumeClaim desk-1-data",
 	"delete Pod desk-1",
 	"delete Service desk-1-console",
 	"delete PersistentVolumeClaim desk-1-data",
@@ -100,12 +101,13 @@ func TestReleaseStuckTerminating(t *testing.T) {
 	e.WaitTimeout = 10 * time.Millisecond
 	f.terminating = true
 	_, err := e.Release(context.Background(), "desk", "desk-1", "alice", false)
-	if err == nil || err.Error() != "release desk-1: Pod desk-1 still exists after 10ms (stuck Terminating? check its finalizers)" {
+	if err == nil || err.Error() != `release desk-1: Pod desk-1 still exists after 10ms (stuck Terminating? check its finalizers); the claim was given back to "alice"` {
 		t.Fatalf("Release = %v", err)
 	}
-	if hasAct(f.writes(), "create", kPod, "desk-1") || f.lease(LeaseName("desk-1")) != nil {
-		t.Fatal("recreated, or left the Lease")
+	if hasAct(f.writes(), "create", kPod, "desk-1") {
+		t.Fatal("recreated a member that is still terminating")
 	}
+	assertHeldBy(t, f, "desk-1", "alice")
 }
 
 func TestReleaseWhoMay(t *testing.T) {
@@ -196,6 +198,7 @@ func TestReleaseAboveSizeIsNotRecreated(t *testing.T) {
 	}
 	assertActs(t, f.actions(), wantActs(
 		"update Lease corral-vdi-ct-desk-3",
+		"patch PersistentVolumeClaim desk-3-data",
 		"delete Pod desk-3",
 		"delete Service desk-3-console",
 		"delete PersistentVolumeClaim desk-3-data",
@@ -322,10 +325,32 @@ func TestReleaseDestroyFails(t *testing.T) {
 	e, f := releaseFixture(t)
 	f.fail("delete", kPVC, "desk-1-data", errBoom, 0)
 	res, err := e.Release(context.Background(), "desk", "desk-1", "alice", false)
-	if err == nil || err.Error() != "release desk-1: delete PVC: boom" || res.Recreated {
+	if err == nil || err.Error() != `release desk-1: delete PVC: boom; the claim was given back to "alice"` || res.Recreated {
 		t.Fatalf("Release = %+v, %v", res, err)
 	}
 	if hasAct(f.writes(), "create", kPod, "desk-1") || hasAct(f.writes(), "create", kPVC, "desk-1-data") {
 		t.Fatal("recreated a member whose old PVC could not be deleted")
+	}
+	// The previous user's data is never handed to someone else: the claim is
+	// back with its holder, and the PVC is marked so the member is rebuilt.
+	assertHeldBy(t, f, "desk-1", "alice")
+	if f.pvc("desk-1-data").Annotations[AnnotationReleased] != "true" {
+		t.Fatal("the half-released PVC is not marked released")
+	}
+	snap, _ := f.Snapshot(context.Background(), "desk")
+	v := Observe(snap, testNow)
+	if m := v.Member("desk-1"); !m.Drift || m.Free {
+		t.Fatalf("half-released member: drift=%v free=%v", m.Drift, m.Free)
+	}
+	if r, err := e.Claim(context.Background(), "desk", "bob"); err == nil && r.Member == "desk-1" {
+		t.Fatal("a second user was given the half-released member")
+	}
+}
+
+func assertHeldBy(t *testing.T, f *fakeCluster, member, holder string) {
+	t.Helper()
+	l := f.lease(LeaseName(member))
+	if l == nil || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != holder {
+		t.Fatalf("Lease of %s = %+v, want it held by %q", member, l, holder)
 	}
 }
