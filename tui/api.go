@@ -115,6 +115,9 @@ func Run(ctx context.Context, opts Options) error {
 		_ = s.Start(ctx)
 	}
 	m := newModel(ctx, opts)
+	// Ask the terminal for its background now, before bubbletea reads the
+	// input: adaptive colours would otherwise query it mid-program.
+	m.st.Renderer.HasDarkBackground()
 	p := tea.NewProgram(m, tea.WithAltScreen(), tea.WithContext(ctx))
 	_, err := p.Run()
 	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {

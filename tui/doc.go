@@ -1,27 +1,60 @@
 // Package tui is the ctpool-tui dashboard: bubbletea models for the pools
-// view, a pool's members, a member's details, confirmation dialogs, a log of
-// actions, the read-only wall display, and the headless --once renderer.
+// view (home), a pool's members, a member's details, confirmation dialogs,
+// the action log, the wall display, and the headless --once renderer.
 //
-// Wiring (cmd/ctpool-tui calls exactly this):
+// # API for cmd/ctpool-tui
 //
-//	w := kube.NewWatcher(client, namespace)           // a tui.DataSource
-//	err := tui.Run(ctx, tui.Options{
-//		Context: ctxName, Namespace: namespace,
-//		ReadOnly: readonly, Theme: theme, NoColor: noColor,
-//		Data: w, Actions: eng, Events: &kube.Events{Client: client},
-//	})
+//	type Options struct {
+//		Context, Namespace string        // shown in the header
+//		ReadOnly           bool          // wall mode: no action key is bound, Actions is never called
+//		Theme              themes.Theme  // default themes.Dark()
+//		NoColor            bool          // NO_COLOR or a dumb terminal: no colour or attribute at all
+//		Now                func() time.Time // default time.Now
+//		Data               DataSource    // *kube.Watcher (required)
+//		Actions            Actions       // *engine.Engine (nil in read-only mode)
+//		Events             EventSource   // *kube.Events (optional)
+//		Demo               bool          // marks the header [DEMO]
+//		Renderer           *lipgloss.Renderer // tests only
+//		ActionTimeout      time.Duration // default 10 minutes
+//	}
+//	func New(opts Options) tea.Model
+//	func Run(ctx context.Context, opts Options) error
+//	func SilenceKlog()
+//	func RenderOnce(w io.Writer, views []engine.PoolView, opts OnceOptions) int
+//	func Report(views []engine.PoolView, opts OnceOptions) (OnceReport, int)
 //
-//	code := tui.RenderOnce(os.Stdout, engine.ObserveAll(snaps, now), tui.OnceOptions{...})
+// Typical wiring:
 //
-// Run silences klog, starts the Watcher (a second Start is harmless), and
-// runs in the alternate screen. *engine.Engine satisfies Actions; *kube.Events
-// satisfies EventSource; *kube.Watcher satisfies DataSource. In read-only mode
-// Actions is dropped: no action key is bound and nothing can write.
+//	w := kube.NewWatcher(client, namespace)
+//	err := tui.Run(ctx, tui.Options{Context: ctxName, Namespace: namespace, ReadOnly: ro,
+//		Theme: theme, NoColor: noColor, Data: w, Actions: eng, Events: &kube.Events{Client: client}})
 //
-// Every piece of cluster-provided text is passed through tui/sanitize before
-// it is measured or rendered. Update never does I/O and never reads the
-// clock: time arrives in a tick every second, change signals arrive through a
-// Cmd that blocks on DataSource.Changed and re-arms itself, and rebuilds are
-// coalesced to at most one per 100 ms. Actions and event reads are Cmds whose
-// results come back as typed messages.
+// Run routes klog to io.Discard first (klog must not write into the terminal
+// the dashboard owns; cmd may call SilenceKlog earlier, before it starts
+// anything that logs), starts Data when it has a Start(context.Context) error
+// method (a second Start is harmless, so cmd may start the Watcher itself),
+// and runs in the alternate screen until q, ctrl+c or the end of ctx.
+//
+// RenderOnce writes a table, or with OnceOptions.Format "json" the
+// OnceReport document (schemaVersion 1), without colour, and returns 0 when
+// every pool has a free member and no recorded errors or problems, 3
+// otherwise (also when OnceOptions.Pool names no pool). Exit codes 1 (the
+// cluster could not be read) and 2 (usage) are the caller's.
+//
+// # How it works
+//
+// Every piece of cluster-provided text passes through tui/sanitize before it
+// is measured or rendered. Update never does I/O and never reads the clock:
+// time arrives in a tick every second; change signals arrive through a Cmd
+// that blocks on DataSource.Changed and is re-armed once per rebuild, and
+// rebuilds (engine.ObserveAll over DataSource.Snapshots, in a Cmd) are at
+// most one per 100 ms, so a storm of events costs a bounded number of
+// rebuilds and renders. Sorting and filtering happen when the data, the
+// filter or the sort changes; View renders only the visible rows, and the
+// selection follows the member's name. Actions and Event reads are Cmds that
+// copy what they need; results come back as typed messages (actionDoneMsg,
+// eventsMsg) and show in the status line and the action log (L).
+//
+// Status is never told by colour alone: every marker has a glyph or a word
+// (● live, ✗ expired, ⚠ EXHAUSTED, ⟳ drift, ⚙ maintenance, ↑ above size).
 package tui
