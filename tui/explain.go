@@ -21,6 +21,9 @@ func explainMember(v *engine.PoolView, mm *engine.Member, now time.Time, hints b
 		return ""
 	}
 	var parts []string
+	if v != nil && !v.Defined {
+		parts = append(parts, "the pool has no definition, so nothing reconciles this member (apply the pool again, or delete its objects)")
+	}
 	claimedBy := ""
 	if mm.Claimed {
 		claimedBy = "claimed by " + mm.Holder()
@@ -74,7 +77,7 @@ func explainMember(v *engine.PoolView, mm *engine.Member, now time.Time, hints b
 			parts = append(parts, "drifted from the pool definition: the next reconcile replaces it")
 		}
 	}
-	if mm.AboveSize {
+	if mm.AboveSize && (v == nil || v.Defined) {
 		if mm.Claimed {
 			parts = append(parts, "above the pool size: deleted when released")
 		} else {

@@ -29,6 +29,8 @@ func TestGoldenScreens(t *testing.T) {
 		{name: "wall_80x24", cluster: demoCluster, width: 80, height: 24, readOnly: true},
 		{name: "wall_200x60", cluster: demoCluster, width: 200, height: 60, readOnly: true},
 		{name: "wall_help_80x24", cluster: demoCluster, width: 80, height: 24, readOnly: true, keys: []string{"?"}},
+		{name: "members_no_definition_120x40", cluster: demoCluster, width: 120, height: 40, keys: []string{"down", "down", "enter"}},
+		{name: "members_broken_spec_80x24", cluster: demoCluster, width: 80, height: 24, keys: []string{"enter"}},
 		{name: "hostile_pools_120x40", cluster: hostileCluster, width: 120, height: 40},
 		{name: "hostile_members_120x40", cluster: hostileCluster, width: 120, height: 40, keys: []string{"enter"}},
 		{name: "hostile_detail_120x40", cluster: hostileCluster, width: 120, height: 40, keys: []string{"enter", "enter"}, events: true},

@@ -439,6 +439,9 @@ func (m *Model) membersView() string {
 	if st.Exhausted {
 		title += " " + m.st.Error.Render(glyphWarn+" EXHAUSTED")
 	}
+	if len(v.Problems) > 0 {
+		title += " " + m.st.Error.Render(glyphBad+" "+clean(strings.Join(v.Problems, "; ")))
+	}
 	right := m.st.Muted.Render(fmt.Sprintf("sort: %s ▲", l.sort))
 	if l.filtering || l.filter.Value() != "" {
 		right = fmt.Sprintf("%s %s", l.filter.View(), m.st.Muted.Render(fmt.Sprintf("(%d/%d)", len(l.rows), len(l.all)))) + "  " + right
@@ -469,7 +472,10 @@ func (m *Model) membersView() string {
 	case len(l.all) > 0:
 		b.WriteString("\n" + m.st.Muted.Render("  no member matches the filter (esc clears it)"))
 	default:
-		b.WriteString("\n" + m.st.Muted.Render("  no members"))
+		text := wrapIndent("no members · "+clean(poolExplanation(v)), m.width-2, 2)
+		for i := 0; i < min(len(text), 2); i++ {
+			b.WriteString("\n  " + m.st.Muted.Render(text[i]))
+		}
 	}
 	return b.String()
 }
