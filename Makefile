@@ -25,11 +25,17 @@ lint: ## gofmt and go vet (with the integration tag too)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 	$(GO) vet -tags integration $(PKGS)
+	$(GO) vet -tags 'integration outage' $(PKGS)
 
 .PHONY: test
 test: lint ## everything CI runs: lint, unit and integration tests on a local control plane, short fuzzing
-	$(CLUSTER)/with-cluster $(GO) test -race -count=1 -timeout 30m -tags integration $(PKGS)
-	$(MAKE) fuzz
+	$(CLUSTER)/with-cluster $(MAKE) --no-print-directory test-in-cluster
+	$(MAKE) --no-print-directory fuzz
+
+.PHONY: test-in-cluster
+test-in-cluster: ## unit + integration tests, then the outage tests alone (they stop the API server); needs a plane
+	$(GO) test -race -count=1 -timeout 30m -tags integration $(PKGS)
+	$(GO) test -race -count=1 -timeout 15m -p 1 -tags 'integration outage' -run Outage $(PKGS)
 
 .PHONY: test-unit
 test-unit: ## unit and golden tests only (no control plane)

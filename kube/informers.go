@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	coordinationlisters "k8s.io/client-go/listers/coordination/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
@@ -34,6 +35,7 @@ const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 // cache. It also records the connection's health: the time of the last
 // object received and the last watch error.
 type Watcher struct {
+	client    kubernetes.Interface
 	namespace string
 	now       func() time.Time
 	factory   informers.SharedInformerFactory
@@ -46,6 +48,9 @@ type Watcher struct {
 	synced []cache.InformerSynced
 
 	changed chan struct{}
+
+	// probeEvery is how often the API server's /livez is asked (0: never).
+	probeEvery time.Duration
 
 	mu        sync.Mutex
 	lastEvent time.Time
@@ -62,6 +67,14 @@ var _ engine.Reader = (*Watcher)(nil)
 // WatcherOption configures a Watcher.
 type WatcherOption func(*Watcher)
 
+// DefaultProbeInterval is how often a Watcher asks the API server /livez.
+// Informers retry a refused watch silently, so without this probe an outage
+// would not show until the next list fails.
+const DefaultProbeInterval = 5 * time.Second
+
+// WithProbeInterval sets how often /livez is probed (0 turns the probe off).
+func WithProbeInterval(d time.Duration) WatcherOption { return func(w *Watcher) { w.probeEvery = d } }
+
 // WithClock sets the clock the Watcher stamps its health with (tests).
 func WithClock(now func() time.Time) WatcherOption { return func(w *Watcher) { w.now = now } }
 
@@ -72,10 +85,12 @@ func NewWatcher(client kubernetes.Interface, namespace string, opts ...WatcherOp
 		panic(fmt.Sprintf("pool label selector: %v", err))
 	}
 	w := &Watcher{
-		namespace: namespace,
-		now:       time.Now,
-		selector:  labels.NewSelector().Add(*req),
-		changed:   make(chan struct{}, 1),
+		client:     client,
+		namespace:  namespace,
+		probeEvery: DefaultProbeInterval,
+		now:        time.Now,
+		selector:   labels.NewSelector().Add(*req),
+		changed:    make(chan struct{}, 1),
 	}
 	for _, o := range opts {
 		o(w)
@@ -119,7 +134,46 @@ func (w *Watcher) Start(ctx context.Context) error {
 		<-ctx.Done()
 		w.factory.Shutdown()
 	}()
+	if rc, ok := w.client.Discovery().RESTClient().(*rest.RESTClient); ok && rc != nil && w.probeEvery > 0 {
+		go w.probeLoop(ctx, rc)
+	}
 	return nil
+}
+
+// probeLoop asks /livez every probeEvery: a success counts as contact with
+// the API server (LastSync), a failure as a connection error
+// (LastWatchError). A change between the two signals the reader.
+func (w *Watcher) probeLoop(ctx context.Context, rc *rest.RESTClient) {
+	t := time.NewTicker(w.probeEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		pctx, cancel := context.WithTimeout(ctx, min(w.probeEvery, 3*time.Second))
+		err := rc.Get().AbsPath("/livez").Do(pctx).Error()
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		w.mu.Lock()
+		wasDown := !w.lastErrAt.IsZero() && !w.lastErrAt.Before(w.lastEvent)
+		if err != nil {
+			w.lastErr, w.lastErrAt = fmt.Errorf("API server unreachable: %w", err), w.now()
+		} else {
+			w.lastEvent = w.now()
+		}
+		isDown := !w.lastErrAt.IsZero() && !w.lastErrAt.Before(w.lastEvent)
+		w.mu.Unlock()
+		if wasDown != isDown {
+			select {
+			case w.changed <- struct{}{}:
+			default:
+			}
+		}
+	}
 }
 
 // WaitForSync waits until every cache has synced or ctx ends.
@@ -140,8 +194,8 @@ func (w *Watcher) Synced() bool {
 // Changed delivers at most one pending signal after any number of changes.
 func (w *Watcher) Changed() <-chan struct{} { return w.changed }
 
-// LastSync is when the Watcher last received an object from the API server
-// (a list or a watch event); zero before the first.
+// LastSync is when the Watcher last heard from the API server: an object
+// (a list or a watch event) or a successful /livez probe; zero before the first.
 func (w *Watcher) LastSync() time.Time {
 	w.mu.Lock()
 	defer w.mu.Unlock()

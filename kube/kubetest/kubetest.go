@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -231,4 +233,36 @@ func NamespaceName(testName string) string {
 		base = "test"
 	}
 	return base + "-" + suffix
+}
+
+// clusterScript is the path of a script of testdata/cluster.
+func clusterScript(name string) string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "testdata", "cluster", name)
+}
+
+// StopComponent stops one component of the plane (e.g. "kube-apiserver") for
+// an outage test; StartPlane brings it back. Tests that use it must not run
+// beside others on the same plane: they carry the `outage` build tag and run
+// in their own step.
+func (e *Env) StopComponent(t testing.TB, name string) {
+	t.Helper()
+	e.runScript(t, "down", name)
+}
+
+// StartPlane starts whatever component of the plane is not running and waits
+// until it is ready.
+func (e *Env) StartPlane(t testing.TB) {
+	t.Helper()
+	e.runScript(t, "up")
+}
+
+func (e *Env) runScript(t testing.TB, name string, args ...string) {
+	t.Helper()
+	cmd := exec.Command(clusterScript(name), args...)
+	cmd.Env = append(os.Environ(), "CTPOOL_CLUSTER_DIR="+e.Dir)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubetest: %s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
 }

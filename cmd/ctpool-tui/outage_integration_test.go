@@ -1,0 +1,138 @@
+//go:build integration && outage
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/kube"
+	"github.com/ctpool-tui/ctpool-tui/kube/kubetest"
+)
+
+// syncBuffer is a bytes.Buffer safe for a writer goroutine and a reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// The API server goes away and comes back: reconcile --watch keeps running,
+// backs off, and converges again; the informers report the outage and recover;
+// --once fails within its request timeout with one clear line.
+func TestIntegrationOutage(t *testing.T) {
+	env := kubetest.Require(t)
+	t.Setenv("KUBECONFIG", filepath.Join(env.Dir, "admin.kubeconfig"))
+	ns := env.Namespace
+	if code, out, errOut := runCmd(t, "-n", ns, "apply", "out", "--image", "registry.example/desktop:1", "--size", "2", "--cpu", "100m", "--mem", "128Mi", "--disk", "1Gi"); code != exitOK {
+		t.Fatalf("apply: %d %s %s", code, out, errOut)
+	}
+	env.WaitFor(t, 60*time.Second, "pool out ready", func() (bool, error) {
+		code, _, _ := runCmd(t, "-n", ns, "--once", "--pool", "out")
+		return code == exitOK, nil
+	})
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var rOut, rErr syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"-n", ns, "reconcile", "out", "--watch", "--interval", "1s"}, strings.NewReader(""), &rOut, &rErr)
+	}()
+	watcher := kube.NewWatcher(env.Client, ns)
+	if err := watcher.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !watcher.WaitForSync(ctx) {
+		t.Fatal("informers did not sync")
+	}
+
+	stoppedAt := time.Now()
+	env.StopComponent(t, "kube-apiserver")
+	restarted := false
+	defer func() {
+		if !restarted {
+			env.StartPlane(t)
+		}
+	}()
+
+	start := time.Now()
+	code, _, errOut := runCmd(t, "-n", ns, "--once", "--request-timeout", "3s")
+	if code != exitError || strings.Count(strings.TrimSpace(errOut), "\n") != 0 || !strings.Contains(errOut, "cannot read namespace") {
+		t.Fatalf("--once during the outage: exit %d, stderr %q", code, errOut)
+	}
+	if d := time.Since(start); d > 8*time.Second {
+		t.Fatalf("--once took %s with --request-timeout 3s", d)
+	}
+
+	env.WaitFor(t, 60*time.Second, "the informers to report the outage", func() (bool, error) {
+		at, err := watcher.LastWatchError()
+		return err != nil && at.After(stoppedAt), nil
+	})
+	env.WaitFor(t, 60*time.Second, "reconcile --watch to report an error", func() (bool, error) {
+		return strings.Contains(rErr.String(), "error:"), nil
+	})
+	select {
+	case c := <-done:
+		t.Fatalf("reconcile --watch exited (%d) during the outage; stderr:\n%s", c, rErr.String())
+	default:
+	}
+
+	env.StartPlane(t)
+	restarted = true
+	back := time.Now()
+	// A change after the outage: the member's Pod goes, reconcile brings it back.
+	if err := env.Client.CoreV1().Pods(ns).Delete(context.Background(), "out-1", metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("delete out-1 after the restart: %v", err)
+	}
+	env.WaitFor(t, 90*time.Second, "the pool to converge after the outage", func() (bool, error) {
+		snap, err := kube.NewCluster(env.Client, ns).Snapshot(context.Background(), "out")
+		if err != nil {
+			return false, nil
+		}
+		v := engine.Observe(snap, time.Now())
+		return v.Status.Ready == 2 && v.Member("out-1").Pod != nil && v.Member("out-1").Pod.CreationTimestamp.After(back.Add(-time.Second)), nil
+	})
+	env.WaitFor(t, 60*time.Second, "the informers to recover", func() (bool, error) {
+		return watcher.LastSync().After(back), nil
+	})
+
+	cancel()
+	select {
+	case c := <-done:
+		if c != exitOK {
+			t.Fatalf("reconcile --watch exited %d on cancel; stderr:\n%s", c, rErr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("reconcile --watch did not stop within 30s of the signal")
+	}
+	leases, err := env.Client.CoordinationV1().Leases(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range leases.Items {
+		if l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity == engine.ReconcilerIdentity {
+			t.Errorf("reconciler Lease %s left behind", l.Name)
+		}
+	}
+	t.Logf("outage handled; reconcile output:\n%s\nerrors:\n%s", rOut.String(), rErr.String())
+}
