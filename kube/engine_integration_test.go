@@ -383,3 +383,63 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// Two admins act on the same view at once: of two force-releases of one
+// member, and of two resizes, exactly one succeeds and the other gets a clear
+// message (compare-and-swap on the Lease, resourceVersion on the ConfigMap).
+func TestIntegrationConcurrentAdmins(t *testing.T) {
+	env := kubetest.Require(t)
+	eng := newEngine(env)
+	ctx := context.Background()
+	applyReady(t, env, eng, "admins", smallSpec(testImage, 2))
+	if _, err := eng.Claim(ctx, "admins", "alice@example.com"); err != nil {
+		t.Fatal(err)
+	}
+	seen, err := eng.Cluster.Snapshot(ctx, "admins")
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := func() *engine.Engine {
+		e := *eng
+		e.Cluster = &kube.Cluster{Client: env.Client, Namespace: env.Namespace, Reader: staleReader{seen}}
+		return &e
+	}
+	both := func(op func(e *engine.Engine) error) []error {
+		var wg sync.WaitGroup
+		errs := make([]error, 2)
+		for i := range errs {
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				errs[i] = op(admin())
+			}(i)
+		}
+		wg.Wait()
+		return errs
+	}
+	check := func(what, wantMsg string, errs []error) {
+		t.Helper()
+		ok, conflicts := 0, 0
+		for _, err := range errs {
+			switch {
+			case err == nil:
+				ok++
+			case errors.Is(err, engine.ErrConflict) && strings.Contains(err.Error(), wantMsg):
+				conflicts++
+			default:
+				t.Errorf("%s: unexpected error %v", what, err)
+			}
+		}
+		if ok != 1 || conflicts != 1 {
+			t.Fatalf("%s: %d succeeded, %d got the conflict message (%v)", what, ok, conflicts, errs)
+		}
+	}
+	check("force-release", "the claim changed meanwhile", both(func(e *engine.Engine) error {
+		_, err := e.Release(ctx, "admins", "admins-1", "", true)
+		return err
+	}))
+	check("resize", "changed by someone else meanwhile", both(func(e *engine.Engine) error {
+		_, err := e.Resize(ctx, "admins", 3)
+		return err
+	}))
+}
