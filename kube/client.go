@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -48,6 +49,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 // RESTConfig loads the client configuration with kubectl's rules
 // (--kubeconfig, KUBECONFIG with several files merged, --context, in-cluster).
 func (o *Options) RESTConfig() (*rest.Config, error) {
+	if err := o.checkConfigured(); err != nil {
+		return nil, err
+	}
 	cfg, err := o.Flags.ToRESTConfig()
 	if err != nil {
 		return nil, fmt.Errorf("load kubeconfig: %w", err)
@@ -61,6 +65,28 @@ func (o *Options) RESTConfig() (*rest.Config, error) {
 	cfg.ContentType = "application/vnd.kubernetes.protobuf"
 	cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
 	return cfg, nil
+}
+
+// ErrNoKubeconfig is returned when no cluster is configured at all.
+var ErrNoKubeconfig = errors.New("no cluster configured: KUBECONFIG is unset, ~/.kube/config does not exist, --kubeconfig and --server were not given, and this is not a Pod in a cluster (try --demo for a simulated cluster)")
+
+// checkConfigured refuses to fall back to client-go's localhost:8080 default
+// when nothing names a cluster.
+func (o *Options) checkConfigured() error {
+	if o.Flags.APIServer != nil && *o.Flags.APIServer != "" {
+		return nil
+	}
+	if os.Getenv("KUBERNETES_SERVICE_HOST") != "" {
+		return nil
+	}
+	raw, err := o.Flags.ToRawKubeConfigLoader().RawConfig()
+	if err != nil {
+		return nil // let the loader report its own error
+	}
+	if len(raw.Clusters) == 0 && len(raw.Contexts) == 0 {
+		return ErrNoKubeconfig
+	}
+	return nil
 }
 
 // Clientset returns a clientset and the config it was built from.

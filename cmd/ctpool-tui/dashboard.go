@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/mattn/go-isatty"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
@@ -85,6 +86,9 @@ func runDashboard(ctx context.Context, e *env, df dashFlags, stdin io.Reader) er
 	if df.once {
 		return runOnce(ctx, e, df)
 	}
+	if !isTerminal(stdin) || !isTerminal(e.stdout) {
+		return usageErr("the dashboard needs a terminal; for scripts use --once (table or -o json)")
+	}
 	conn, err := e.connect(ctx, df, df.readonly)
 	if err != nil {
 		return opErr(err)
@@ -94,11 +98,8 @@ func runDashboard(ctx context.Context, e *env, df dashFlags, stdin io.Reader) er
 	if err := watcher.Start(ctx); err != nil {
 		return opErr(err)
 	}
-	opts := tui.Options{
-		Context: conn.context, Namespace: conn.namespace,
-		ReadOnly: df.readonly, Theme: theme, NoColor: os.Getenv("NO_COLOR") != "",
-		Now: time.Now, Data: watcher, Events: &kube.Events{Client: conn.client}, Demo: conn.demo,
-	}
+	opts := dashboardOptions(conn, watcher, df.readonly)
+	opts.Theme, opts.NoColor = theme, os.Getenv("NO_COLOR") != ""
 	if !df.readonly {
 		opts.Actions = e.dashboardEngine(ctx, conn)
 	}
@@ -107,6 +108,38 @@ func runDashboard(ctx context.Context, e *env, df dashFlags, stdin io.Reader) er
 		fmt.Fprintf(e.stderr, "read-only: %d write requests were refused\n", conn.readOnly.Refused())
 	}
 	return opErr(err)
+}
+
+// dashboardOptions wires the dashboard's reads: the pools, the Events, the
+// nodes and, unless read-only, what the user may do.
+func dashboardOptions(conn *connection, data tui.DataSource, readOnly bool) tui.Options {
+	opts := tui.Options{
+		Context: conn.context, Namespace: conn.namespace, ReadOnly: readOnly, Now: time.Now, Data: data,
+		Events: &kube.Events{Client: conn.client}, Nodes: &kube.Nodes{Client: conn.client}, Demo: conn.demo,
+	}
+	if !readOnly && !conn.demo {
+		opts.Access = accessAdapter{&kube.Access{Client: conn.client, Namespace: conn.namespace}}
+	}
+	return opts
+}
+
+// accessAdapter turns kube.Access's capabilities into the dashboard's.
+type accessAdapter struct{ a *kube.Access }
+
+func (a accessAdapter) Capabilities(ctx context.Context, actions []string) ([]tui.Capability, error) {
+	caps, err := a.a.Capabilities(ctx, actions)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]tui.Capability, 0, len(caps))
+	for _, c := range caps {
+		tc := tui.Capability{Action: c.Action, Allowed: c.Allowed}
+		if c.Missing != nil {
+			tc.Missing = c.Missing.String()
+		}
+		out = append(out, tc)
+	}
+	return out, nil
 }
 
 // dashboardEngine is the engine behind the dashboard's actions: fresh reads,
@@ -186,6 +219,11 @@ func waitDemo(ctx context.Context, conn *connection) {
 		case <-t.C:
 		}
 	}
+}
+
+func isTerminal(v any) bool {
+	f, ok := v.(*os.File)
+	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
 }
 
 // watchChanges starts informers on the namespace for reconcile --watch.

@@ -131,3 +131,21 @@ func TestHelpListsCommands(t *testing.T) {
 		}
 	}
 }
+
+func TestNoClusterConfigured(t *testing.T) {
+	t.Setenv("KUBECONFIG", "")
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	code, _, errOut := runCmd(t, "--once")
+	if code != exitError || !strings.Contains(errOut, "no cluster configured") || !strings.Contains(errOut, "--demo") {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+}
+
+func TestDashboardNeedsATerminal(t *testing.T) {
+	t.Setenv("KUBECONFIG", deadKubeconfig(t))
+	code, _, errOut := runCmd(t, "--readonly")
+	if code != exitUsage || !strings.Contains(errOut, "needs a terminal") {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+}
