@@ -163,6 +163,10 @@ func (m *Model) startAction(req actionRequest) tea.Cmd {
 		m.setNote(glyphBad+" read-only: actions are disabled", levelError)
 		return nil
 	}
+	if why := m.refusal(req.kind); why != "" {
+		m.setNote(glyphBad+" "+why, levelError)
+		return nil
+	}
 	m.acts.nextID++
 	id := m.acts.nextID
 	m.acts.running[id] = req
@@ -199,6 +203,14 @@ func (m *Model) actionKey(msg tea.KeyMsg, pool string, mm *engine.Member) tea.Cm
 		return nil
 	}
 	v := m.view(pool)
+	for _, ab := range k.actionBindings() {
+		if key.Matches(msg, *ab.b) {
+			if why := m.refusal(ab.kind); why != "" {
+				m.setNote(glyphBad+" "+why, levelError)
+				return nil
+			}
+		}
+	}
 	switch {
 	case key.Matches(msg, k.Reconcile):
 		return m.startAction(actionRequest{kind: actReconcile, pool: pool})

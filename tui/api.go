@@ -44,6 +44,31 @@ type EventSource interface {
 	Events(ctx context.Context, namespace, kind, name string) ([]corev1.Event, error)
 }
 
+// NodeSource lists the cluster's nodes for the diagnosis (optional). It
+// returns nil and no error when the user may not read nodes.
+type NodeSource interface {
+	Nodes(ctx context.Context) ([]*corev1.Node, error)
+}
+
+// Capability is whether the user may run one action, and the first
+// permission that is missing when not (e.g. "force-release
+// leases.coordination.k8s.io").
+type Capability struct {
+	Action  string
+	Allowed bool
+	Missing string
+}
+
+// Access asks the API server what the user may do (optional). It is called
+// once, asynchronously, at start, with the action names of ActionNames.
+type Access interface {
+	Capabilities(ctx context.Context, actions []string) ([]Capability, error)
+}
+
+// ActionNames are the actions the dashboard offers, named as kube's RBAC
+// actions (kube.ActionReconcile and so on).
+var ActionNames = []string{"reconcile", "release", "force-release", "resize", "delete"}
+
 var _ Actions = (*engine.Engine)(nil)
 
 // Options wire the dashboard. Only Data is required.
@@ -66,6 +91,11 @@ type Options struct {
 	Actions Actions
 	// Events reads Pod and PVC Events for the detail pane (optional).
 	Events EventSource
+	// Nodes lists nodes for the diagnosis (optional).
+	Nodes NodeSource
+	// Access reports which actions the user may run (optional; not asked in
+	// read-only mode).
+	Access Access
 	// Demo marks the header as a simulated cluster.
 	Demo bool
 	// Renderer overrides the lipgloss renderer (tests pin an ASCII one).

@@ -124,14 +124,19 @@ func (m *Model) helpLine() string {
 	case m.showHelp:
 		keys = []key.Binding{withHelp(m.keys.Back, "close help"), m.keys.Quit}
 	default:
-		keys = m.keys.helpFor(m.screen, m.screen == screenMembers && m.members.filtering).short
+		shown := m.shownKeys()
+		keys = shown.helpFor(m.screen, m.screen == screenMembers && m.members.filtering).short
 	}
 	return cut(" "+m.help.ShortHelpView(keys), m.width)
 }
 
 // helpView is the full help overlay, with the legend of glyphs.
 func (m *Model) helpView() string {
-	full := strings.Split(m.help.FullHelpView(m.keys.FullHelp()), "\n")
+	full := strings.Split(m.help.FullHelpView(m.shownKeys().FullHelp()), "\n")
+	if un := m.unavailableLines(); len(un) > 0 {
+		full = append(full, "", m.st.ColumnHeader.Render("Unavailable"))
+		full = append(full, un...)
+	}
 	full = append(full, "",
 		m.st.ColumnHeader.Render("Legend"),
 		glyphLive+" live  "+glyphSyncing+" syncing/running  "+glyphBad+" error, expired, disconnected",

@@ -127,6 +127,20 @@ func (m *Model) detailView() string {
 	if mm.Message != "" {
 		add("Message", mm.Message)
 	}
+	if d := diagnose(v, mm, m.detail.events, m.side.nodes); d.Reason != "" || d.ClaimID != "" {
+		if d.Reason != "" {
+			addStyled("Reason", m.st.ColumnHeader, m.levelStyle(max(memberLevel(mm), levelInfo)), d.Reason)
+		}
+		if d.Fix != "" {
+			add("Fix", d.Fix)
+		}
+		if d.Evidence != "" {
+			add("Evidence", d.Evidence)
+		}
+		if d.ClaimID != "" {
+			add("Claim-id", d.ClaimID)
+		}
+	}
 	addStyled("Why", m.st.ColumnHeader, m.levelStyle(max(memberLevel(mm), levelInfo)), explainMember(v, mm, m.now, m.opts.Actions != nil))
 	lines = append(lines, "")
 	lines = append(lines, m.eventLines(m.bodyHeight()-len(lines))...)

@@ -7,6 +7,7 @@ import "github.com/charmbracelet/bubbles/key"
 type keyMap struct {
 	Up, Down, PageUp, PageDown, Top, Bottom key.Binding
 	Open, Back, Filter, Sort, Wall, Log     key.Binding
+	Audit                                   key.Binding
 	Help, Quit                              key.Binding
 
 	Reconcile, Resize, Delete, Release, ForceRelease key.Binding
@@ -28,6 +29,7 @@ func newKeyMap(readOnly bool) keyMap {
 		Sort:     key.NewBinding(key.WithKeys("S"), key.WithHelp("S", "sort")),
 		Wall:     key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "wall/table")),
 		Log:      key.NewBinding(key.WithKeys("L"), key.WithHelp("L", "action log")),
+		Audit:    key.NewBinding(key.WithKeys("A"), key.WithHelp("A", "audit")),
 		Help:     key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
 		Quit:     key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q", "quit")),
 
@@ -56,7 +58,7 @@ func (k keyMap) ShortHelp() []key.Binding { return []key.Binding{k.Help, k.Quit}
 func (k keyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom},
-		{k.Open, k.Back, k.Filter, k.Sort, k.Wall},
+		{k.Open, k.Back, k.Filter, k.Sort, k.Wall, k.Audit},
 		{k.Reconcile, k.Resize, k.Delete, k.Release, k.ForceRelease},
 		{k.Log, k.Help, k.Quit},
 	}
@@ -85,7 +87,7 @@ func (k keyMap) helpFor(s screen, filtering bool) screenHelp {
 	case s == screenPools:
 		short = []key.Binding{withHelp(k.Open, "members"), k.Reconcile, k.Resize, k.Delete, k.Wall, k.Log, k.Help, k.Quit}
 	case s == screenMembers:
-		short = []key.Binding{withHelp(k.Open, "details"), k.ForceRelease, k.Release, k.Reconcile, k.Resize, k.Filter, k.Sort, k.Back, k.Help}
+		short = []key.Binding{withHelp(k.Open, "details"), k.ForceRelease, k.Release, k.Reconcile, k.Resize, k.Filter, k.Sort, k.Audit, k.Back, k.Help}
 	case s == screenDetail:
 		short = []key.Binding{k.ForceRelease, k.Release, k.Reconcile, k.Back, k.Help, k.Quit}
 	}

@@ -395,10 +395,7 @@ func (m *Model) memberRow(cols []column, mm *engine.Member, selected bool) strin
 	if !mm.Created.IsZero() {
 		age = short(m.now.Sub(mm.Created))
 	}
-	msg := mm.Message
-	if msg == "" && len(mm.Problems) > 0 {
-		msg = strings.Join(mm.Problems, "; ")
-	}
+	msg := reasonCell(m.members.view, mm, m.side.nodes)
 	line := cells(cols, map[string]string{
 		"MEMBER": mm.Name, "STATE": string(mm.State), "HOLDER": holder, "CLAIMED": claimed,
 		"LEFT": left, "MARKS": marksText(mm), "NODE": mm.Node, "AGE": age, "MESSAGE": msg,
@@ -460,7 +457,11 @@ func (m *Model) membersView() string {
 	switch mm := l.current(); {
 	case mm != nil:
 		lead := glyphCursor + " " + clean(mm.Name) + ": "
-		text := wrapIndent(lead+clean(explainMember(v, mm, m.now, m.opts.Actions != nil)), m.width, 2)
+		why := explainMember(v, mm, m.now, m.opts.Actions != nil)
+		if d := diagnose(v, mm, nil, m.side.nodes); d.Reason != "" {
+			why = d.Reason + "; " + why
+		}
+		text := wrapIndent(lead+clean(why), m.width, 2)
 		if len(text) > 2 {
 			text = text[:2]
 			text[1] = cut(text[1]+" "+glyphEllipsis, m.width)

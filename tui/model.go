@@ -55,6 +55,7 @@ type Model struct {
 	showHelp bool
 	showLog  bool
 	acts     actionState
+	side     sideState
 }
 
 func newModel(ctx context.Context, opts Options) *Model {
@@ -87,6 +88,7 @@ func (m *Model) Init() tea.Cmd {
 		m.pending, m.armed = true, true
 		cmds = append(cmds, loadCmd(m.opts.Data, m.opts.Now), waitChangeCmd(m.opts.Data.Changed()))
 	}
+	cmds = append(cmds, m.startCmds()...)
 	return tea.Batch(cmds...)
 }
 
@@ -100,7 +102,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case tickMsg:
 		m.now = time.Time(msg)
-		cmds := []tea.Cmd{tickCmd(m.opts.Now)}
+		cmds := []tea.Cmd{tickCmd(m.opts.Now), healthCmd(m.opts.Data)}
 		// Until the first sync, poll: an empty namespace sends no signal.
 		if (!m.health.synced || !m.loaded) && !m.pending && m.opts.Data != nil {
 			m.pending = true
@@ -134,6 +136,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case eventsMsg:
 		m.detail.setEvents(msg)
 		return m, nil
+	case nodesMsg, capsMsg, healthMsg, auditMsg:
+		return m, m.updateSide(msg)
 	case actionDoneMsg:
 		m.finishAction(msg)
 		return m, nil
@@ -300,6 +304,10 @@ func (m *Model) membersKey(msg tea.KeyMsg) tea.Cmd {
 		return m.members.startFilter()
 	case key.Matches(msg, k.Sort):
 		m.members.cycleSort()
+	case key.Matches(msg, k.Audit):
+		return m.toggleAudit()
+	case m.side.audit.open && key.Matches(msg, k.Back):
+		m.side.audit.open = false
 	case key.Matches(msg, k.Back):
 		if m.members.filter.Value() != "" {
 			m.members.clearFilter()
@@ -339,6 +347,8 @@ func (m *Model) View() string {
 		return m.wallView()
 	case m.screen == screenPools:
 		body = m.poolsView()
+	case m.screen == screenMembers && m.side.audit.open:
+		body = m.auditView()
 	case m.screen == screenMembers:
 		body = m.membersView()
 	case m.screen == screenDetail:

@@ -86,6 +86,14 @@ type OnceMember struct {
 	Node         string     `json:"node,omitempty"`
 	Created      *time.Time `json:"created,omitempty"`
 	Problems     []string   `json:"problems,omitempty"`
+	// Diagnosis is why a member that is not Ready and fine is so, and the fix.
+	Diagnosis *OnceDiagnosis `json:"diagnosis,omitempty"`
+}
+
+// OnceDiagnosis is engine.Diagnose's reason and fix.
+type OnceDiagnosis struct {
+	Reason string `json:"reason"`
+	Fix    string `json:"fix,omitempty"`
 }
 
 // onceStatus is a pool's STATUS word and whether it needs attention.
@@ -132,7 +140,11 @@ func Report(views []engine.PoolView, opts OnceOptions) (OnceReport, int) {
 			Members: make([]OnceMember, 0, len(v.Members)),
 		}
 		for j := range v.Members {
-			p.Members = append(p.Members, onceMember(&v.Members[j], now))
+			om := onceMember(&v.Members[j], now)
+			if d := diagnose(v, &v.Members[j], nil, nil); d.Reason != "" {
+				om.Diagnosis = &OnceDiagnosis{Reason: clean(d.Reason), Fix: clean(d.Fix)}
+			}
+			p.Members = append(p.Members, om)
 		}
 		r.Pools = append(r.Pools, p)
 	}
@@ -256,6 +268,9 @@ func writeTable(w io.Writer, r OnceReport) {
 				marks = append(marks, "problems")
 			}
 			msg := m.Message
+			if m.Diagnosis != nil {
+				msg = m.Diagnosis.Reason
+			}
 			if msg == "" {
 				msg = strings.Join(m.Problems, "; ")
 			}

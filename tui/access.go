@@ -1,0 +1,163 @@
+package tui
+
+import (
+	"context"
+	"time"
+
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// sideState is what the dashboard learns besides the pools: the nodes for
+// the diagnosis, what the user may do, and the open pool's audit Events.
+type sideState struct {
+	nodes   []*corev1.Node
+	caps    map[string]Capability // by action name; nil until known
+	capsErr error
+	audit   auditModel
+}
+
+// capsMsg answers the capabilities request.
+type capsMsg struct {
+	caps []Capability
+	err  error
+}
+
+// healthMsg carries the data source's connection state, read on each tick.
+type healthMsg struct{ health health }
+
+// capsTimeout bounds the capabilities request.
+const capsTimeout = 15 * time.Second
+
+// capsCmd asks the API server what the user may do.
+func capsCmd(ctx context.Context, a Access) tea.Cmd {
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(ctx, capsTimeout)
+		defer cancel()
+		caps, err := a.Capabilities(ctx, append([]string(nil), ActionNames...))
+		return capsMsg{caps: caps, err: err}
+	}
+}
+
+// healthCmd reads the connection state (cheap: two locked reads).
+func healthCmd(src DataSource) tea.Cmd {
+	if src == nil {
+		return nil
+	}
+	return func() tea.Msg { return healthMsg{health: readHealth(src)} }
+}
+
+func readHealth(src DataSource) health {
+	h := health{synced: src.Synced(), lastSync: src.LastSync()}
+	h.errAt, h.err = src.LastWatchError()
+	return h
+}
+
+// startCmds are the side requests of Init: nodes and capabilities.
+func (m *Model) startCmds() []tea.Cmd {
+	var cmds []tea.Cmd
+	if m.opts.Nodes != nil {
+		cmds = append(cmds, nodesCmd(m.ctx, m.opts.Nodes))
+	}
+	if m.opts.Access != nil && !m.opts.ReadOnly {
+		cmds = append(cmds, capsCmd(m.ctx, m.opts.Access))
+	}
+	return cmds
+}
+
+// updateSide handles the side messages.
+func (m *Model) updateSide(msg tea.Msg) tea.Cmd {
+	switch msg := msg.(type) {
+	case nodesMsg:
+		if msg.err == nil {
+			m.side.nodes = msg.nodes
+		}
+	case capsMsg:
+		m.side.capsErr = msg.err
+		if msg.err == nil {
+			m.side.caps = map[string]Capability{}
+			for _, c := range msg.caps {
+				m.side.caps[c.Action] = c
+			}
+		}
+	case healthMsg:
+		m.health = msg.health
+	case auditMsg:
+		m.side.audit.set(msg)
+	}
+	return nil
+}
+
+// disconnected reports whether the header shows the API server as lost.
+func (h health) disconnected() bool {
+	return !h.errAt.IsZero() && !h.errAt.Before(h.lastSync)
+}
+
+// unreachable is the reason given for an action while disconnected.
+const unreachable = "API server unreachable"
+
+// refusal says why kind cannot run now, or "" when it may: the API server
+// is unreachable, or the user lacks a permission.
+func (m *Model) refusal(kind actionKind) string {
+	if m.health.disconnected() {
+		return unreachable + ": " + kind.String() + " needs the server (data " + short(m.now.Sub(m.health.lastSync)) + " old)"
+	}
+	if c, ok := m.side.caps[kind.String()]; ok && !c.Allowed {
+		return kind.String() + " is not allowed: needs " + orWord(c.Missing, "a permission")
+	}
+	return ""
+}
+
+// missing is the permission an action lacks ("" when allowed or unknown).
+func (m *Model) missing(kind actionKind) (string, bool) {
+	if c, ok := m.side.caps[kind.String()]; ok && !c.Allowed {
+		return orWord(c.Missing, "a permission"), true
+	}
+	return "", false
+}
+
+// actionBindings pairs each action key with its kind.
+func (k *keyMap) actionBindings() []struct {
+	b    *key.Binding
+	kind actionKind
+} {
+	return []struct {
+		b    *key.Binding
+		kind actionKind
+	}{
+		{&k.Reconcile, actReconcile}, {&k.Resize, actResize}, {&k.Delete, actDelete},
+		{&k.Release, actRelease}, {&k.ForceRelease, actForceRelease},
+	}
+}
+
+// shownKeys is the keymap as the help shows it: an unavailable action's
+// description ends in "✗" (unknown capabilities show as available).
+func (m *Model) shownKeys() keyMap {
+	k := m.keys
+	for _, ab := range k.actionBindings() {
+		if _, no := m.missing(ab.kind); no || (m.health.disconnected() && ab.b.Enabled()) {
+			ab.b.SetHelp(ab.b.Help().Key, ab.b.Help().Desc+" "+glyphBad)
+		}
+	}
+	return k
+}
+
+// unavailableLines lists the unavailable actions for the help overlay.
+func (m *Model) unavailableLines() []string {
+	var out []string
+	for _, ab := range m.keys.actionBindings() {
+		if !ab.b.Enabled() {
+			continue
+		}
+		if perm, no := m.missing(ab.kind); no {
+			out = append(out, m.st.Muted.Render(glyphBad+" "+ab.b.Help().Key+" "+ab.kind.String()+" · needs: "+clean(perm)))
+		} else if m.health.disconnected() {
+			out = append(out, m.st.Muted.Render(glyphBad+" "+ab.b.Help().Key+" "+ab.kind.String()+" · "+unreachable))
+		}
+	}
+	if m.side.capsErr != nil {
+		out = append(out, m.st.Warn.Render(glyphWarn+" permissions unknown: "+clean(m.side.capsErr.Error())))
+	}
+	return out
+}
