@@ -124,21 +124,22 @@ func (m *Model) detailView() string {
 	for _, p := range mm.Problems {
 		addStyled("Problem", m.st.Error, m.st.Error, p)
 	}
-	if mm.Message != "" {
+	dg := diagnose(v, mm, m.detail.events, m.side.nodes)
+	if mm.Message != "" && mm.Message != dg.Evidence {
 		add("Message", mm.Message)
 	}
-	if d := diagnose(v, mm, m.detail.events, m.side.nodes); d.Reason != "" || d.ClaimID != "" {
-		if d.Reason != "" {
-			addStyled("Reason", m.st.ColumnHeader, m.levelStyle(max(memberLevel(mm), levelInfo)), d.Reason)
+	if dg.Reason != "" || dg.ClaimID != "" {
+		if dg.Reason != "" {
+			addStyled("Reason", m.st.ColumnHeader, m.levelStyle(max(memberLevel(mm), levelInfo)), dg.Reason)
 		}
-		if d.Fix != "" {
-			add("Fix", d.Fix)
+		if dg.Fix != "" {
+			add("Fix", dg.Fix)
 		}
-		if d.Evidence != "" {
-			add("Evidence", d.Evidence)
+		if dg.Evidence != "" {
+			add("Evidence", dg.Evidence)
 		}
-		if d.ClaimID != "" {
-			add("Claim-id", d.ClaimID)
+		if dg.ClaimID != "" {
+			add("Claim-id", dg.ClaimID)
 		}
 	}
 	addStyled("Why", m.st.ColumnHeader, m.levelStyle(max(memberLevel(mm), levelInfo)), explainMember(v, mm, m.now, m.opts.Actions != nil))

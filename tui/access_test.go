@@ -1,0 +1,285 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ctpool-tui/ctpool-tui/engine"
+)
+
+// sandboxdCluster is a sandboxd pool: one member placed on the virtual node
+// (the provider wrote its claim-id), one whose toleration was removed so the
+// scheduler cannot place it.
+func sandboxdCluster() *cluster {
+	c := &cluster{}
+	rt := &engine.Runtime{Backend: engine.BackendSandboxd, Template: "ghcr.io/cocoonstack/sandbox/rt:24.04", Net: "none", Size: "small"}
+	s := poolSpec("ghcr.io/cocoonstack/sandbox/rt:24.04", 2, rt)
+	c.pool("sbx", s, &engine.Status{UpdatedAt: ptrTime(t0.Add(-30 * time.Second))})
+	p := c.member("sbx", 1, s, onNode("vk-sandbox-0"), age(time.Hour))
+	p.Annotations[engine.SandboxdAnnotationClaimID] = "claim-7f3a"
+	c.member("sbx", 2, s, age(5*time.Minute), func(p *corev1.Pod) { p.Spec.Tolerations = nil },
+		unschedulable("0/2 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 1 node(s) had untolerated taint {virtual-kubelet.io/provider: sandboxd}. preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."))
+	return c
+}
+
+func sandboxdNodes() []*corev1.Node {
+	return []*corev1.Node{
+		{ObjectMeta: metav1.ObjectMeta{Name: "node-a", Labels: map[string]string{"kubernetes.io/hostname": "node-a"}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "vk-sandbox-0", Labels: map[string]string{engine.SandboxdNodeLabel: "sandboxd", "type": "virtual-kubelet"}},
+			Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: engine.ProviderTaintKey, Value: "sandboxd", Effect: corev1.TaintEffectNoSchedule}}}},
+	}
+}
+
+// schedulerEvents answers like the scheduler's FailedScheduling Event.
+type schedulerEvents struct{}
+
+func (schedulerEvents) Events(_ context.Context, _, kind, name string) ([]corev1.Event, error) {
+	if kind != "Pod" {
+		return nil, nil
+	}
+	return []corev1.Event{{InvolvedObject: corev1.ObjectReference{Kind: kind, Name: name}, Type: corev1.EventTypeWarning,
+		Reason: "FailedScheduling", Count: 4, LastTimestamp: metav1.NewTime(t0.Add(-time.Minute)),
+		Message: "0/2 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 1 node(s) had untolerated taint {virtual-kubelet.io/provider: sandboxd}."}}, nil
+}
+
+// auditSource answers the pool ConfigMap's Events: audit Events (one with
+// hostile text) and one that is not ctpool-tui's.
+type auditSource struct{}
+
+func (auditSource) Events(_ context.Context, _, kind, name string) ([]corev1.Event, error) {
+	ev := func(action, typ, msg string, ago time.Duration) corev1.Event {
+		return corev1.Event{
+			ObjectMeta:     metav1.ObjectMeta{Annotations: map[string]string{auditAnnotation: action}},
+			InvolvedObject: corev1.ObjectReference{Kind: kind, Name: name}, Type: typ, Reason: action,
+			Source: corev1.EventSource{Component: auditComponent}, Message: msg, LastTimestamp: metav1.NewTime(t0.Add(-ago)),
+		}
+	}
+	other := corev1.Event{InvolvedObject: corev1.ObjectReference{Kind: kind, Name: name}, Type: corev1.EventTypeNormal,
+		Reason: "Updated", Message: "not an audit event", LastTimestamp: metav1.NewTime(t0)}
+	return []corev1.Event{
+		ev("reconcile", corev1.EventTypeNormal, "reconcile by admin@example.com — ok", 40*time.Minute),
+		other,
+		ev("force-release", corev1.EventTypeNormal, "force-release by admin@example.com: member desk-2, previous holder \"\x1b]52;c;cm0gLXJmIH4=\x07bob\u202Egnp.exe\x1b[2J\" — ok", 3*time.Minute),
+		ev("resize", corev1.EventTypeWarning, "resize by operator@example.com, size 5 → 9 — failed: exceeded quota\r\x1b]8;;https://evil.example\x1b\\click\x1b]8;;\x1b\\\x07\b", 10*time.Minute),
+	}, nil
+}
+
+// operatorCaps is what the API server answers for the operator role.
+var operatorCaps = []Capability{
+	{Action: "reconcile", Allowed: true}, {Action: "release", Allowed: true}, {Action: "resize", Allowed: true},
+	{Action: "force-release", Missing: "force-release leases.coordination.k8s.io"},
+	{Action: "delete", Missing: "delete configmaps"},
+}
+
+type fakeAccess struct{ asked []string }
+
+func (f *fakeAccess) Capabilities(_ context.Context, actions []string) ([]Capability, error) {
+	f.asked = actions
+	return operatorCaps, nil
+}
+
+// drive sends keys, feeding back Events answers.
+func drive(m *Model, keys ...string) {
+	for _, k := range keys {
+		_, cmd := m.Update(keyMsg(k))
+		if cmd == nil {
+			continue
+		}
+		switch msg := cmd().(type) {
+		case eventsMsg, auditMsg:
+			m.Update(msg)
+		}
+	}
+}
+
+func TestGoldenDiagnosisAccessAudit(t *testing.T) {
+	tests := []struct {
+		name  string
+		c     func() *cluster
+		o     testOpts
+		setup func(m *Model, d *fakeData)
+		keys  []string
+	}{
+		{name: "diagnosis_sandboxd_toleration_120x40", c: sandboxdCluster, o: testOpts{events: schedulerEvents{}},
+			setup: func(m *Model, _ *fakeData) { m.Update(nodesMsg{nodes: sandboxdNodes()}) }, keys: []string{"enter", "down", "enter"}},
+		{name: "diagnosis_members_120x40", c: sandboxdCluster,
+			setup: func(m *Model, _ *fakeData) { m.Update(nodesMsg{nodes: sandboxdNodes()}) }, keys: []string{"enter", "down"}},
+		{name: "diagnosis_claim_id_120x40", c: sandboxdCluster, o: testOpts{events: schedulerEvents{}}, keys: []string{"enter", "enter"}},
+		{name: "help_unavailable_120x40", c: demoCluster,
+			setup: func(m *Model, _ *fakeData) { m.Update(capsMsg{caps: operatorCaps}) }, keys: []string{"down", "enter", "?"}},
+		{name: "members_unavailable_120x40", c: demoCluster,
+			setup: func(m *Model, _ *fakeData) { m.Update(capsMsg{caps: operatorCaps}) }, keys: []string{"down", "enter", "down", "f"}},
+		{name: "audit_120x40", c: demoCluster, o: testOpts{events: auditSource{}}, keys: []string{"down", "enter", "A"}},
+		{name: "disconnected_120x40", c: demoCluster, setup: disconnect, keys: []string{"down", "enter", "r"}},
+		{name: "disconnected_80x24", c: demoCluster, o: testOpts{width: 80, height: 24}, setup: disconnect},
+		{name: "hostile_detail_diagnosis_120x40", c: hostileCluster, o: testOpts{events: &fakeEvents{}}, keys: []string{"enter", "down", "enter"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.o.actions = &fakeActions{}
+			if tt.o.width == 0 {
+				tt.o.width, tt.o.height = 120, 40
+			}
+			m, d := newTestModel(t, tt.c(), tt.o)
+			if tt.setup != nil {
+				tt.setup(m, d)
+			}
+			drive(m, tt.keys...)
+			got := m.View()
+			checkScreen(t, got, tt.o.width, tt.o.height)
+			assertHarmless(t, got)
+			golden(t, tt.name, got)
+		})
+	}
+}
+
+// disconnect makes the data source report a failed probe 47 s after the
+// last sync, and delivers it with a tick.
+func disconnect(m *Model, d *fakeData) {
+	d.mu.Lock()
+	d.lastSync, d.errAt, d.err = t0.Add(-47*time.Second), t0.Add(-2*time.Second), errors.New("Get \"https://127.0.0.1:6443/livez\": dial tcp: connection refused")
+	d.mu.Unlock()
+	m.Update(healthMsg{health: readHealth(d)})
+}
+
+// assertHarmless fails when a screen holds anything but SGR-free text.
+func assertHarmless(t *testing.T, s string) {
+	t.Helper()
+	for _, r := range s {
+		if r == 0x1b || r == 0x07 || r == '\b' || r == '\r' || (r < 0x20 && r != '\n') || (r >= 0x7f && r < 0xa0) ||
+			(r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) {
+			t.Fatalf("screen holds control character %U", r)
+		}
+	}
+}
+
+func TestCapabilitiesAskedAtStartNotInReadOnly(t *testing.T) {
+	fa := &fakeAccess{}
+	m := newModel(context.Background(), Options{Data: newFakeData(nil), Access: fa, Now: func() time.Time { return t0 }})
+	msg := waitMsg[capsMsg](t, m.Init())
+	if strings.Join(fa.asked, ",") != strings.Join(ActionNames, ",") {
+		t.Fatalf("asked %v, want %v", fa.asked, ActionNames)
+	}
+	m.Update(msg)
+	if why := m.refusal(actForceRelease); !strings.Contains(why, "needs force-release leases.coordination.k8s.io") {
+		t.Fatalf("refusal = %q", why)
+	}
+	if why := m.refusal(actReconcile); why != "" {
+		t.Fatalf("reconcile refused: %q", why)
+	}
+
+	ro := &fakeAccess{}
+	m = newModel(context.Background(), Options{Data: newFakeData(nil), Access: ro, ReadOnly: true, Now: func() time.Time { return t0 }})
+	for _, c := range m.startCmds() {
+		if _, ok := c().(capsMsg); ok {
+			t.Fatal("read-only mode asked for capabilities")
+		}
+	}
+}
+
+func TestUnavailableKeyShowsReasonWithoutDialogOrCall(t *testing.T) {
+	acts := &fakeActions{}
+	m, _ := newTestModel(t, demoCluster(), testOpts{actions: acts})
+	m.Update(capsMsg{caps: operatorCaps})
+	drive(m, "down", "enter", "down") // desk-2: claim expired
+	_, cmd := m.Update(keyMsg("f"))
+	if cmd != nil || m.dialog != nil {
+		t.Fatalf("f opened a dialog or returned a Cmd (dialog %v)", m.dialog != nil)
+	}
+	if !strings.Contains(m.acts.note, "needs force-release leases.coordination.k8s.io") {
+		t.Fatalf("note = %q", m.acts.note)
+	}
+	drive(m, "esc", "D")
+	if m.dialog != nil || !strings.Contains(m.acts.note, "needs delete configmaps") {
+		t.Fatalf("D: dialog %v, note %q", m.dialog != nil, m.acts.note)
+	}
+	// An allowed action still runs.
+	_, cmd = m.Update(keyMsg("r"))
+	if cmd == nil {
+		t.Fatal("reconcile is allowed but returned no Cmd")
+	}
+	if n := len(acts.Calls()); n != 0 {
+		t.Fatalf("%d calls before the Cmd ran", n)
+	}
+}
+
+func TestDisconnectedRefusesActionsAndRecovers(t *testing.T) {
+	acts := &fakeActions{}
+	m, d := newTestModel(t, demoCluster(), testOpts{actions: acts})
+	rebuilds := m.rebuilds
+	disconnect(m, d)
+	if m.rebuilds != rebuilds {
+		t.Fatal("a health update rebuilt the views")
+	}
+	if h := m.headerView(); !strings.Contains(h, "disconnected · data 47s old") {
+		t.Fatalf("header = %q", h)
+	}
+	for _, k := range []string{"r", "s", "D"} {
+		_, cmd := m.Update(keyMsg(k))
+		if cmd != nil || m.dialog != nil || !strings.Contains(m.acts.note, unreachable) {
+			t.Fatalf("%s while disconnected: cmd %v, dialog %v, note %q", k, cmd != nil, m.dialog != nil, m.acts.note)
+		}
+	}
+	// A dialog opened before the outage refuses at confirm too.
+	m.health = health{synced: true, lastSync: t0}
+	drive(m, "s", "9", "enter")
+	disconnect(m, d)
+	drive(m, "tab", "enter")
+	if len(m.acts.running) != 0 {
+		t.Fatal("an action started while disconnected")
+	}
+	// Recovery: the next probe advances LastSync past the error.
+	d.mu.Lock()
+	d.lastSync = t0.Add(time.Second)
+	d.mu.Unlock()
+	_, cmd := m.Update(tickMsg(t0.Add(2 * time.Second)))
+	m.Update(waitMsg[healthMsg](t, cmd))
+	if h := m.headerView(); !strings.Contains(h, "live · synced") {
+		t.Fatalf("header after recovery = %q", h)
+	}
+	if why := m.refusal(actReconcile); why != "" {
+		t.Fatalf("still refused after recovery: %q", why)
+	}
+}
+
+func TestHeaderAgeAdvancesOnTicksInQuietNamespace(t *testing.T) {
+	m, d := newTestModel(t, demoCluster(), testOpts{})
+	d.mu.Lock()
+	d.lastSync = t0
+	d.mu.Unlock()
+	rebuilds := m.rebuilds
+	for i := 1; i <= 7; i++ {
+		_, cmd := m.Update(tickMsg(t0.Add(time.Duration(i) * time.Second)))
+		m.Update(waitMsg[healthMsg](t, cmd))
+	}
+	if h := m.headerView(); !strings.Contains(h, "synced 7s ago") {
+		t.Fatalf("header = %q", h)
+	}
+	if m.rebuilds != rebuilds {
+		t.Fatalf("ticks rebuilt the views %d times", m.rebuilds-rebuilds)
+	}
+}
+
+func TestAuditListsOnlyAuditEventsNewestFirst(t *testing.T) {
+	m, _ := newTestModel(t, demoCluster(), testOpts{events: auditSource{}})
+	drive(m, "down", "enter")
+	_, cmd := m.Update(keyMsg("A"))
+	msg := waitMsg[auditMsg](t, cmd)
+	if len(msg.events) != 3 {
+		t.Fatalf("%d audit events, want 3", len(msg.events))
+	}
+	if msg.events[0].Annotations[auditAnnotation] != "force-release" {
+		t.Fatalf("newest is %q", msg.events[0].Annotations[auditAnnotation])
+	}
+	m.Update(msg)
+	m.Update(keyMsg("esc"))
+	if m.side.audit.open || m.screen != screenMembers {
+		t.Fatalf("esc: audit open %v, screen %v", m.side.audit.open, m.screen)
+	}
+}
