@@ -1,0 +1,338 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/time/rate"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/kube"
+)
+
+// Key names one pool: the work queue's item.
+type Key struct {
+	Namespace string
+	Pool      string
+}
+
+func (k Key) String() string { return k.Namespace + "/" + k.Pool }
+
+// ReadMode says where a reconcile reads the pool from.
+type ReadMode int
+
+const (
+	// ReadHybrid (the default) reads the informer cache and, when the cache
+	// shows work to do on a member, reads fresh from the API server and
+	// reconciles on that: no request for a pool in line, no action on a
+	// stale view.
+	ReadHybrid ReadMode = iota
+	// ReadCache reconciles on the informer cache only.
+	ReadCache
+	// ReadFresh reads fresh from the API server on every reconcile (one Get
+	// and three Lists), as the command-line reconcile does.
+	ReadFresh
+)
+
+// Defaults of Options.
+const (
+	DefaultWorkers = 4
+	DefaultResync  = 30 * time.Second
+	DefaultSettle  = time.Second
+)
+
+// Options configure a Controller.
+type Options struct {
+	Client kubernetes.Interface
+	// Namespace to reconcile; metav1.NamespaceAll ("") for every namespace.
+	Namespace string
+	// Pool, when set, limits the controller to this one pool of Namespace,
+	// which it then reconciles on every resync even without a definition.
+	Pool string
+	// Workers reconcile different pools at once (default 4); one pool is
+	// never reconciled by two workers at the same time.
+	Workers int
+	// Resync re-enqueues every pool this often (default 30s).
+	Resync time.Duration
+	// Settle delays the reconcile an event asks for, so that a burst of
+	// events is one reconcile (default 1s; negative for none).
+	Settle time.Duration
+	Reads  ReadMode
+	// RateLimiter spaces the retries of a failing pool (default: exponential
+	// per pool from 500ms up to Resync, and 10/s with a burst of 100 overall).
+	RateLimiter workqueue.TypedRateLimiter[Key]
+	// Now is the engine's clock (default time.Now).
+	Now func() time.Time
+	// LeaderElection, when set, runs the workers only while this instance
+	// holds the election Lease.
+	LeaderElection *LeaderElection
+	// Report is told of every reconcile (from the worker goroutines).
+	Report func(k Key, res engine.ReconcileResult, err error, took time.Duration)
+	// Logf receives the controller's own messages (sync, leadership).
+	Logf func(format string, a ...any)
+}
+
+// Controller reconciles every pool it sees. Build it with New, run it once
+// with Run.
+type Controller struct {
+	opts    Options
+	client  kubernetes.Interface
+	set     *informerSet
+	queue   workqueue.TypedRateLimitingInterface[Key]
+	metrics *metrics
+
+	started atomic.Bool
+	synced  atomic.Bool
+	leading atomic.Bool
+	elector atomic.Pointer[leaderelection.LeaderElector]
+}
+
+// New builds a Controller. Nothing is read until Run.
+func New(opts Options) (*Controller, error) {
+	if opts.Client == nil {
+		return nil, errors.New("controller: no client")
+	}
+	if opts.Pool != "" {
+		if err := engine.ValidatePoolName(opts.Pool); err != nil {
+			return nil, err
+		}
+		if opts.Namespace == "" {
+			return nil, errors.New("controller: a single pool needs a namespace")
+		}
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = DefaultWorkers
+	}
+	if opts.Resync <= 0 {
+		opts.Resync = DefaultResync
+	}
+	if opts.Settle == 0 {
+		opts.Settle = DefaultSettle
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logf == nil {
+		opts.Logf = func(string, ...any) {}
+	}
+	if opts.RateLimiter == nil {
+		opts.RateLimiter = DefaultRateLimiter(opts.Resync)
+	}
+	if le := opts.LeaderElection; le != nil {
+		if err := le.complete(opts); err != nil {
+			return nil, err
+		}
+	}
+	c := &Controller{opts: opts, client: opts.Client}
+	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(opts.RateLimiter,
+		workqueue.TypedRateLimitingQueueConfig[Key]{Name: "ctpool-pools"})
+	c.metrics = newMetrics(c)
+	c.set = newInformerSet(opts.Client, opts.Namespace, cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.onAdd,
+		UpdateFunc: c.onUpdate,
+		DeleteFunc: c.onDelete,
+	})
+	return c, nil
+}
+
+// DefaultRateLimiter retries a failing pool after 500ms, doubling up to max
+// (at least a second), with an overall limit of 10 retries a second.
+func DefaultRateLimiter(maxDelay time.Duration) workqueue.TypedRateLimiter[Key] {
+	return workqueue.NewTypedMaxOfRateLimiter(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[Key](500*time.Millisecond, max(maxDelay, time.Second)),
+		&workqueue.TypedBucketRateLimiter[Key]{Limiter: rate.NewLimiter(rate.Limit(10), 100)},
+	)
+}
+
+// Event handlers: they only enqueue the pool the object belongs to.
+
+func (c *Controller) onAdd(obj any) { c.enqueueObject(obj) }
+
+func (c *Controller) onUpdate(oldObj, newObj any) {
+	c.enqueueObject(newObj)
+	if o, ok := keyOf(oldObj); ok {
+		if n, ok := keyOf(newObj); !ok || n != o {
+			c.enqueue(o, c.opts.Settle) // relabelled: the old pool lost a member
+		}
+	}
+}
+
+func (c *Controller) onDelete(obj any) { c.enqueueObject(obj) }
+
+func (c *Controller) enqueueObject(obj any) {
+	if k, ok := keyOf(obj); ok {
+		c.enqueue(k, c.opts.Settle)
+	}
+}
+
+func (c *Controller) enqueue(k Key, after time.Duration) {
+	if c.opts.Pool != "" && (k.Pool != c.opts.Pool || k.Namespace != c.opts.Namespace) {
+		return
+	}
+	if after > 0 {
+		c.queue.AddAfter(k, after)
+		return
+	}
+	c.queue.Add(k)
+}
+
+// enqueueAll is the resync: every pool with a definition (and the single
+// pool, defined or not).
+func (c *Controller) enqueueAll() {
+	if c.opts.Pool != "" {
+		c.queue.Add(Key{Namespace: c.opts.Namespace, Pool: c.opts.Pool})
+		return
+	}
+	for _, k := range c.set.pools() {
+		c.queue.Add(k)
+	}
+}
+
+// Run starts the informers, waits for their caches, and reconciles until ctx
+// ends (with leader election: only while leading). It returns nil when ctx
+// ended, and ErrLeadershipLost when this instance lost the lead.
+func (c *Controller) Run(ctx context.Context) error {
+	if !c.started.CompareAndSwap(false, true) {
+		return errors.New("controller: already running")
+	}
+	defer c.queue.ShutDown()
+	c.set.start(ctx)
+	c.opts.Logf("waiting for the informer caches of %s", c.scope())
+	if !c.set.waitForSync(ctx) {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return errors.New("controller: the informer caches did not sync")
+	}
+	c.synced.Store(true)
+	c.opts.Logf("informer caches synced: %d pools", len(c.set.pools()))
+	if c.opts.LeaderElection == nil {
+		c.runWorkers(ctx)
+		return nil
+	}
+	return c.runElected(ctx)
+}
+
+func (c *Controller) scope() string {
+	switch {
+	case c.opts.Pool != "":
+		return "pool " + Key{c.opts.Namespace, c.opts.Pool}.String()
+	case c.opts.Namespace == "":
+		return "all namespaces"
+	}
+	return "namespace " + c.opts.Namespace
+}
+
+// runWorkers reconciles until ctx ends, then stops taking work and waits
+// for the reconciles in flight (they see ctx cancelled: the engine abandons
+// its step and unlocks its Leases with a context of its own).
+func (c *Controller) runWorkers(ctx context.Context) {
+	c.leading.Store(true)
+	defer c.leading.Store(false)
+	var wg sync.WaitGroup
+	for range c.opts.Workers {
+		wg.Go(func() {
+			for c.processNext(ctx) {
+			}
+		})
+	}
+	wg.Go(func() {
+		t := time.NewTicker(c.opts.Resync)
+		defer t.Stop()
+		for {
+			c.enqueueAll()
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	})
+	<-ctx.Done()
+	c.queue.ShutDown()
+	wg.Wait()
+}
+
+// processNext reconciles one pool from the queue; false when the queue is
+// shut down or ctx ended.
+func (c *Controller) processNext(ctx context.Context) bool {
+	k, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(k)
+	if ctx.Err() != nil {
+		return false
+	}
+	_, err := c.sync(ctx, k)
+	switch {
+	case err == nil, errors.Is(err, engine.ErrPoolNotFound) && c.opts.Pool == "":
+		// Done, or no definition: a new one's event enqueues the pool again.
+		c.queue.Forget(k)
+	case ctx.Err() != nil:
+	default:
+		c.queue.AddRateLimited(k)
+	}
+	return true
+}
+
+// sync reconciles one pool and records its metrics.
+func (c *Controller) sync(ctx context.Context, k Key) (engine.ReconcileResult, error) {
+	start := time.Now()
+	rd := &recordingReader{}
+	switch c.opts.Reads {
+	case ReadFresh:
+		rd.inner = kube.NewCluster(c.client, k.Namespace)
+	case ReadCache:
+		rd.inner = cacheReader{set: c.set, namespace: k.Namespace}
+	default:
+		snap, err := c.set.snapshot(ctx, k)
+		if err != nil {
+			err = fmt.Errorf("read pool %s: %w", k.Pool, err)
+			c.done(ctx, k, engine.ReconcileResult{}, err, nil, start)
+			return engine.ReconcileResult{}, err
+		}
+		if needsWork(engine.Observe(snap, c.opts.Now())) {
+			rd.inner = kube.NewCluster(c.client, k.Namespace)
+		} else {
+			rd.first, rd.inner = &snap, cacheReader{set: c.set, namespace: k.Namespace}
+		}
+	}
+	eng := &engine.Engine{
+		Cluster:   &kube.Cluster{Client: c.client, Namespace: k.Namespace, Reader: rd},
+		Namespace: k.Namespace,
+		Now:       c.opts.Now,
+	}
+	res, err := eng.Reconcile(ctx, k.Pool)
+	c.done(ctx, k, res, err, rd.last, start)
+	return res, err
+}
+
+func (c *Controller) done(ctx context.Context, k Key, res engine.ReconcileResult, err error, last *engine.Snapshot, start time.Time) {
+	took := time.Since(start)
+	if ctx.Err() != nil {
+		return // abandoned at shutdown: neither a result nor an error
+	}
+	c.metrics.record(k, res, err, last, c.opts.Now(), took)
+	if c.opts.Report != nil {
+		c.opts.Report(k, res, err, took)
+	}
+}
+
+// Synced reports whether the informer caches have synced.
+func (c *Controller) Synced() bool { return c.synced.Load() }
+
+// Leading reports whether this instance runs its workers (always true once
+// synced without leader election).
+func (c *Controller) Leading() bool { return c.leading.Load() }
+
+// QueueLen is the number of pools waiting to be reconciled.
+func (c *Controller) QueueLen() int { return c.queue.Len() }
