@@ -1,0 +1,106 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/yaml"
+
+	"github.com/ctpool-tui/ctpool-tui/kube/controller"
+)
+
+func newManifestsCmd(e *env) *cobra.Command {
+	var image string
+	c := &cobra.Command{
+		Use:   "manifests [--namespace N] [--image I]",
+		Short: "Print the manifests that run the reconciler in the cluster",
+		Long: `Print (YAML) what runs the reconciler inside the cluster, in the namespace
+of its pools:
+
+  ServiceAccount  ctpool-tui
+  Role            ctpool-tui-reconciler: the operator role's rules (derived
+                  from the API calls the operations make) plus get/update on
+                  the election Lease ` + controller.LeaseName + ` and create on Leases
+  RoleBinding     ctpool-tui-reconciler, to the ServiceAccount
+  Deployment      ctpool-tui-reconciler: 2 replicas running
+                  "reconcile --all --watch --leader-elect --metrics-addr :9090",
+                  POD_NAME and POD_NAMESPACE from the downward API, /healthz and
+                  /readyz probes, resource requests and limits, non-root,
+                  read-only root file system, no privilege escalation, all
+                  capabilities dropped, seccomp RuntimeDefault
+
+The image (default ` + controller.DefaultImage + `) is not published by
+this project: build it at your site (a static binary, e.g. CGO_ENABLED=0
+go build ./cmd/ctpool-tui, in a distroless or scratch image) and pass --image.
+Pipe the output to kubectl apply -f -.`,
+		Example: `  ctpool-tui manifests -n vdi --image registry.example/ctpool-tui:1.0 | kubectl apply -f -`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ns, err := e.opts.Namespace()
+			if err != nil {
+				return opErr(err)
+			}
+			if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+				return usageErr("invalid namespace %q: %s", ns, errs[0])
+			}
+			if image == "" {
+				return usageErr("--image must not be empty")
+			}
+			objs, err := controller.Manifests(controller.ManifestOptions{Namespace: ns, Image: image})
+			if err != nil {
+				return opErr(err)
+			}
+			for _, obj := range objs {
+				out, err := manifestYAML(obj)
+				if err != nil {
+					return opErr(err)
+				}
+				fmt.Fprintf(e.stdout, "---\n%s", out)
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&image, "image", controller.DefaultImage, "the ctpool-tui image (built by your site)")
+	return c
+}
+
+// manifestYAML is an object as YAML without its empty status and creation
+// timestamp, which only the API server fills in.
+func manifestYAML(obj any) ([]byte, error) {
+	j, err := json.Marshal(obj)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(j, &m); err != nil {
+		return nil, err
+	}
+	delete(m, "status")
+	prune(m)
+	return yaml.Marshal(m)
+}
+
+// prune drops creationTimestamp: null and empty objects ({}) at any depth.
+func prune(m map[string]any) {
+	for k, v := range m {
+		switch x := v.(type) {
+		case nil:
+			if k == "creationTimestamp" {
+				delete(m, k)
+			}
+		case map[string]any:
+			prune(x)
+			if len(x) == 0 {
+				delete(m, k)
+			}
+		case []any:
+			for _, e := range x {
+				if em, ok := e.(map[string]any); ok {
+					prune(em)
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/ctpool-tui/ctpool-tui/kube/controller"
+)
+
+// splitYAML splits a multi-document stream.
+func splitYAML(s string) []string {
+	var docs []string
+	for _, d := range strings.Split(s, "---\n") {
+		if strings.TrimSpace(d) != "" {
+			docs = append(docs, d)
+		}
+	}
+	return docs
+}
+
+func TestManifestsPrintsTheDeployment(t *testing.T) {
+	code, out, errOut := runCmd(t, "manifests", "-n", "vdi", "--image", "registry.example/ctpool-tui:1")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	docs := splitYAML(out)
+	if len(docs) != 4 {
+		t.Fatalf("%d documents, want 4:\n%s", len(docs), out)
+	}
+	if strings.Contains(out, "status:") || strings.Contains(out, "creationTimestamp") {
+		t.Errorf("output carries server-side fields:\n%s", out)
+	}
+	var sa corev1.ServiceAccount
+	var role rbacv1.Role
+	var rb rbacv1.RoleBinding
+	var dep appsv1.Deployment
+	for i, obj := range []any{&sa, &role, &rb, &dep} {
+		if err := yaml.UnmarshalStrict([]byte(docs[i]), obj); err != nil {
+			t.Fatalf("document %d: %v\n%s", i, err, docs[i])
+		}
+	}
+	if sa.Kind != "ServiceAccount" || sa.Namespace != "vdi" || sa.Name != "ctpool-tui" {
+		t.Errorf("service account %s %s/%s", sa.Kind, sa.Namespace, sa.Name)
+	}
+	leaseRule := false
+	for _, r := range role.Rules {
+		if len(r.ResourceNames) == 1 && r.ResourceNames[0] == controller.LeaseName && strings.Join(r.Verbs, ",") == "get,update" {
+			leaseRule = true
+		}
+	}
+	if role.Name != "ctpool-tui-reconciler" || !leaseRule {
+		t.Errorf("role %s lacks get/update on the election Lease: %+v", role.Name, role.Rules)
+	}
+	if rb.RoleRef.Name != role.Name || len(rb.Subjects) != 1 || rb.Subjects[0].Kind != "ServiceAccount" ||
+		rb.Subjects[0].Name != "ctpool-tui" || rb.Subjects[0].Namespace != "vdi" {
+		t.Errorf("binding %+v", rb)
+	}
+	if *dep.Spec.Replicas != 2 {
+		t.Errorf("%d replicas", *dep.Spec.Replicas)
+	}
+	pod := dep.Spec.Template.Spec
+	c := pod.Containers[0]
+	args := strings.Join(c.Args, " ")
+	if c.Image != "registry.example/ctpool-tui:1" || !strings.Contains(args, "reconcile --all --watch --leader-elect --metrics-addr :9090") {
+		t.Errorf("image %s args %s", c.Image, args)
+	}
+	env := map[string]string{}
+	for _, e := range c.Env {
+		if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil {
+			env[e.Name] = e.ValueFrom.FieldRef.FieldPath
+		}
+	}
+	if env["POD_NAME"] != "metadata.name" || env["POD_NAMESPACE"] != "metadata.namespace" {
+		t.Errorf("downward API env %v", env)
+	}
+	if c.LivenessProbe.HTTPGet.Path != "/healthz" || c.ReadinessProbe.HTTPGet.Path != "/readyz" {
+		t.Error("probes are not on /healthz and /readyz")
+	}
+	if c.Resources.Requests.Cpu().IsZero() || c.Resources.Limits.Memory().IsZero() {
+		t.Error("no resource requests or limits")
+	}
+	sc := c.SecurityContext
+	if !*sc.RunAsNonRoot || !*sc.ReadOnlyRootFilesystem || *sc.AllowPrivilegeEscalation ||
+		len(sc.Capabilities.Drop) != 1 || sc.Capabilities.Drop[0] != "ALL" ||
+		pod.SecurityContext.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault || !*pod.AutomountServiceAccountToken {
+		t.Errorf("security context %+v / %+v", sc, pod.SecurityContext)
+	}
+	if pod.ServiceAccountName != "ctpool-tui" {
+		t.Errorf("service account %q", pod.ServiceAccountName)
+	}
+}
+
+func TestManifestsUsage(t *testing.T) {
+	if code, _, errOut := runCmd(t, "manifests", "--image", ""); code != exitUsage || !strings.Contains(errOut, "--image") {
+		t.Errorf("empty image: exit %d %q", code, errOut)
+	}
+	if code, _, errOut := runCmd(t, "manifests", "-n", "Not_A_Namespace"); code != exitUsage || !strings.Contains(errOut, "invalid namespace") {
+		t.Errorf("bad namespace: exit %d %q", code, errOut)
+	}
+	if code, out, _ := runCmd(t, "manifests", "--help"); code != exitOK || !strings.Contains(out, "built by") && !strings.Contains(out, "build it") {
+		t.Errorf("help does not say the image must be built by the site:\n%s", out)
+	}
+}

@@ -1,0 +1,126 @@
+package controller
+
+import (
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"github.com/ctpool-tui/ctpool-tui/kube"
+)
+
+// Names and defaults of the deployment.
+const (
+	DefaultImage  = "ghcr.io/ctpool-tui/ctpool-tui:latest"
+	AppName       = "ctpool-tui-reconciler"
+	MetricsPort   = 9090
+	nonRootUserID = 65532
+)
+
+// ManifestOptions choose what Manifests prints.
+type ManifestOptions struct {
+	Namespace string
+	Image     string // default DefaultImage
+	Replicas  int32  // default 2
+}
+
+// Manifests returns what runs the reconciler in a namespace, in apply order:
+// a ServiceAccount; the operator Role (rules derived from the API calls the
+// operations make, kube.RoleObjects) plus the leader election's rules on its
+// own Lease, and its RoleBinding to the ServiceAccount; and a Deployment of
+// two replicas with leader election, metrics, probes, resources and a
+// non-root, read-only-root security context.
+//
+// The Role and RoleBinding are named ctpool-tui-reconciler, not
+// ctpool-tui-operator, so that applying them never rebinds the operator Role
+// a person got from `ctpool-tui rbac`.
+func Manifests(o ManifestOptions) ([]runtime.Object, error) {
+	if o.Namespace == "" {
+		return nil, fmt.Errorf("manifests: no namespace")
+	}
+	if o.Image == "" {
+		o.Image = DefaultImage
+	}
+	if o.Replicas <= 0 {
+		o.Replicas = 2
+	}
+	labels := map[string]string{"app.kubernetes.io/name": "ctpool-tui", "app.kubernetes.io/component": "reconciler"}
+	sa := &corev1.ServiceAccount{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
+		ObjectMeta: metav1.ObjectMeta{Name: "ctpool-tui", Namespace: o.Namespace, Labels: labels},
+	}
+	role, binding, err := kube.RoleObjects("operator", o.Namespace, "ServiceAccount:"+o.Namespace+"/"+sa.Name)
+	if err != nil {
+		return nil, err
+	}
+	role.Name, role.Labels = AppName, labels
+	role.Rules = append(role.Rules, LeaderElectionRules(LeaseName)...)
+	binding.Name, binding.Labels, binding.RoleRef.Name = AppName, labels, AppName
+	return []runtime.Object{sa, role, binding, deployment(o, labels, sa.Name)}, nil
+}
+
+func deployment(o ManifestOptions, labels map[string]string, sa string) *appsv1.Deployment {
+	selector := map[string]string{"app.kubernetes.io/name": "ctpool-tui", "app.kubernetes.io/component": "reconciler"}
+	probe := func(path string, period int32) *corev1.Probe {
+		return &corev1.Probe{
+			ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+				Path: path, Port: intstr.FromString("metrics"),
+			}},
+			PeriodSeconds: period, TimeoutSeconds: 2, FailureThreshold: 3,
+		}
+	}
+	fieldEnv := func(name, path string) corev1.EnvVar {
+		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{
+			FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: path},
+		}}
+	}
+	return &appsv1.Deployment{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+		ObjectMeta: metav1.ObjectMeta{Name: AppName, Namespace: o.Namespace, Labels: labels},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(o.Replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: selector},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					ServiceAccountName:            sa,
+					AutomountServiceAccountToken:  ptr.To(true),
+					TerminationGracePeriodSeconds: ptr.To[int64](30),
+					SecurityContext: &corev1.PodSecurityContext{
+						RunAsNonRoot:   ptr.To(true),
+						RunAsUser:      ptr.To[int64](nonRootUserID),
+						RunAsGroup:     ptr.To[int64](nonRootUserID),
+						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+					},
+					Containers: []corev1.Container{{
+						Name:  "reconciler",
+						Image: o.Image,
+						Args: []string{"reconcile", "--all", "--watch", "--leader-elect",
+							"--metrics-addr", fmt.Sprintf(":%d", MetricsPort), "--namespace", "$(POD_NAMESPACE)"},
+						Env:   []corev1.EnvVar{fieldEnv("POD_NAME", "metadata.name"), fieldEnv("POD_NAMESPACE", "metadata.namespace")},
+						Ports: []corev1.ContainerPort{{Name: "metrics", ContainerPort: MetricsPort, Protocol: corev1.ProtocolTCP}},
+						Resources: corev1.ResourceRequirements{
+							Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
+							Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("256Mi")},
+						},
+						LivenessProbe:  probe("/healthz", 10),
+						ReadinessProbe: probe("/readyz", 5),
+						SecurityContext: &corev1.SecurityContext{
+							RunAsNonRoot:             ptr.To(true),
+							ReadOnlyRootFilesystem:   ptr.To(true),
+							AllowPrivilegeEscalation: ptr.To(false),
+							Privileged:               ptr.To(false),
+							Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+							SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+						},
+					}},
+				},
+			},
+		},
+	}
+}
