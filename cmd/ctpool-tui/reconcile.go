@@ -4,116 +4,256 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/kube"
+	"github.com/ctpool-tui/ctpool-tui/kube/controller"
 )
 
+// reconcileFlags are the flags of reconcile.
+type reconcileFlags struct {
+	watch, all, allNamespaces bool
+	interval                  time.Duration
+	workers                   int
+	metricsAddr               string
+	leaderElect               bool
+	leNamespace               string
+	leaseDuration             time.Duration
+	renewDeadline             time.Duration
+	retryPeriod               time.Duration
+}
+
 func newReconcileCmd(e *env) *cobra.Command {
-	var (
-		watchMode bool
-		interval  time.Duration
-	)
+	var f reconcileFlags
 	c := &cobra.Command{
-		Use:   "reconcile POOL",
-		Short: "Bring a pool in line with its definition",
+		Use:   "reconcile POOL | --all",
+		Short: "Bring a pool (or every pool) in line with its definition",
 		Long: `Bring a pool in line with its definition: create missing members, start
 stopped ones, replace unclaimed drifted or failed ones, delete unclaimed ones
 above the size, and record the status. A claimed member is never destroyed.
 
-With --watch it reconciles on every --interval and soon after a change to the
-pool's objects, retries failures with backoff, survives API outages, and exits
-0 on SIGINT/SIGTERM after finishing or abandoning (and unlocking) its step.`,
+--all reconciles every pool of the namespace (-A: of every namespace).
+
+With --watch it keeps reconciling from shared informers: soon after a change to
+a pool's ConfigMap, Pods, PVCs or Leases, and every --interval; failures are
+retried with backoff, and --workers pools are reconciled at once, so one slow
+pool never blocks the others. On SIGINT/SIGTERM it stops taking work, finishes
+or abandons (and unlocks) its step, gives up the leadership and exits 0.
+
+In the cluster (see "ctpool-tui manifests"), run several replicas with
+--leader-elect: only the holder of the Lease ctpool-tui-reconciler (in
+--leader-elect-namespace) writes; the others stand by. A leader that cannot
+renew its Lease stops writing at once and exits 1, to be restarted as a
+candidate. --metrics-addr serves /metrics (Prometheus), /healthz and /readyz.`,
 		Example: `  ctpool-tui reconcile desk
-  ctpool-tui reconcile desk --watch --interval 30s`,
-		Args: exactArgs(1, "POOL"),
+  ctpool-tui reconcile desk --watch --interval 30s
+  ctpool-tui reconcile --all --watch -n vdi --metrics-addr :9090
+  ctpool-tui reconcile -A --watch --leader-elect --leader-elect-namespace vdi-system`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if f.all || f.allNamespaces {
+				if len(args) != 0 {
+					return usageErr("reconcile takes POOL or --all, not both; see --help")
+				}
+				return nil
+			}
+			return exactArgs(1, "POOL (or --all)")(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			pool := args[0]
-			if err := validatePoolArg(pool); err != nil {
+			if f.allNamespaces {
+				f.all = true
+			}
+			pool := ""
+			if len(args) == 1 {
+				pool = args[0]
+				if err := validatePoolArg(pool); err != nil {
+					return err
+				}
+			}
+			if err := f.validate(); err != nil {
 				return err
 			}
-			if interval <= 0 {
-				return usageErr("--interval must be positive")
-			}
-			eng, ns, err := e.engineFor()
-			if err != nil {
-				return opErr(err)
-			}
-			if !watchMode {
+			if !f.watch {
+				if pool == "" {
+					return reconcileAllOnce(cmd.Context(), e, f.allNamespaces)
+				}
+				eng, _, err := e.engineFor()
+				if err != nil {
+					return opErr(err)
+				}
 				res, err := eng.Reconcile(cmd.Context(), pool)
 				printReconcile(e.stdout, res)
 				return opErr(err)
 			}
-			changes, err := e.watchChanges(cmd.Context(), ns)
-			if err != nil {
-				return opErr(err)
-			}
-			return watchLoop(cmd.Context(), e, eng, pool, interval, changes)
+			return runController(cmd.Context(), e, f, pool)
 		},
 	}
-	c.Flags().BoolVar(&watchMode, "watch", false, "keep reconciling until interrupted")
-	c.Flags().DurationVar(&interval, "interval", 30*time.Second, "time between reconciles in --watch mode")
+	fl := c.Flags()
+	fl.BoolVar(&f.watch, "watch", false, "keep reconciling until interrupted")
+	fl.DurationVar(&f.interval, "interval", 30*time.Second, "with --watch: the resync period (every pool is reconciled this often)")
+	fl.BoolVar(&f.all, "all", false, "every pool of the namespace")
+	fl.BoolVarP(&f.allNamespaces, "all-namespaces", "A", false, "every pool of every namespace (implies --all)")
+	fl.IntVar(&f.workers, "workers", controller.DefaultWorkers, "with --watch: pools reconciled at once")
+	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "with --watch: serve /metrics, /healthz and /readyz on this address (e.g. :9090; empty: off)")
+	fl.BoolVar(&f.leaderElect, "leader-elect", false, "with --watch: reconcile only while holding the Lease "+controller.LeaseName)
+	fl.StringVar(&f.leNamespace, "leader-elect-namespace", "", "namespace of the election Lease (default: the namespace)")
+	fl.DurationVar(&f.leaseDuration, "leader-elect-lease-duration", controller.DefaultLeaseDuration, "how long a candidate waits before taking over a Lease that is not renewed")
+	fl.DurationVar(&f.renewDeadline, "leader-elect-renew-deadline", controller.DefaultRenewDeadline, "how long the leader retries renewing before it gives up (and exits 1)")
+	fl.DurationVar(&f.retryPeriod, "leader-elect-retry-period", controller.DefaultRetryPeriod, "time between tries to acquire or renew the Lease")
 	return c
 }
 
-// watchLoop reconciles on each interval and soon after a change, backing off
-// after failures, until ctx is cancelled (then it returns nil: exit 0).
-func watchLoop(ctx context.Context, e *env, eng *engine.Engine, pool string, interval time.Duration, changes <-chan struct{}) error {
-	const debounce = time.Second
-	backoff := time.Duration(0)
-	for {
-		res, err := eng.Reconcile(ctx, pool)
-		if ctx.Err() != nil {
-			fmt.Fprintf(e.stderr, "%s stopping: interrupted\n", stamp(eng))
-			return nil
+func (f *reconcileFlags) validate() error {
+	if f.interval <= 0 {
+		return usageErr("--interval must be positive")
+	}
+	if !f.watch {
+		for name, set := range map[string]bool{
+			"--leader-elect": f.leaderElect, "--metrics-addr": f.metricsAddr != "",
+			"--workers": f.workers != controller.DefaultWorkers,
+		} {
+			if set {
+				return usageErr("%s goes with --watch", name)
+			}
 		}
-		next := interval
+	}
+	if f.workers <= 0 {
+		return usageErr("--workers must be at least 1")
+	}
+	if f.leaderElect && !(f.retryPeriod > 0 && f.retryPeriod < f.renewDeadline && f.renewDeadline < f.leaseDuration) {
+		return usageErr("want 0 < --leader-elect-retry-period < --leader-elect-renew-deadline < --leader-elect-lease-duration")
+	}
+	return nil
+}
+
+// runController runs the reconciler of one pool, a namespace or every
+// namespace until ctx ends (exit 0) or the leadership is lost (exit 1).
+func runController(ctx context.Context, e *env, f reconcileFlags, pool string) error {
+	ns, err := e.opts.Namespace()
+	if err != nil {
+		return opErr(err)
+	}
+	cs, _, err := e.opts.Clientset()
+	if err != nil {
+		return opErr(err)
+	}
+	scope := ns
+	if f.allNamespaces {
+		scope = metav1.NamespaceAll
+	}
+	stamp := func() string { return time.Now().Format(time.RFC3339) }
+	opts := controller.Options{
+		Client: cs, Namespace: scope, Pool: pool, Workers: f.workers, Resync: f.interval,
+		Logf: func(format string, a ...any) {
+			fmt.Fprintf(e.stderr, "%s %s\n", stamp(), oneLine(fmt.Sprintf(format, a...)))
+		},
+		Report: func(k controller.Key, res engine.ReconcileResult, err error, _ time.Duration) {
+			who := ""
+			if pool == "" {
+				who = k.String() + " "
+			}
+			if err != nil {
+				fmt.Fprintf(e.stderr, "%s %serror: %s\n", stamp(), who, oneLine(err.Error()))
+			}
+			if res.Done() > 0 || res.StatusWritten || err == nil && len(res.Actions) > 0 {
+				fmt.Fprintf(e.stdout, "%s %s", stamp(), who)
+				printReconcile(e.stdout, res)
+			}
+		},
+	}
+	if f.leaderElect {
+		leNS := f.leNamespace
+		if leNS == "" {
+			leNS = ns
+		}
+		opts.LeaderElection = &controller.LeaderElection{
+			Namespace: leNS, LeaseDuration: f.leaseDuration, RenewDeadline: f.renewDeadline, RetryPeriod: f.retryPeriod,
+		}
+	}
+	ctrl, err := controller.New(opts)
+	if err != nil {
+		return opErr(err)
+	}
+	if f.metricsAddr != "" {
+		l, err := net.Listen("tcp", f.metricsAddr)
 		if err != nil {
-			fmt.Fprintf(e.stderr, "%s error: %s\n", stamp(eng), oneLine(err.Error()))
-			if !errors.As(err, new(*engine.StepError)) {
-				// The API server could not be read: back off 1s, 2s, 4s ... up to the interval.
-				backoff = min(max(2*backoff, time.Second), interval)
-				next = backoff
-			}
-		} else {
-			backoff = 0
+			return opErr(fmt.Errorf("--metrics-addr: %w", err))
 		}
-		if res.Done() > 0 || res.StatusWritten || err == nil && len(res.Actions) > 0 {
-			fmt.Fprintf(e.stdout, "%s ", stamp(eng))
-			printReconcile(e.stdout, res)
-		}
-		timer := time.NewTimer(next)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			fmt.Fprintf(e.stderr, "%s stopping: interrupted\n", stamp(eng))
-			return nil
-		case <-timer.C:
-		case <-changes:
-			timer.Stop()
-			// Let a burst of changes settle before reconciling again.
-			settle := time.NewTimer(debounce)
-			select {
-			case <-ctx.Done():
-				settle.Stop()
-				return nil
-			case <-settle.C:
-			}
-			drain(changes)
-		}
+		sctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+		served := make(chan error, 1)
+		go func() { served <- ctrl.Serve(sctx, l) }()
+		defer func() { stop(); <-served }()
+		opts.Logf("serving /metrics, /healthz and /readyz on %s", l.Addr())
 	}
+	err = ctrl.Run(ctx)
+	if ctx.Err() != nil {
+		fmt.Fprintf(e.stderr, "%s stopping: interrupted\n", stamp())
+	}
+	if errors.Is(err, controller.ErrLeadershipLost) {
+		return &codeError{code: exitError, err: err}
+	}
+	return opErr(err)
 }
 
-func drain(c <-chan struct{}) {
-	for {
-		select {
-		case <-c:
-		default:
-			return
+// reconcileAllOnce reconciles every defined pool of the namespace (or of
+// every namespace) once, one line each; exit 1 when any failed.
+func reconcileAllOnce(ctx context.Context, e *env, allNamespaces bool) error {
+	ns, err := e.opts.Namespace()
+	if err != nil {
+		return opErr(err)
+	}
+	cs, _, err := e.opts.Clientset()
+	if err != nil {
+		return opErr(err)
+	}
+	if allNamespaces {
+		ns = metav1.NamespaceAll
+	}
+	keys, err := definedPools(ctx, cs, ns)
+	if err != nil {
+		return opErr(fmt.Errorf("list pools: %w", err))
+	}
+	if len(keys) == 0 {
+		fmt.Fprintln(e.stdout, "no pools")
+		return nil
+	}
+	var failed []string
+	for _, k := range keys {
+		eng := &engine.Engine{Cluster: kube.NewCluster(cs, k.Namespace), Namespace: k.Namespace, Now: time.Now}
+		res, err := eng.Reconcile(ctx, k.Pool)
+		fmt.Fprintf(e.stdout, "%s ", k)
+		printReconcile(e.stdout, res)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "%s: %s\n", k, oneLine(err.Error()))
+			failed = append(failed, k.String())
 		}
 	}
+	if len(failed) > 0 {
+		return &codeError{code: exitError, err: fmt.Errorf("%d of %d pools failed: %s", len(failed), len(keys), strings.Join(failed, ", "))}
+	}
+	return nil
 }
 
-func stamp(eng *engine.Engine) string { return eng.Now().Format(time.RFC3339) }
+// definedPools lists the pools that have a definition ConfigMap.
+func definedPools(ctx context.Context, cs kubernetes.Interface, ns string) ([]controller.Key, error) {
+	list, err := cs.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{LabelSelector: engine.LabelPool})
+	if err != nil {
+		return nil, kube.MapError(err)
+	}
+	var keys []controller.Key
+	for _, cm := range list.Items {
+		pool := cm.Labels[engine.LabelPool]
+		if cm.Name == engine.ConfigMapName(pool) && engine.ValidatePoolName(pool) == nil {
+			keys = append(keys, controller.Key{Namespace: cm.Namespace, Pool: pool})
+		}
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
+	return keys, nil
+}
