@@ -27,13 +27,15 @@ const (
 	ActionResize       = "resize"
 	ActionApply        = "apply"
 	ActionDelete       = "delete"
+	ActionConsole      = "console" // a terminal in a member (pods/exec)
+	ActionLogs         = "logs"    // a member's container log (pods/log)
 )
 
 // Roles maps each role to its actions.
 var Roles = map[string][]string{
-	"viewer":   {ActionWatch},
-	"operator": {ActionWatch, ActionClaim, ActionRelease, ActionReconcile, ActionResize},
-	"admin":    {ActionWatch, ActionClaim, ActionRelease, ActionReconcile, ActionResize, ActionForceRelease, ActionApply, ActionDelete},
+	"viewer":   {ActionWatch, ActionLogs},
+	"operator": {ActionWatch, ActionLogs, ActionClaim, ActionRelease, ActionReconcile, ActionResize, ActionConsole},
+	"admin":    {ActionWatch, ActionLogs, ActionClaim, ActionRelease, ActionReconcile, ActionResize, ActionConsole, ActionForceRelease, ActionApply, ActionDelete},
 }
 
 // RoleNames lists the roles in order of privilege.
@@ -44,7 +46,9 @@ var RoleNames = []string{"viewer", "operator", "admin"}
 // that exercises every path (claimed, free, drifted, stopped, missing, failed
 // and above-size members, a stale reconciler Lease), and every API call it
 // makes is recorded. The dashboard's reads are recorded the same way from the
-// Watcher and the Events reader.
+// Watcher and the Events reader. Exec and log streams cannot run on the fake
+// clientset: their permissions are declared next to the code that makes them
+// (ConsolePermissions, LogPermissions) and merged in.
 func RequiredPermissions(action string) ([]engine.Permission, error) {
 	const ns, pool = "rbac", "p"
 	client := fake.NewClientset(seedObjects(ns, pool, action != ActionDelete)...)
@@ -89,6 +93,18 @@ func RequiredPermissions(action string) ([]engine.Permission, error) {
 		_, _ = eng.Apply(ctx, "q", spec) // a new pool too
 	case ActionDelete:
 		_ = eng.Delete(ctx, pool)
+	case ActionConsole:
+		_, _ = CheckPod(ctx, client, ns, pool+"-1")
+		for _, p := range ConsolePermissions {
+			extra[p] = true
+		}
+	case ActionLogs:
+		if rc, err := (&Logs{Client: client}).Stream(ctx, ns, pool+"-1", false); err == nil {
+			_ = rc.Close()
+		}
+		for _, p := range LogPermissions {
+			extra[p] = true
+		}
 	default:
 		return nil, fmt.Errorf("unknown action %q (one of %s)", action, strings.Join(allActions(), ", "))
 	}
@@ -112,7 +128,7 @@ func RequiredPermissions(action string) ([]engine.Permission, error) {
 }
 
 func allActions() []string {
-	return []string{ActionWatch, ActionClaim, ActionRelease, ActionForceRelease, ActionReconcile, ActionResize, ActionApply, ActionDelete}
+	return []string{ActionWatch, ActionLogs, ActionClaim, ActionRelease, ActionForceRelease, ActionReconcile, ActionResize, ActionConsole, ActionApply, ActionDelete}
 }
 
 func permissionOf(a k8stesting.Action) (engine.Permission, bool) {

@@ -51,10 +51,44 @@ func TestRolePermissionsDerivedFromCalls(t *testing.T) {
 		{"admin", "coordination.k8s.io", "leases", "force-release", true},
 		{"admin", "", "configmaps", "create", true},
 		{"admin", "", "configmaps", "delete", true},
+		{"viewer", "", "pods/log", "get", true},
+		{"viewer", "", "pods/exec", "create", false},
+		{"operator", "", "pods/exec", "create", true},
+		{"operator", "", "pods/log", "get", true},
+		{"admin", "", "pods/exec", "create", true},
+		{"admin", "", "pods/log", "get", true},
 	}
 	for _, c := range cases {
 		if got := has(roles[c.role], c.group, c.resource, c.verb); got != c.want {
 			t.Errorf("%s has %s %s.%s = %v, want %v", c.role, c.verb, c.resource, c.group, got, c.want)
 		}
+	}
+}
+
+func TestConsoleAndLogsPermissions(t *testing.T) {
+	for _, c := range []struct {
+		action string
+		want   []engine.Permission
+	}{
+		{ActionConsole, ConsolePermissions},
+		{ActionLogs, LogPermissions},
+	} {
+		ps, err := RequiredPermissions(c.action)
+		if err != nil {
+			t.Fatalf("%s: %v", c.action, err)
+		}
+		for _, p := range c.want {
+			if !slices.Contains(ps, p) {
+				t.Errorf("%s lacks %v: %v", c.action, p, ps)
+			}
+		}
+		for _, p := range ps {
+			if p.Verb != "get" && p.Resource != "pods/exec" {
+				t.Errorf("%s needs more than reads and exec: %v", c.action, p)
+			}
+		}
+	}
+	if !slices.Contains(allActions(), ActionConsole) || !slices.Contains(allActions(), ActionLogs) {
+		t.Errorf("allActions() = %v lacks console or logs", allActions())
 	}
 }
