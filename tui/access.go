@@ -140,6 +140,7 @@ func (m *Model) shownKeys() keyMap {
 			ab.b.SetHelp(ab.b.Help().Key, ab.b.Help().Desc+" "+glyphBad)
 		}
 	}
+	m.markMemberTools(&k)
 	return k
 }
 

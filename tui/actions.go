@@ -21,6 +21,9 @@ const (
 	actForceRelease
 	actResize
 	actDelete
+	actClaim   // assign a free member to an identity (assign.go)
+	actConsole // a terminal in a member (console.go)
+	actLogs    // a member's log (logs.go); a read, never logged
 )
 
 func (k actionKind) String() string {
@@ -33,6 +36,12 @@ func (k actionKind) String() string {
 		return "resize"
 	case actDelete:
 		return "delete"
+	case actClaim:
+		return "claim"
+	case actConsole:
+		return "console"
+	case actLogs:
+		return "logs"
 	}
 	return "reconcile"
 }
@@ -59,6 +68,12 @@ func (r actionRequest) describe() string {
 		return fmt.Sprintf("resize %s %d → %d", r.pool, r.from, r.size)
 	case actDelete:
 		return "delete pool " + r.pool
+	case actClaim:
+		return fmt.Sprintf("assign %s to %s", r.pool, r.holder)
+	case actConsole:
+		return "console " + r.member
+	case actLogs:
+		return "logs " + r.member
 	}
 	return "reconcile " + r.pool
 }
@@ -124,6 +139,9 @@ func actionCmd(ctx context.Context, a Actions, timeout time.Duration, id int, re
 			return done(fmt.Sprintf("size %d; %s", req.size, reconcileText(res)), err)
 		case actDelete:
 			return done("pool deleted", a.Delete(ctx, req.pool))
+		case actClaim:
+			res, err := a.Claim(ctx, req.pool, req.holder)
+			return done(claimText(req, res), err)
 		}
 		return done("", fmt.Errorf("unknown action %d", req.kind))
 	}
@@ -212,6 +230,12 @@ func (m *Model) actionKey(msg tea.KeyMsg, pool string, mm *engine.Member) tea.Cm
 		}
 	}
 	switch {
+	case key.Matches(msg, k.Console):
+		return m.openConsole(pool, mm)
+	case key.Matches(msg, k.Logs):
+		return m.openLogs(pool, mm)
+	case key.Matches(msg, k.Assign):
+		return m.openAssign(pool)
 	case key.Matches(msg, k.Reconcile):
 		return m.startAction(actionRequest{kind: actReconcile, pool: pool})
 	case key.Matches(msg, k.Resize):

@@ -36,6 +36,22 @@ type Actions interface {
 	Release(ctx context.Context, pool, member, identity string, force bool) (engine.ReleaseResult, error)
 	Resize(ctx context.Context, pool string, size int) (engine.ReconcileResult, error)
 	Delete(ctx context.Context, pool string) error
+	// Claim gives a free member of pool to identity (assign, key a).
+	Claim(ctx context.Context, pool, identity string) (engine.ClaimResult, error)
+}
+
+// ConsoleRunner runs an interactive shell in a member's desktop container on
+// the terminal the dashboard hands over (key c). *kube.Exec satisfies it
+// with its Interactive method wrapped by cmd; a non-zero exit of the shell
+// comes back as an error with an ExitStatus() int method.
+type ConsoleRunner interface {
+	Console(ctx context.Context, namespace, pod string, stdin io.Reader, stdout, stderr io.Writer) error
+}
+
+// LogSource streams a member's desktop container log (key l): followed, or
+// the previous container's when previous is set. *kube.Logs satisfies it.
+type LogSource interface {
+	Stream(ctx context.Context, namespace, pod string, previous bool) (io.ReadCloser, error)
 }
 
 // EventSource reads the Events of one object, newest first. *kube.Events
@@ -67,7 +83,7 @@ type Access interface {
 
 // ActionNames are the actions the dashboard offers, named as kube's RBAC
 // actions (kube.ActionReconcile and so on).
-var ActionNames = []string{"reconcile", "release", "force-release", "resize", "delete"}
+var ActionNames = []string{"reconcile", "release", "force-release", "resize", "delete", "claim", "console", "logs"}
 
 var _ Actions = (*engine.Engine)(nil)
 
@@ -96,6 +112,12 @@ type Options struct {
 	// Access reports which actions the user may run (optional; not asked in
 	// read-only mode).
 	Access Access
+	// Console opens a terminal in a member (nil: no console; never used in
+	// read-only mode: exec is a write).
+	Console ConsoleRunner
+	// Logs streams member logs (optional; a read, so offered in read-only
+	// mode too).
+	Logs LogSource
 	// Demo marks the header as a simulated cluster.
 	Demo bool
 	// Renderer overrides the lipgloss renderer (tests pin an ASCII one).
@@ -120,6 +142,7 @@ func (o *Options) defaults() {
 	}
 	if o.ReadOnly {
 		o.Actions = nil
+		o.Console = nil
 	}
 }
 

@@ -24,6 +24,7 @@ const (
 	dlgResizeInput                     // type the new size
 	dlgResizeConfirm                   // confirm the resize
 	dlgDelete                          // type the pool name
+	dlgAssign                          // type the identity to assign a member to (assign.go)
 )
 
 // dialogModel is a modal dialog. Confirmation dialogs start on Cancel.
@@ -204,6 +205,10 @@ func (m *Model) updateDialog(msg tea.KeyMsg) tea.Cmd {
 			}
 			d.resizeConfirm(size)
 			return nil
+		}
+	case dlgAssign:
+		if key.Matches(msg, k.Confirm) {
+			return m.confirmAssign(d)
 		}
 	case dlgDelete:
 		if key.Matches(msg, k.Confirm) {

@@ -13,6 +13,8 @@
 //		Data               DataSource    // *kube.Watcher (required)
 //		Actions            Actions       // *engine.Engine (nil in read-only mode)
 //		Events             EventSource   // *kube.Events (optional)
+//		Console            ConsoleRunner // console key c: a shell in the member (nil in read-only mode)
+//		Logs               LogSource     // logs key l: *kube.Logs (a read: offered in read-only mode too)
 //		Demo               bool          // marks the header [DEMO]
 //		Renderer           *lipgloss.Renderer // tests only
 //		ActionTimeout      time.Duration // default 10 minutes
@@ -54,6 +56,15 @@
 // selection follows the member's name. Actions and Event reads are Cmds that
 // copy what they need; results come back as typed messages (actionDoneMsg,
 // eventsMsg) and show in the status line and the action log (L).
+//
+// Console (c) hands the terminal to an in-process exec session
+// (tea.Exec with a tea.ExecCommand that calls ConsoleRunner) and returns to
+// the same view and selection when the shell exits; the session is logged
+// like an action. Logs (l) stream in a Cmd that re-arms on a channel fed by
+// a reader goroutine, into a ring of at most 5,000 lines or 2 MiB of
+// sanitised text; leaving the view cancels the stream. Assign (a) claims a
+// free member for a typed identity through Actions.Claim. Members whose
+// backend serves no exec or logs (sandboxd) show both keys as unavailable.
 //
 // Status is never told by colour alone: every marker has a glyph or a word
 // (● live, ✗ expired, ⚠ EXHAUSTED, ⟳ drift, ⚙ maintenance, ↑ above size).

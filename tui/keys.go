@@ -11,6 +11,7 @@ type keyMap struct {
 	Help, Quit                              key.Binding
 
 	Reconcile, Resize, Delete, Release, ForceRelease key.Binding
+	Console, Logs, Assign                            key.Binding
 
 	Confirm, Cancel, NextButton key.Binding
 }
@@ -38,13 +39,17 @@ func newKeyMap(readOnly bool) keyMap {
 		Delete:       key.NewBinding(key.WithKeys("D"), key.WithHelp("D", "delete pool")),
 		Release:      key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "release")),
 		ForceRelease: key.NewBinding(key.WithKeys("f"), key.WithHelp("f", "force-release")),
+		Console:      key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "console")),
+		Logs:         key.NewBinding(key.WithKeys("l"), key.WithHelp("l", "logs")),
+		Assign:       key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "assign")),
 
 		Confirm:    key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "choose")),
 		Cancel:     key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "cancel")),
 		NextButton: key.NewBinding(key.WithKeys("tab", "left", "right", "h", "l"), key.WithHelp("tab/←/→", "switch button")),
 	}
 	if readOnly {
-		for _, b := range []*key.Binding{&k.Reconcile, &k.Resize, &k.Delete, &k.Release, &k.ForceRelease} {
+		// Console (pods/exec create) and assign are writes; logs are a read.
+		for _, b := range []*key.Binding{&k.Reconcile, &k.Resize, &k.Delete, &k.Release, &k.ForceRelease, &k.Console, &k.Assign} {
 			b.SetEnabled(false)
 		}
 	}
@@ -59,7 +64,7 @@ func (k keyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom},
 		{k.Open, k.Back, k.Filter, k.Sort, k.Wall, k.Audit},
-		{k.Reconcile, k.Resize, k.Delete, k.Release, k.ForceRelease},
+		{k.Reconcile, k.Resize, k.Delete, k.Release, k.ForceRelease, k.Assign, k.Console, k.Logs},
 		{k.Log, k.Help, k.Quit},
 	}
 }
@@ -85,11 +90,13 @@ func (k keyMap) helpFor(s screen, filtering bool) screenHelp {
 	case s == screenWall:
 		short = []key.Binding{k.Wall, k.Help, k.Quit}
 	case s == screenPools:
-		short = []key.Binding{withHelp(k.Open, "members"), k.Reconcile, k.Resize, k.Delete, k.Wall, k.Log, k.Help, k.Quit}
+		short = []key.Binding{withHelp(k.Open, "members"), k.Reconcile, k.Resize, k.Delete, k.Assign, k.Wall, k.Log, k.Help, k.Quit}
 	case s == screenMembers:
-		short = []key.Binding{withHelp(k.Open, "details"), k.ForceRelease, k.Release, k.Reconcile, k.Resize, k.Filter, k.Sort, k.Audit, k.Back, k.Help}
+		short = []key.Binding{withHelp(k.Open, "details"), k.Logs, k.Console, k.Assign, k.ForceRelease, k.Release, k.Reconcile, k.Resize, k.Filter, k.Sort, k.Audit, k.Back, k.Help}
 	case s == screenDetail:
-		short = []key.Binding{k.ForceRelease, k.Release, k.Reconcile, k.Back, k.Help, k.Quit}
+		short = []key.Binding{k.Logs, k.Console, k.ForceRelease, k.Release, k.Reconcile, k.Back, k.Help, k.Quit}
+	case s == screenLogs:
+		short = logsHelp()
 	}
 	return screenHelp{short: short, full: k.FullHelp()}
 }

@@ -22,6 +22,7 @@ const (
 	screenMembers
 	screenDetail
 	screenWall
+	screenLogs // a member's container log (logs.go)
 )
 
 // Model is the root model: it owns the data, the layout and the overlays,
@@ -51,6 +52,7 @@ type Model struct {
 	pools    poolsModel
 	members  membersModel
 	detail   detailModel
+	logs     logsModel
 	dialog   *dialogModel
 	showHelp bool
 	showLog  bool
@@ -148,6 +150,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		var cmd tea.Cmd
 		m.spin, cmd = m.spin.Update(msg)
 		return m, cmd
+	case logOpenedMsg, logLinesMsg:
+		return m, m.updateLogs(msg)
 	case tea.KeyMsg:
 		return m, m.handleKey(msg)
 	}
@@ -222,6 +226,9 @@ func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
 		m.members.updateFilter(msg)
 		return nil
 	}
+	if m.screen == screenLogs && m.logs.searching {
+		return m.logs.updateSearch(msg)
+	}
 	switch {
 	case key.Matches(msg, m.keys.Quit):
 		return tea.Quit
@@ -232,7 +239,7 @@ func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
 		m.showLog = !m.showLog
 		m.layout()
 		return nil
-	case key.Matches(msg, m.keys.Wall) && m.screen != screenDetail:
+	case key.Matches(msg, m.keys.Wall) && m.screen != screenDetail && m.screen != screenLogs:
 		if m.screen == screenWall {
 			m.screen = screenPools
 		} else {
@@ -247,6 +254,8 @@ func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
 		return m.membersKey(msg)
 	case screenDetail:
 		return m.detailKey(msg)
+	case screenLogs:
+		return m.logsKey(msg)
 	}
 	return nil
 }
@@ -353,6 +362,8 @@ func (m *Model) View() string {
 		body = m.membersView()
 	case m.screen == screenDetail:
 		body = m.detailView()
+	case m.screen == screenLogs:
+		body = m.logsView()
 	}
 	lines := []string{m.headerView(), fitBlock(body, m.width, m.bodyHeight())}
 	if m.showLog {

@@ -1,0 +1,73 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/themes"
+)
+
+// newAssignDialog asks for the identity a free member of the pool is
+// claimed for (the claim command's job, from the dashboard).
+func newAssignDialog(st themes.Styles, v *engine.PoolView, pool string) *dialogModel {
+	d := &dialogModel{kind: dlgAssign, title: "Assign a desktop of " + pool, confirm: "Assign", hasInput: true}
+	d.req = actionRequest{kind: actClaim, pool: pool}
+	if v != nil {
+		d.lines = append(d.lines, fmt.Sprintf("%d free of %s (%d claimed).", v.Status.Free, plural(len(v.Members), "member", "members"), v.Status.Claimed))
+	}
+	d.lines = append(d.lines,
+		"Claims a free member for the identity, as `claim` does: a second",
+		"assignment to the same identity gets the same desktop. Audited.")
+	d.prompt = "Identity (e.g. alice@example.com), then enter:"
+	d.input = newInput(st, "alice@example.com", 253)
+	return d
+}
+
+// openAssign opens the assign dialog for a pool.
+func (m *Model) openAssign(pool string) tea.Cmd {
+	if m.opts.ReadOnly || m.opts.Actions == nil {
+		m.setNote(glyphBad+" read-only: assign is a write", levelError)
+		return nil
+	}
+	v := m.view(pool)
+	if v == nil || !v.Defined {
+		m.setNote(glyphBad+" "+clean(pool)+" has no definition: no member can be assigned", levelError)
+		return nil
+	}
+	m.dialog = newAssignDialog(m.st, v, pool)
+	return m.dialog.input.Focus()
+}
+
+// confirmAssign validates the typed identity as the claim command does and
+// runs the claim; an invalid identity stays in the dialog with the reason.
+func (m *Model) confirmAssign(d *dialogModel) tea.Cmd {
+	identity := d.input.Value()
+	if err := engine.ValidateIdentity(identity); err != nil {
+		d.err = err.Error()
+		return nil
+	}
+	m.dialog = nil
+	req := d.req
+	req.holder = identity
+	return m.startAction(req)
+}
+
+// claimText is the log's text for a finished assignment.
+func claimText(req actionRequest, r engine.ClaimResult) string {
+	switch {
+	case r.Member == "":
+		return "no member assigned"
+	case r.Renewed:
+		return fmt.Sprintf("%s already held %s: its expired claim was renewed", req.holder, r.Member)
+	case r.Existing:
+		return fmt.Sprintf("%s already holds %s (same desktop)", req.holder, r.Member)
+	}
+	s := fmt.Sprintf("%s assigned to %s", r.Member, req.holder)
+	if len(r.Warnings) > 0 {
+		s += " (" + strings.Join(r.Warnings, "; ") + ")"
+	}
+	return s
+}

@@ -1,0 +1,144 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	tea "github.com/charmbracelet/bubbletea"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/ctpool-tui/ctpool-tui/engine"
+)
+
+// consoleProcess is the tea.ExecCommand of a console: bubbletea releases
+// the terminal, sets the streams and calls Run; the session runs in process
+// through the exec API, and the dashboard comes back when the shell exits.
+type consoleProcess struct {
+	ctx            context.Context
+	runner         ConsoleRunner
+	namespace, pod string
+	stdin          io.Reader
+	stdout, stderr io.Writer
+}
+
+func (p *consoleProcess) SetStdin(r io.Reader)  { p.stdin = r }
+func (p *consoleProcess) SetStdout(w io.Writer) { p.stdout = w }
+func (p *consoleProcess) SetStderr(w io.Writer) { p.stderr = w }
+func (p *consoleProcess) Run() error {
+	return p.runner.Console(p.ctx, p.namespace, p.pod, p.stdin, p.stdout, p.stderr)
+}
+
+// exitStatus is the remote shell's exit status carried by an error
+// (client-go's exec.CodeExitError).
+type exitStatus interface{ ExitStatus() int }
+
+// toolUnavailable says why the console or the logs of a member cannot be
+// opened, judged from the snapshot ("" when they can).
+func toolUnavailable(kind actionKind, v *engine.PoolView, mm *engine.Member) string {
+	if mm == nil {
+		return "select a member first (enter opens the pool)"
+	}
+	var spec engine.Spec
+	if v != nil {
+		spec = v.Spec
+	}
+	if why := engine.StreamingUnavailable(engine.MemberBackend(spec, mm.Pod)); why != "" {
+		return kind.String() + " unavailable for " + mm.Name + ": " + why
+	}
+	switch {
+	case mm.Pod == nil:
+		return fmt.Sprintf("%s unavailable: %s has no Pod (%s)", kind, mm.Name, mm.State)
+	case kind == actConsole && mm.Pod.DeletionTimestamp != nil:
+		return fmt.Sprintf("console unavailable: %s's Pod is being deleted", mm.Name)
+	case kind == actConsole && mm.Pod.Status.Phase != corev1.PodRunning:
+		return fmt.Sprintf("console unavailable: %s's Pod is %s, not Running", mm.Name, orWord(string(mm.Pod.Status.Phase), "Pending"))
+	}
+	return ""
+}
+
+// markMemberTools marks console and logs in the help when the selected
+// member cannot have them (a sandboxd member: "c console ✗ sandboxd").
+func (m *Model) markMemberTools(k *keyMap) {
+	var v *engine.PoolView
+	var mm *engine.Member
+	switch m.screen {
+	case screenMembers:
+		v, mm = m.view(m.members.pool), m.members.current()
+	case screenDetail:
+		v, mm = m.view(m.detail.pool), m.members.lookup(m.detail.member)
+	default:
+		return
+	}
+	if mm == nil {
+		return
+	}
+	var spec engine.Spec
+	if v != nil {
+		spec = v.Spec
+	}
+	if engine.StreamingUnavailable(engine.MemberBackend(spec, mm.Pod)) == "" {
+		return
+	}
+	k.Console.SetHelp(k.Console.Help().Key, "console "+glyphBad+" sandboxd")
+	k.Logs.SetHelp(k.Logs.Help().Key, "logs "+glyphBad+" sandboxd")
+}
+
+// openConsole hands the terminal to a shell in the member, or says why not.
+func (m *Model) openConsole(pool string, mm *engine.Member) tea.Cmd {
+	if m.opts.ReadOnly {
+		m.setNote(glyphBad+" read-only: the console is a write (pods/exec)", levelError)
+		return nil
+	}
+	if why := toolUnavailable(actConsole, m.view(pool), mm); why != "" {
+		m.setNote(glyphBad+" "+why, levelError)
+		return nil
+	}
+	if m.opts.Console == nil {
+		m.setNote(glyphBad+" console unavailable: "+orWord(m.consoleMissing(), "no exec connection"), levelError)
+		return nil
+	}
+	req := actionRequest{kind: actConsole, pool: pool, member: mm.Name}
+	m.acts.nextID++
+	id := m.acts.nextID
+	m.acts.running[id] = req
+	m.acts.log = append(m.acts.log, logEntry{at: m.now, id: id, req: req})
+	if len(m.acts.log) > maxLog {
+		m.acts.log = m.acts.log[len(m.acts.log)-maxLog:]
+	}
+	p := &consoleProcess{ctx: m.ctx, runner: m.opts.Console, namespace: m.namespaceOf(pool), pod: mm.Name}
+	return tea.Exec(p, func(err error) tea.Msg {
+		text, err := consoleResult(err)
+		return actionDoneMsg{id: id, req: req, text: text, err: err}
+	})
+}
+
+// consoleMissing is why cmd gave no console (the demo has no containers).
+func (m *Model) consoleMissing() string {
+	if m.opts.Demo {
+		return "the demo cluster runs no containers"
+	}
+	return ""
+}
+
+// consoleResult turns the end of a session into the log's text: a shell
+// that exits non-zero is a normal end, not an error.
+func consoleResult(err error) (string, error) {
+	var es exitStatus
+	switch {
+	case err == nil:
+		return "session ended", nil
+	case errors.As(err, &es):
+		return fmt.Sprintf("session ended (exit %d)", es.ExitStatus()), nil
+	}
+	return "", err
+}
+
+// namespaceOf is the pool's namespace (the dashboard's when unknown).
+func (m *Model) namespaceOf(pool string) string {
+	if v := m.view(pool); v != nil && v.Namespace != "" {
+		return v.Namespace
+	}
+	return m.opts.Namespace
+}

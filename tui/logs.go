@@ -1,0 +1,284 @@
+package tui
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"strings"
+
+	"github.com/charmbracelet/bubbles/textinput"
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/themes"
+)
+
+// Bounds of the log view: the oldest lines go first.
+const (
+	logMaxLines = 5000
+	logMaxBytes = 2 << 20
+	logLineMax  = 16 << 10 // a longer line is cut
+	logBatch    = 1000     // lines taken from the stream per message
+)
+
+// logEvent is one line from the reader goroutine, or its end (err set;
+// io.EOF for a clean end).
+type logEvent struct {
+	line string
+	err  error
+}
+
+// logOpenedMsg: the stream is open; its lines arrive on ch.
+type logOpenedMsg struct {
+	gen int
+	ch  <-chan logEvent
+}
+
+// logLinesMsg carries the lines read since the last one.
+type logLinesMsg struct {
+	gen   int
+	lines []string
+	end   bool
+	err   error
+}
+
+// logStreamCmd opens the log and starts the reader goroutine. ctx ends the
+// stream (leaving the view cancels it).
+func logStreamCmd(ctx context.Context, src LogSource, namespace, pod string, previous bool, gen int) tea.Cmd {
+	return func() tea.Msg {
+		rc, err := src.Stream(ctx, namespace, pod, previous)
+		if err != nil {
+			return logLinesMsg{gen: gen, end: true, err: err}
+		}
+		ch := make(chan logEvent, logBatch)
+		go readLog(ctx, rc, ch)
+		return logOpenedMsg{gen: gen, ch: ch}
+	}
+}
+
+// readLog sends sanitised lines until the stream ends or ctx is cancelled.
+func readLog(ctx context.Context, rc io.ReadCloser, ch chan<- logEvent) {
+	defer close(ch)
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-stop:
+		}
+		_ = rc.Close()
+	}()
+	send := func(ev logEvent) bool {
+		select {
+		case ch <- ev:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	r := bufio.NewReaderSize(rc, 64<<10)
+	var line []byte
+	for {
+		chunk, isPrefix, err := r.ReadLine()
+		if len(line) < logLineMax {
+			line = append(line, chunk[:min(len(chunk), logLineMax-len(line))]...)
+		}
+		if err != nil {
+			if len(line) > 0 && !send(logEvent{line: clean(string(line))}) {
+				return
+			}
+			if ctx.Err() != nil {
+				err = nil // the view was left: not an error
+			}
+			send(logEvent{err: err})
+			return
+		}
+		if isPrefix {
+			continue
+		}
+		if !send(logEvent{line: clean(string(line))}) {
+			return
+		}
+		line = line[:0]
+	}
+}
+
+// waitLogCmd waits for the next line, then takes what else is ready (up to
+// logBatch lines): a burst costs one message.
+func waitLogCmd(gen int, ch <-chan logEvent) tea.Cmd {
+	return func() tea.Msg {
+		msg := logLinesMsg{gen: gen}
+		take := func(ev logEvent, ok bool) bool {
+			if !ok || ev.err != nil {
+				msg.end = true
+				if ev.err != nil && !errors.Is(ev.err, io.EOF) {
+					msg.err = ev.err
+				}
+				return false
+			}
+			msg.lines = append(msg.lines, ev.line)
+			return true
+		}
+		ev, ok := <-ch
+		if !take(ev, ok) {
+			return msg
+		}
+		for len(msg.lines) < logBatch {
+			select {
+			case ev, ok := <-ch:
+				if !take(ev, ok) {
+					return msg
+				}
+			default:
+				return msg
+			}
+		}
+		return msg
+	}
+}
+
+// logRing holds the newest lines within logMaxLines and logMaxBytes. Lines
+// are numbered by seq from the start of the stream.
+type logRing struct {
+	lines   []string
+	start   int // index of the oldest line in lines
+	n       int
+	bytes   int
+	first   int // seq of the oldest line
+	dropped int
+}
+
+func (r *logRing) push(s string) (dropped string, did bool) {
+	if r.lines == nil {
+		r.lines = make([]string, logMaxLines)
+	}
+	if r.n == len(r.lines) || (r.n > 0 && r.bytes+len(s) > logMaxBytes) {
+		dropped, did = r.lines[r.start], true
+		r.lines[r.start] = ""
+		r.bytes -= len(dropped)
+		r.start = (r.start + 1) % len(r.lines)
+		r.n--
+		r.first++
+		r.dropped++
+	}
+	r.lines[(r.start+r.n)%len(r.lines)] = s
+	r.n++
+	r.bytes += len(s)
+	return dropped, did
+}
+
+// at returns the line of seq (which must be in [first, end)).
+func (r *logRing) at(seq int) string { return r.lines[(r.start+seq-r.first)%len(r.lines)] }
+
+// end is the seq after the newest line.
+func (r *logRing) end() int { return r.first + r.n }
+
+// logsModel is the log view of one member.
+type logsModel struct {
+	pool, member, namespace string
+	back                    screen // where esc returns to
+	gen                     int
+	cancel                  context.CancelFunc
+	ch                      <-chan logEvent
+	buf                     logRing
+	previous, wrap, follow  bool
+	top                     int // seq of the first line shown when not following
+	streaming, ended        bool
+	err                     error
+
+	search    textinput.Model
+	searching bool
+	query     string // lower-case
+	matches   int    // lines of buf that match query
+	match     int    // seq of the current match (-1: none)
+}
+
+func newLogSearch(st themes.Styles) textinput.Model {
+	ti := newInput(st, "text to find", 120)
+	ti.Prompt = "/"
+	return ti
+}
+
+// openLogs shows the member's log and starts streaming it.
+func (m *Model) openLogs(pool string, mm *engine.Member) tea.Cmd {
+	if why := toolUnavailable(actLogs, m.view(pool), mm); why != "" {
+		m.setNote(glyphBad+" "+why, levelError)
+		return nil
+	}
+	if m.opts.Logs == nil {
+		m.setNote(glyphBad+" logs unavailable: no log connection", levelError)
+		return nil
+	}
+	m.logs.stop()
+	wrapOn := m.logs.wrap || m.logs.member == ""
+	m.logs = logsModel{pool: pool, member: mm.Name, namespace: m.namespaceOf(pool), back: m.screen,
+		gen: m.logs.gen + 1, wrap: wrapOn, follow: true, match: -1, search: newLogSearch(m.st)}
+	m.screen = screenLogs
+	return m.logs.start(m.ctx, m.opts.Logs)
+}
+
+// start opens the stream of the current generation.
+func (l *logsModel) start(parent context.Context, src LogSource) tea.Cmd {
+	ctx, cancel := context.WithCancel(parent)
+	l.cancel, l.streaming, l.ended, l.err = cancel, true, false, nil
+	return logStreamCmd(ctx, src, l.namespace, l.member, l.previous, l.gen)
+}
+
+// stop cancels the stream; messages of its generation are dropped.
+func (l *logsModel) stop() {
+	if l.cancel != nil {
+		l.cancel()
+		l.cancel = nil
+	}
+	l.gen++
+	l.streaming, l.ch = false, nil
+}
+
+// updateLogs takes the stream's messages and re-arms the wait.
+func (m *Model) updateLogs(msg tea.Msg) tea.Cmd {
+	l := &m.logs
+	switch msg := msg.(type) {
+	case logOpenedMsg:
+		if msg.gen != l.gen {
+			return nil
+		}
+		l.ch = msg.ch
+		return waitLogCmd(msg.gen, msg.ch)
+	case logLinesMsg:
+		if msg.gen != l.gen {
+			return nil
+		}
+		l.add(msg.lines)
+		if msg.end {
+			l.streaming, l.ended, l.err, l.ch = false, true, msg.err, nil
+			return nil
+		}
+		return waitLogCmd(l.gen, l.ch)
+	}
+	return nil
+}
+
+func (l *logsModel) add(lines []string) {
+	for _, s := range lines {
+		old, dropped := l.buf.push(s)
+		if l.query != "" {
+			if dropped && strings.Contains(strings.ToLower(old), l.query) {
+				l.matches--
+			}
+			if strings.Contains(strings.ToLower(s), l.query) {
+				l.matches++
+			}
+		}
+	}
+	l.top = max(l.top, l.buf.first)
+	if l.match >= 0 && l.match < l.buf.first {
+		l.match = -1
+	}
+}
+
+// leaveLogs stops the stream and goes back.
+func (m *Model) leaveLogs() {
+	m.logs.stop()
+	m.screen = m.logs.back
+}

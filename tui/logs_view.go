@@ -1,0 +1,279 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/themes"
+)
+
+// Keys of the log view (the global ones, q ? L, work too).
+var (
+	logKeyScroll   = key.NewBinding(key.WithKeys("up", "down"), key.WithHelp("↑/↓", "scroll"))
+	logKeyFollow   = key.NewBinding(key.WithKeys("f"), key.WithHelp("f/G", "follow"))
+	logKeyPrevious = key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "previous"))
+	logKeyWrap     = key.NewBinding(key.WithKeys("w"), key.WithHelp("w", "wrap"))
+	logKeySearch   = key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "search"))
+	logKeyNext     = key.NewBinding(key.WithKeys("n"), key.WithHelp("n/N", "next/prev"))
+	logKeyPrev     = key.NewBinding(key.WithKeys("N"))
+	logKeyBack     = key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back"))
+)
+
+func logsHelp() []key.Binding {
+	return []key.Binding{logKeyScroll, logKeyFollow, logKeyPrevious, logKeyWrap, logKeySearch, logKeyNext, logKeyBack}
+}
+
+// logsKey handles a key in the log view.
+func (m *Model) logsKey(msg tea.KeyMsg) tea.Cmd {
+	l := &m.logs
+	k := m.keys
+	page := max(m.bodyHeight()-2, 1)
+	switch {
+	case key.Matches(msg, logKeyBack):
+		if l.query != "" {
+			l.query, l.matches, l.match = "", 0, -1
+			l.search.SetValue("")
+			return nil
+		}
+		m.leaveLogs()
+	case key.Matches(msg, k.Up):
+		l.scroll(-1, page)
+	case key.Matches(msg, k.Down):
+		l.scroll(1, page)
+	case key.Matches(msg, k.PageUp):
+		l.scroll(-page, page)
+	case key.Matches(msg, k.PageDown):
+		l.scroll(page, page)
+	case key.Matches(msg, k.Top):
+		l.follow, l.top = false, l.buf.first
+	case key.Matches(msg, k.Bottom):
+		l.follow = true
+	case key.Matches(msg, logKeyFollow):
+		l.follow = !l.follow
+		if !l.follow {
+			l.top = max(l.buf.first, l.buf.end()-page)
+		}
+	case key.Matches(msg, logKeyWrap):
+		l.wrap = !l.wrap
+	case key.Matches(msg, logKeyPrevious):
+		prev := !l.previous
+		l.stop()
+		*l = logsModel{pool: l.pool, member: l.member, namespace: l.namespace, back: l.back, gen: l.gen,
+			wrap: l.wrap, follow: true, previous: prev, match: -1, search: l.search, query: l.query}
+		return l.start(m.ctx, m.opts.Logs)
+	case key.Matches(msg, logKeySearch):
+		l.searching = true
+		return l.search.Focus()
+	case key.Matches(msg, logKeyNext):
+		l.jump(1, page)
+	case key.Matches(msg, logKeyPrev):
+		l.jump(-1, page)
+	}
+	return nil
+}
+
+// scroll moves the view by d lines; reaching the end resumes following.
+func (l *logsModel) scroll(d, page int) {
+	if l.follow {
+		l.top = max(l.buf.first, l.buf.end()-page)
+		l.follow = false
+	}
+	l.top = min(max(l.top+d, l.buf.first), max(l.buf.first, l.buf.end()-1))
+	if d > 0 && l.top >= l.buf.end()-page {
+		l.follow = true
+	}
+}
+
+// updateSearch handles a key while the search is typed.
+func (l *logsModel) updateSearch(msg tea.KeyMsg) tea.Cmd {
+	switch msg.String() {
+	case "enter":
+		l.searching = false
+		l.search.Blur()
+		l.setQuery(l.search.Value())
+		l.match = -1
+		l.jump(-1, 0) // the newest match at or above the view
+		return nil
+	case "esc":
+		l.searching = false
+		l.search.Blur()
+		return nil
+	}
+	var cmd tea.Cmd
+	l.search, cmd = l.search.Update(msg)
+	return cmd
+}
+
+func (l *logsModel) setQuery(q string) {
+	l.query = strings.ToLower(strings.TrimSpace(q))
+	l.matches = 0
+	if l.query == "" {
+		return
+	}
+	for s := l.buf.first; s < l.buf.end(); s++ {
+		if strings.Contains(strings.ToLower(l.buf.at(s)), l.query) {
+			l.matches++
+		}
+	}
+}
+
+// jump moves to the next (dir 1) or previous (dir -1) matching line and
+// shows it a third of the way down the page.
+func (l *logsModel) jump(dir, page int) {
+	if l.query == "" || l.matches == 0 {
+		return
+	}
+	from := l.match
+	if from < 0 {
+		from = l.buf.end()
+		if dir > 0 {
+			from = l.buf.first - 1
+		}
+	}
+	for s := from + dir; s >= l.buf.first && s < l.buf.end(); s += dir {
+		if strings.Contains(strings.ToLower(l.buf.at(s)), l.query) {
+			l.match = s
+			l.follow = false
+			l.top = max(l.buf.first, min(s-page/3, l.buf.end()-page))
+			return
+		}
+	}
+}
+
+// ordinal is the current match's number among the matches (1-based).
+func (l *logsModel) ordinal() int {
+	if l.match < 0 {
+		return 0
+	}
+	n := 0
+	for s := l.buf.first; s <= l.match && s < l.buf.end(); s++ {
+		if strings.Contains(strings.ToLower(l.buf.at(s)), l.query) {
+			n++
+		}
+	}
+	return n
+}
+
+// logsView renders the title line and the visible part of the log.
+func (m *Model) logsView() string {
+	l := &m.logs
+	h := m.bodyHeight()
+	state := m.st.OK.Render(glyphLive + " following")
+	switch {
+	case l.err != nil:
+		state = m.st.Error.Render(glyphBad + " " + clean(l.err.Error()))
+	case l.ended:
+		state = m.st.Muted.Render("stream ended")
+	case !l.follow:
+		state = m.st.Warn.Render("paused (G follows)")
+	case !l.streaming:
+		state = m.st.Muted.Render("connecting…")
+	}
+	parts := []string{engine.ContainerName}
+	if l.previous {
+		parts = append(parts, "previous container")
+	}
+	parts = append(parts, onOff("wrap", l.wrap), plural(l.buf.n, "line", "lines"))
+	if l.buf.dropped > 0 {
+		parts = append(parts, fmt.Sprintf("%d oldest dropped", l.buf.dropped))
+	}
+	title := " " + m.st.Accent.Render(clean(l.member)) + m.st.Muted.Render(" · "+strings.Join(parts, " · ")) + "  " + state
+	right := ""
+	switch {
+	case l.searching:
+		l.search.Width = 30
+		right = l.search.View()
+	case l.query != "":
+		right = m.st.Muted.Render(fmt.Sprintf("/%s %d/%d", clean(l.query), l.ordinal(), l.matches))
+	}
+	lines := []string{spread(title, right, m.width)}
+	rows := l.visualLines(m.st, m.width, h-1)
+	lines = append(lines, rows...)
+	if l.buf.n == 0 && l.err == nil {
+		lines = append(lines, m.st.Muted.Render("  no log lines yet"))
+	}
+	return strings.Join(lines, "\n")
+}
+
+func onOff(name string, on bool) string {
+	if on {
+		return name + " on"
+	}
+	return name + " off"
+}
+
+// visualLines lays out the log for a window of rows: from the end when
+// following, else from top. A line is wrapped or cut; a gutter marks the
+// current match (▶) and other matching lines (•).
+func (l *logsModel) visualLines(st themes.Styles, width, rows int) []string {
+	textW := max(width-2, 1)
+	layout := func(seq int) []string {
+		s := l.buf.at(seq)
+		var parts []string
+		if l.wrap {
+			parts = strings.Split(ansi.Wrap(s, textW, ""), "\n")
+		} else {
+			parts = []string{s}
+		}
+		gutter := " "
+		if l.query != "" && strings.Contains(strings.ToLower(s), l.query) {
+			gutter = "•"
+			if seq == l.match {
+				gutter = "▶"
+			}
+		}
+		out := make([]string, len(parts))
+		for i, p := range parts {
+			g := gutter
+			if i > 0 {
+				g = " "
+			}
+			out[i] = g + " " + cut(highlight(st, p, l.query), textW)
+		}
+		return out
+	}
+	var out []string
+	if l.follow {
+		for seq := l.buf.end() - 1; seq >= l.buf.first && len(out) < rows; seq-- {
+			out = append(layout(seq), out...)
+		}
+		if len(out) > rows {
+			out = out[len(out)-rows:]
+		}
+		return out
+	}
+	for seq := max(l.top, l.buf.first); seq < l.buf.end() && len(out) < rows; seq++ {
+		out = append(out, layout(seq)...)
+	}
+	if len(out) > rows {
+		out = out[:rows]
+	}
+	return out
+}
+
+// highlight styles each case-insensitive occurrence of q in plain text s.
+func highlight(st themes.Styles, s, q string) string {
+	if q == "" {
+		return s
+	}
+	lower := strings.ToLower(s)
+	if len(lower) != len(s) {
+		return s // a case change altered byte offsets: no highlight
+	}
+	var b strings.Builder
+	for {
+		i := strings.Index(lower, q)
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		b.WriteString(s[:i])
+		b.WriteString(st.Selected.Render(s[i : i+len(q)]))
+		s, lower = s[i+len(q):], lower[i+len(q):]
+	}
+}
