@@ -177,7 +177,8 @@ func hostileCluster() *cluster {
 	s := poolSpec("ghcr.io/example/desktop:2", 3, nil)
 	c.pool("evil", s, &engine.Status{UpdatedAt: ptrTime(t0.Add(-time.Minute)),
 		Errors: []string{"create evil-3: \x1b[2J\x1b[Hscreen wiped\x07"}})
-	c.member("evil", 1, s, onNode("node-\x1b[31mred\x1b[0m"))
+	p := c.member("evil", 1, s, onNode("node-\x1b[31mred\x1b[0m"))
+	p.Annotations[engine.SandboxdAnnotationClaimID] = "\x1b]8;;https://evil.example\x07claim\x1b]8;;\x07-\u202e1337\r\x08"
 	c.claim("evil", "evil-1", "\x1b]52;c;cm0gLXJmIH4=\x07mallory\u202Egnp.exe", t0.Add(-10*time.Minute))
 	c.member("evil", 2, s, unschedulable("line one\nline two\r\x1b]8;;https://evil.example\x1b\\click me\x1b]8;;\x1b\\\ttab"))
 	c.member("evil", 3, s, crashLoop("\x1bP+q544e\x1b\\back\bspace\x7f and \u2066isolate\u2069 \x9b31m c1"))
