@@ -13,6 +13,8 @@
 //		Data               DataSource    // *kube.Watcher (required)
 //		Actions            Actions       // *engine.Engine (nil in read-only mode)
 //		Events             EventSource   // *kube.Events (optional)
+//		Nodes              NodeSource    // *kube.Nodes: labels and taints for the diagnosis (optional)
+//		Access             Access        // what the user may do (kube.Access behind a small adapter; optional)
 //		Console            ConsoleRunner // console key c: a shell in the member (nil in read-only mode)
 //		Logs               LogSource     // logs key l: *kube.Logs (a read: offered in read-only mode too)
 //		Demo               bool          // marks the header [DEMO]
@@ -65,6 +67,23 @@
 // sanitised text; leaving the view cancels the stream. Assign (a) claims a
 // free member for a typed identity through Actions.Claim. Members whose
 // backend serves no exec or logs (sandboxd) show both keys as unavailable.
+//
+// Members that are not Ready and fine carry engine.Diagnose's reason in the
+// table's MESSAGE column (and in --once, as diagnosis {reason, fix}); the
+// detail pane adds the fix, the evidence (the scheduler's or provider's
+// words, from the Pod's and PVC's Events) and the sandboxd claim-id. Nodes
+// are listed once at start; a Forbidden list means "not readable".
+//
+// At start (not in read-only mode) an Access Cmd asks the API server which
+// of ActionNames the user may run. An unavailable action is marked ✗ in the
+// help line and the help overlay (with the missing permission), and its key
+// shows the reason in the status line instead of opening a dialog. Each tick
+// also re-reads the data source's LastSync and LastWatchError (in a Cmd,
+// without rebuilding the views), so the header's "synced Ns ago" and
+// "disconnected · data N s old" stay true in a quiet namespace; while
+// disconnected every action is refused with "API server unreachable". A on
+// the members view lists the pool's recent audit Events (those on the pool
+// ConfigMap marked ctpool.dev/audit-action or reported by ctpool-tui).
 //
 // Status is never told by colour alone: every marker has a glyph or a word
 // (● live, ✗ expired, ⚠ EXHAUSTED, ⟳ drift, ⚙ maintenance, ↑ above size).
