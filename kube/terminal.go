@@ -93,3 +93,9 @@ func WatchSize(ctx context.Context, size func() (w, h int, err error), resized <
 	}()
 	return q
 }
+
+// Console runs the default shell in the member's desktop container on the
+// given terminal streams (the dashboard's console key; tui.ConsoleRunner).
+func (e *Exec) Console(ctx context.Context, namespace, pod string, in io.Reader, out, errOut io.Writer) error {
+	return e.Interactive(ctx, namespace, pod, nil, in, out, errOut)
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mattn/go-isatty"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
 	"github.com/ctpool-tui/ctpool-tui/kube"
@@ -26,6 +27,7 @@ type connection struct {
 	host      string
 	readOnly  *kube.ReadOnlyGuard
 	demo      bool
+	cfg       *rest.Config // nil for the demo
 }
 
 // connect builds the client: the simulated cluster with --demo, otherwise the
@@ -54,7 +56,7 @@ func (e *env) connect(ctx context.Context, df dashFlags, readOnly bool) (*connec
 	if err != nil {
 		return nil, err
 	}
-	c := &connection{namespace: ns, context: e.opts.ContextName(), host: cfg.Host}
+	c := &connection{namespace: ns, context: e.opts.ContextName(), host: cfg.Host, cfg: cfg}
 	if readOnly {
 		cfg, c.readOnly = kube.ReadOnly(cfg)
 	}
@@ -103,6 +105,7 @@ func runDashboard(ctx context.Context, e *env, df dashFlags, stdin io.Reader) er
 	if !df.readonly {
 		opts.Actions = e.dashboardEngine(ctx, conn)
 	}
+	consoleAndLogs(&opts, conn, df.readonly)
 	err = tui.Run(ctx, opts)
 	if conn.readOnly != nil && conn.readOnly.Refused() > 0 {
 		fmt.Fprintf(e.stderr, "read-only: %d write requests were refused\n", conn.readOnly.Refused())
