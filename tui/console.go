@@ -27,6 +27,9 @@ func (p *consoleProcess) SetStdin(r io.Reader)  { p.stdin = r }
 func (p *consoleProcess) SetStdout(w io.Writer) { p.stdout = w }
 func (p *consoleProcess) SetStderr(w io.Writer) { p.stderr = w }
 func (p *consoleProcess) Run() error {
+	if p.stdout != nil {
+		fmt.Fprintf(p.stdout, "ctpool-tui: shell in %s/%s (%s); exit it to return to the dashboard\r\n", p.namespace, p.pod, engine.ContainerName)
+	}
 	return p.runner.Console(p.ctx, p.namespace, p.pod, p.stdin, p.stdout, p.stderr)
 }
 

@@ -52,7 +52,7 @@ func TestConsoleHandsOverTheTerminalAndComesBack(t *testing.T) {
 	p.SetStdout(&out)
 	p.SetStderr(io.Discard)
 	err := p.Run()
-	if fc.pod != sel || fc.namespace != ns || fc.in != "exit 3\n" || out.String() != "$ " {
+	if fc.pod != sel || fc.namespace != ns || fc.in != "exit 3\n" || !strings.HasSuffix(out.String(), "exit it to return to the dashboard\r\n$ ") {
 		t.Fatalf("session in %s/%s stdin %q stdout %q", fc.namespace, fc.pod, fc.in, out.String())
 	}
 	text, err := consoleResult(err)

@@ -157,6 +157,12 @@ func TestLogsSearchNavigation(t *testing.T) {
 	if !l.follow {
 		t.Error("G did not resume following")
 	}
+	// Typed fast, "/" and the text arrive in one message.
+	m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("/heartbeat")})
+	press(m, "enter")
+	if l.query != "heartbeat" || l.matches != 50 {
+		t.Errorf("fast-typed search: query %q, %d matches", l.query, l.matches)
+	}
 }
 
 func TestLogsHighlightStylesMatches(t *testing.T) {

@@ -33,6 +33,13 @@ func (m *Model) logsKey(msg tea.KeyMsg) tea.Cmd {
 	l := &m.logs
 	k := m.keys
 	page := max(m.bodyHeight()-2, 1)
+	// Fast typing can deliver "/" and what follows in one message.
+	if msg.Type == tea.KeyRunes && len(msg.Runes) > 1 && msg.Runes[0] == '/' {
+		l.searching = true
+		cmd := l.search.Focus()
+		l.search, _ = l.search.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: msg.Runes[1:]})
+		return cmd
+	}
 	switch {
 	case key.Matches(msg, logKeyBack):
 		if l.query != "" {
