@@ -82,7 +82,13 @@ func (m *Model) updateSide(msg tea.Msg) tea.Cmd {
 			}
 		}
 	case healthMsg:
+		was := m.health.disconnected()
 		m.health = msg.health
+		// Capabilities asked during an outage are asked again on recovery.
+		if was && !m.health.disconnected() && m.side.capsErr != nil && m.opts.Access != nil && !m.opts.ReadOnly {
+			m.side.capsErr = nil
+			return capsCmd(m.ctx, m.opts.Access)
+		}
 	case auditMsg:
 		m.side.audit.set(msg)
 	}

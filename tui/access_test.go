@@ -283,3 +283,45 @@ func TestAuditListsOnlyAuditEventsNewestFirst(t *testing.T) {
 		t.Fatalf("esc: audit open %v, screen %v", m.side.audit.open, m.screen)
 	}
 }
+
+// failingAccess fails until ok is set.
+type failingAccess struct{ ok bool }
+
+func (f *failingAccess) Capabilities(_ context.Context, _ []string) ([]Capability, error) {
+	if !f.ok {
+		return nil, errors.New("connection refused")
+	}
+	return operatorCaps, nil
+}
+
+func TestCapabilitiesAskedAgainAfterOutage(t *testing.T) {
+	fa := &failingAccess{}
+	m, d := newTestModel(t, demoCluster(), testOpts{actions: &fakeActions{}})
+	m.opts.Access = fa
+	m.Update(waitMsg[capsMsg](t, capsCmd(context.Background(), fa)))
+	if m.side.capsErr == nil {
+		t.Fatal("no capabilities error recorded")
+	}
+	disconnect(m, d)
+	fa.ok = true
+	_, cmd := m.Update(healthMsg{health: health{synced: true, lastSync: t0}})
+	m.Update(waitMsg[capsMsg](t, cmd))
+	if why := m.refusal(actForceRelease); !strings.Contains(why, "needs force-release") {
+		t.Fatalf("after recovery: refusal %q", why)
+	}
+}
+
+func TestDetailRefreshesNodes(t *testing.T) {
+	m, _ := newTestModel(t, sandboxdCluster(), testOpts{})
+	m.opts.Nodes = staticNodes(sandboxdNodes())
+	drive(m, "enter", "down")
+	_, cmd := m.Update(keyMsg("enter"))
+	m.Update(waitMsg[nodesMsg](t, cmd))
+	if v := m.View(); !strings.Contains(v, "taint not tolerated: virtual-kubelet.io/provider=sandboxd:NoSchedule on vk-sandbox-0") {
+		t.Fatalf("detail without the nodes' diagnosis:\n%s", v)
+	}
+}
+
+type staticNodes []*corev1.Node
+
+func (s staticNodes) Nodes(context.Context) ([]*corev1.Node, error) { return s, nil }

@@ -63,15 +63,17 @@ func (d *detailModel) setEvents(msg eventsMsg) {
 func (m *Model) openDetail(pool, member string) tea.Cmd {
 	m.detail = detailModel{pool: pool, member: member, req: m.detail.req + 1}
 	m.screen = screenDetail
+	// The nodes may have changed since start (a virtual node came up).
+	nodes := nodesCmd(m.ctx, m.opts.Nodes)
 	if m.opts.Events == nil {
-		return nil
+		return nodes
 	}
 	ns := m.opts.Namespace
 	if v := m.view(pool); v != nil && v.Namespace != "" {
 		ns = v.Namespace
 	}
 	m.detail.loading = true
-	return eventsCmd(m.ctx, m.opts.Events, ns, member, engine.PVCName(member), m.detail.req)
+	return tea.Batch(eventsCmd(m.ctx, m.opts.Events, ns, member, engine.PVCName(member), m.detail.req), nodes)
 }
 
 func eventTime(ev corev1.Event) time.Time {

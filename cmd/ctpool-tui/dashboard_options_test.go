@@ -1,0 +1,44 @@
+package main
+
+import (
+	"context"
+	"testing"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/ctpool-tui/ctpool-tui/tui"
+)
+
+func TestDashboardOptionsWireNodesAndAccess(t *testing.T) {
+	client := fake.NewClientset()
+	// The API server allows everything but force-release.
+	client.PrependReactor("create", "selfsubjectaccessreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		r := a.(k8stesting.CreateAction).GetObject().(*authorizationv1.SelfSubjectAccessReview)
+		r.Status.Allowed = r.Spec.ResourceAttributes.Verb != "force-release"
+		return true, r, nil
+	})
+	conn := &connection{client: client, namespace: "vdi"}
+	o := dashboardOptions(conn, nil, false)
+	if o.Nodes == nil || o.Access == nil || o.Events == nil {
+		t.Fatalf("read-write options: nodes %v, access %v, events %v", o.Nodes != nil, o.Access != nil, o.Events != nil)
+	}
+	if ro := dashboardOptions(conn, nil, true); ro.Access != nil || !ro.ReadOnly || ro.Nodes == nil {
+		t.Fatalf("read-only options: access %v, readOnly %v, nodes %v", ro.Access != nil, ro.ReadOnly, ro.Nodes != nil)
+	}
+	caps, err := o.Access.Capabilities(context.Background(), tui.ActionNames)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(caps) != len(tui.ActionNames) {
+		t.Fatalf("%d capabilities for %d actions", len(caps), len(tui.ActionNames))
+	}
+	for _, c := range caps {
+		want := c.Action != "force-release"
+		if c.Allowed != want || (!want && c.Missing != "force-release leases.coordination.k8s.io") {
+			t.Errorf("%s: allowed %v, missing %q", c.Action, c.Allowed, c.Missing)
+		}
+	}
+}
