@@ -134,6 +134,7 @@ func (k *keyMap) actionBindings() []struct {
 	}{
 		{&k.Reconcile, actReconcile}, {&k.Resize, actResize}, {&k.Delete, actDelete},
 		{&k.Release, actRelease}, {&k.ForceRelease, actForceRelease},
+		{&k.Assign, actClaim}, {&k.Console, actConsole}, {&k.Logs, actLogs},
 	}
 }
 
