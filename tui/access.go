@@ -13,6 +13,7 @@ import (
 // the diagnosis, what the user may do, and the open pool's audit Events.
 type sideState struct {
 	nodes   []*corev1.Node
+	noNodes bool                  // the user may not read nodes: not asked again
 	caps    map[string]Capability // by action name; nil until known
 	capsErr error
 	audit   auditModel
@@ -71,7 +72,7 @@ func (m *Model) updateSide(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case nodesMsg:
 		if msg.err == nil {
-			m.side.nodes = msg.nodes
+			m.side.nodes, m.side.noNodes = msg.nodes, msg.nodes == nil
 		}
 	case capsMsg:
 		m.side.capsErr = msg.err

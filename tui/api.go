@@ -61,7 +61,8 @@ type EventSource interface {
 }
 
 // NodeSource lists the cluster's nodes for the diagnosis (optional). It
-// returns nil and no error when the user may not read nodes.
+// returns nil and no error when the user may not read nodes (then it is not
+// asked again); an empty readable list is a non-nil empty slice.
 type NodeSource interface {
 	Nodes(ctx context.Context) ([]*corev1.Node, error)
 }

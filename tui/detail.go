@@ -64,7 +64,10 @@ func (m *Model) openDetail(pool, member string) tea.Cmd {
 	m.detail = detailModel{pool: pool, member: member, req: m.detail.req + 1}
 	m.screen = screenDetail
 	// The nodes may have changed since start (a virtual node came up).
-	nodes := nodesCmd(m.ctx, m.opts.Nodes)
+	var nodes tea.Cmd
+	if !m.side.noNodes {
+		nodes = nodesCmd(m.ctx, m.opts.Nodes)
+	}
 	if m.opts.Events == nil {
 		return nodes
 	}

@@ -224,10 +224,15 @@ func TestIntegrationReadOnlyViewerMakesNoWrites(t *testing.T) {
 	if at, err := watcher.LastWatchError(); err != nil {
 		t.Errorf("watcher error at %s: %v", at, err)
 	}
+	nodeReads := 0
 	for _, f := range forbidden {
 		if !strings.HasSuffix(f, "/nodes") { // nodes are optional: Forbidden means "not readable"
 			t.Errorf("Forbidden: %s", f)
 		}
+		nodeReads++
+	}
+	if nodeReads > 1 {
+		t.Errorf("nodes were asked %d times after a Forbidden answer", nodeReads)
 	}
 	t.Logf("dashboard as viewer: %d reads, 0 writes, %d keys on 5 screens; Forbidden (optional nodes): %v", count.reads.Load(), len(keys), forbidden)
 
