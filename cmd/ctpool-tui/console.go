@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -97,6 +99,39 @@ func consoleAndLogs(opts *tui.Options, conn *connection, readOnly bool) {
 	}
 	opts.Logs = &kube.Logs{Client: conn.client}
 	if !readOnly && conn.cfg != nil {
-		opts.Console = &kube.Exec{Config: conn.cfg, Client: conn.client}
+		c := auditedConsole{Exec: &kube.Exec{Config: conn.cfg, Client: conn.client}}
+		if eng, ok := opts.Actions.(*engine.Engine); ok {
+			c.audit = eng.Audit
+		}
+		opts.Console = c
 	}
+}
+
+// auditedConsole records every dashboard console session in the pool's
+// audit trail: exec is a write.
+type auditedConsole struct {
+	*kube.Exec
+	audit func(context.Context, engine.AuditEntry)
+}
+
+func (c auditedConsole) Console(ctx context.Context, namespace, pod string, in io.Reader, out, errOut io.Writer) error {
+	err := c.Exec.Console(ctx, namespace, pod, in, out, errOut)
+	if c.audit != nil {
+		e := engine.AuditEntry{Pool: poolOfMember(pod), Action: "console", Member: pod, Detail: "session ended"}
+		if code, ok := kube.ExitCode(err); ok {
+			e.Detail = fmt.Sprintf("session ended (exit %d)", code)
+		} else {
+			e.Err = err
+		}
+		c.audit(ctx, e)
+	}
+	return err
+}
+
+// poolOfMember is the pool of a member name (<pool>-<n>).
+func poolOfMember(member string) string {
+	if i := strings.LastIndexByte(member, '-'); i > 0 {
+		return member[:i]
+	}
+	return member
 }

@@ -28,3 +28,11 @@ func TestConsoleUnreachableClusterExits1(t *testing.T) {
 		t.Errorf("exit %d, stderr %q", code, stderr)
 	}
 }
+
+func TestPoolOfMember(t *testing.T) {
+	for member, want := range map[string]string{"desk-1": "desk", "gpu-lab-12": "gpu-lab", "odd": "odd"} {
+		if got := poolOfMember(member); got != want {
+			t.Errorf("poolOfMember(%q) = %q, want %q", member, got, want)
+		}
+	}
+}
