@@ -24,13 +24,21 @@ func explainMember(v *engine.PoolView, mm *engine.Member, now time.Time, hints b
 	if v != nil && !v.Defined {
 		parts = append(parts, "the pool has no definition, so nothing reconciles this member (apply the pool again, or delete its objects)")
 	}
+	// The diagnosis (shown beside this text) already quotes the cluster's
+	// message: do not repeat it.
+	msg := func(word string) string {
+		if d := diagnose(v, mm, nil, nil); d.Reason != "" && d.Evidence == mm.Message {
+			return ""
+		}
+		return ": " + orWord(mm.Message, word)
+	}
 	claimedBy := ""
 	if mm.Claimed {
 		claimedBy = "claimed by " + mm.Holder()
 	}
 	switch mm.State {
 	case engine.StateFailed:
-		p := "failed: " + orWord(mm.Message, "no reason given")
+		p := "failed" + msg("no reason given")
 		if mm.Claimed {
 			p += "; " + claimedBy + ", so it stays until released" + key("x release, f force-release")
 		} else {
@@ -38,7 +46,7 @@ func explainMember(v *engine.PoolView, mm *engine.Member, now time.Time, hints b
 		}
 		parts = append(parts, p)
 	case engine.StateUnschedulable:
-		parts = append(parts, "the scheduler cannot place its Pod: "+orWord(mm.Message, "no message")+
+		parts = append(parts, "the scheduler cannot place its Pod"+msg("no message")+
 			"; it becomes free by itself once the cluster has room")
 	case engine.StateTerminating:
 		parts = append(parts, "being deleted")
