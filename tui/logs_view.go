@@ -97,14 +97,14 @@ func (l *logsModel) scroll(d, page int) {
 }
 
 // updateSearch handles a key while the search is typed.
-func (l *logsModel) updateSearch(msg tea.KeyMsg) tea.Cmd {
+func (l *logsModel) updateSearch(msg tea.KeyMsg, page int) tea.Cmd {
 	switch msg.String() {
 	case "enter":
 		l.searching = false
 		l.search.Blur()
 		l.setQuery(l.search.Value())
 		l.match = -1
-		l.jump(-1, 0) // the newest match at or above the view
+		l.jump(-1, page) // the newest match
 		return nil
 	case "esc":
 		l.searching = false

@@ -227,7 +227,7 @@ func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
 		return nil
 	}
 	if m.screen == screenLogs && m.logs.searching {
-		return m.logs.updateSearch(msg)
+		return m.logs.updateSearch(msg, m.bodyHeight()-2)
 	}
 	switch {
 	case key.Matches(msg, m.keys.Quit):
