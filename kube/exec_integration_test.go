@@ -121,4 +121,17 @@ func TestIntegrationConsoleExecAuthorization(t *testing.T) {
 	if err := execAs(t, env, "admin", none, "desk-9", nil); !errors.Is(err, engine.ErrMemberNotFound) || len(none.urls) != 0 {
 		t.Errorf("exec in a missing member: %v (%d executors), want member not found and no exec", err, len(none.urls))
 	}
+
+	// The log stream of the same member is authorized for the admin (the
+	// kubelet that would serve it does not exist on this plane).
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	rc, err := (&kube.Logs{Client: env.Client}).Stream(ctx, env.Namespace, "desk-1", false)
+	if err == nil {
+		_ = rc.Close()
+	}
+	t.Logf("admin logs: %v", err)
+	if errors.Is(err, engine.ErrForbidden) {
+		t.Errorf("admin log stream refused: %v", err)
+	}
 }
