@@ -325,3 +325,23 @@ func TestDetailRefreshesNodes(t *testing.T) {
 type staticNodes []*corev1.Node
 
 func (s staticNodes) Nodes(context.Context) ([]*corev1.Node, error) { return s, nil }
+
+func TestAuditRefreshedAfterAnAction(t *testing.T) {
+	m, _ := newTestModel(t, demoCluster(), testOpts{actions: &fakeActions{}, events: auditSource{}})
+	drive(m, "down", "enter", "A")
+	if len(m.side.audit.events) != 3 {
+		t.Fatalf("%d audit events", len(m.side.audit.events))
+	}
+	_, cmd := m.Update(keyMsg("r"))
+	_, cmd = m.Update(waitMsg[actionDoneMsg](t, cmd))
+	msg := waitMsg[auditMsg](t, cmd)
+	if msg.req != m.side.audit.req {
+		t.Fatalf("refresh answered request %d, want %d", msg.req, m.side.audit.req)
+	}
+	// Closed: no refresh.
+	m.Update(keyMsg("A"))
+	_, cmd = m.Update(keyMsg("r"))
+	if _, cmd = m.Update(waitMsg[actionDoneMsg](t, cmd)); cmd != nil {
+		t.Fatal("a closed audit list was re-read")
+	}
+}

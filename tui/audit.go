@@ -94,6 +94,17 @@ func (m *Model) toggleAudit() tea.Cmd {
 	return auditCmd(m.ctx, m.opts.Events, ns, a.pool, a.req)
 }
 
+// refreshAudit re-reads an open audit list (an action just wrote an audit
+// Event); the old list stays on screen until the answer arrives.
+func (m *Model) refreshAudit() tea.Cmd {
+	a := &m.side.audit
+	if !a.open || m.opts.Events == nil {
+		return nil
+	}
+	a.req++
+	return auditCmd(m.ctx, m.opts.Events, m.namespaceOf(a.pool), a.pool, a.req)
+}
+
 // auditView is the pool's recent audit Events in place of the member rows.
 func (m *Model) auditView() string {
 	a := &m.side.audit

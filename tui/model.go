@@ -142,7 +142,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.updateSide(msg)
 	case actionDoneMsg:
 		m.finishAction(msg)
-		return m, nil
+		return m, m.refreshAudit()
 	case spinner.TickMsg:
 		if len(m.acts.running) == 0 {
 			return m, nil
