@@ -14,6 +14,7 @@ import (
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -336,4 +337,46 @@ func TestIntegrationOperatorForceRelease(t *testing.T) {
 		t.Fatalf("the claim changed: holder %v", l.Spec.HolderIdentity)
 	}
 	t.Logf("operator, forced release: %v", relErr)
+}
+
+// An audit Event recorded by kube.Auditor shows in the pool's audit list,
+// read as the viewer, sanitised; other Events of the ConfigMap do not.
+func TestIntegrationAuditList(t *testing.T) {
+	env := kubetest.Require(t)
+	seedPool(t, env, "au", "")
+	ctx := t.Context()
+	aud := &kube.Auditor{Client: env.Client, Namespace: env.Namespace, Actor: "admin@example.com"}
+	aud.Record(ctx, engine.AuditEntry{Pool: "au", Action: "force-release", Member: "au-1",
+		PreviousHolder: "\x1b]52;c;cm0gLXJmIH4=\x07bob\u202egnp.exe"})
+	other := &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{GenerateName: "other-", Namespace: env.Namespace},
+		InvolvedObject: corev1.ObjectReference{Kind: "ConfigMap", Namespace: env.Namespace, Name: engine.ConfigMapName("au")},
+		Reason:         "Touched", Message: "not an audit event", Type: corev1.EventTypeNormal,
+		Source: corev1.EventSource{Component: "someone-else"}, FirstTimestamp: metav1.Now(), LastTimestamp: metav1.Now(),
+	}
+	if _, err := env.Client.CoreV1().Events(env.Namespace).Create(ctx, other, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	viewer := env.ClientAs(t, kubetest.Viewer)
+	watcher := kube.NewWatcher(viewer, env.Namespace)
+	if err := watcher.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	m := newModel(ctx, Options{Namespace: env.Namespace, Renderer: themes.NoColorRenderer(io.Discard), Now: time.Now,
+		Data: watcher, Events: &kube.Events{Client: viewer}})
+	m.Update(tea.WindowSizeMsg{Width: 140, Height: 30})
+	env.WaitFor(t, 30*time.Second, "the pool", func() (bool, error) {
+		load(m, watcher)
+		return m.view("au") != nil, nil
+	})
+	m.openMembers("au")
+	_, cmd := m.Update(keyMsg("A"))
+	m.Update(waitMsg[auditMsg](t, cmd))
+	v := m.View()
+	if !strings.Contains(v, "force-release by admin@example.com: member au-1") || !strings.Contains(v, "previous holder") {
+		t.Fatalf("audit list:\n%s", v)
+	}
+	if strings.Contains(v, "not an audit event") || strings.ContainsAny(v, "\x1b\x07\u202e") {
+		t.Fatalf("audit list shows a foreign Event or a control character:\n%q", v)
+	}
 }
