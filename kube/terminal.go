@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/signal"
 
+	"github.com/muesli/cancelreader"
 	"golang.org/x/term"
 	"k8s.io/client-go/tools/remotecommand"
 )
@@ -38,6 +39,13 @@ func (e *Exec) Interactive(ctx context.Context, namespace, pod string, command [
 		fd := int(outF.Fd())
 		r.TTY = true
 		r.Sizes = WatchSize(sctx, func() (int, int, error) { return term.GetSize(fd) }, sig)
+		// The stream copies stdin in a goroutine that would otherwise stay
+		// blocked in a read after the session and eat the next key of
+		// whoever reads the terminal then (the dashboard).
+		if cr, err := cancelreader.NewReader(inF); err == nil {
+			defer cr.Cancel()
+			r.Stdin = cr
+		}
 	}
 	return e.Run(ctx, r)
 }
