@@ -215,3 +215,22 @@ func TestLogsStreamOnFake(t *testing.T) {
 		t.Errorf("sandboxd log stream: %v, want ErrNoStreaming", err)
 	}
 }
+
+// Without a terminal (a pipe, a script) the session streams stdin, stdout
+// and stderr as they are: no TTY, no raw mode, no size queue.
+func TestInteractiveWithoutTerminal(t *testing.T) {
+	client := fake.NewClientset(execPod("desk-1"))
+	fe := &fakeExecutor{code: 2}
+	ex := &Exec{Client: client, NewExecutor: fe.factory}
+	var out, errOut bytes.Buffer
+	err := ex.Interactive(context.Background(), "vdi", "desk-1", []string{"cat"}, strings.NewReader("hi\n"), &out, &errOut)
+	if code, ok := ExitCode(err); !ok || code != 2 {
+		t.Fatalf("Interactive = %v, want exit code 2", err)
+	}
+	if fe.opts.Tty || fe.opts.TerminalSizeQueue != nil || fe.opts.Stderr != &errOut || out.String() != "HI\n" {
+		t.Errorf("options %+v stdout %q", fe.opts, out.String())
+	}
+	if q := fe.url.Query(); q.Get("tty") == "true" || q.Get("stderr") != "true" {
+		t.Errorf("exec URL %s", fe.url)
+	}
+}
