@@ -1,0 +1,92 @@
+//go:build integration
+
+package controller_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ctpool-tui/ctpool-tui/kube/controller"
+	"github.com/ctpool-tui/ctpool-tui/kube/kubetest"
+)
+
+// reconciles sums the reconcile counts of every pool in a scrape.
+func reconciles(t *testing.T, in *instance) int {
+	t.Helper()
+	m, err := scrapeURL(in.srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0.0
+	for k, v := range m {
+		if strings.HasPrefix(k, "ctpool_reconcile_duration_seconds_count{") {
+			n += v
+		}
+	}
+	return int(n)
+}
+
+// --all on several pools, under each way of reading: how long until every
+// pool has converged, how many requests that took, and what an idle resync
+// costs. The numbers are logged; the test checks convergence and that an
+// idle resync of the default (hybrid) reads makes no request at all.
+func TestIntegrationAllPoolsReadModes(t *testing.T) {
+	const pools, size = 5, 4
+	cases := []struct {
+		name    string
+		reads   controller.ReadMode
+		workers int
+	}{
+		{"hybrid-4-workers", controller.ReadHybrid, 4},
+		{"hybrid-1-worker", controller.ReadHybrid, 1},
+		{"fresh-4-workers", controller.ReadFresh, 4},
+		{"cache-4-workers", controller.ReadCache, 4},
+	}
+	var report []string
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			env := kubetest.Require(t)
+			names := make([]string, pools)
+			for i := range names {
+				names[i] = fmt.Sprintf("pool%d", i+1)
+				definePool(t, env, names[i], smallSpec("registry.example/desktop:1", size))
+			}
+			start := time.Now()
+			in := startInstance(t, env, "reconciler", func(o *controller.Options) {
+				o.Reads, o.Workers, o.Resync = tc.reads, tc.workers, time.Second
+				o.Logf = nil
+			})
+			env.WaitFor(t, 120*time.Second, "every pool to converge", func() (bool, error) {
+				for _, p := range names {
+					if !converged(observe(t, env, p), size) {
+						return false, nil
+					}
+				}
+				return true, nil
+			})
+			took := time.Since(start)
+			conv := in.api.reset()
+			n0 := reconciles(t, in)
+			env.WaitFor(t, 30*time.Second, "three idle resyncs of every pool", func() (bool, error) {
+				return reconciles(t, in)-n0 >= 3*pools, nil
+			})
+			idle := in.api.reset()
+			n := reconciles(t, in) - n0
+			line := fmt.Sprintf("%-17s converged %d pools x %d members in %6s: %3d writes, %3d reads; idle: %d reconciles, %d reads, %d writes",
+				tc.name, pools, size, took.Round(10*time.Millisecond), conv["write"], conv["read"], n, idle["read"], idle["write"])
+			report = append(report, line)
+			t.Log(line)
+			if tc.reads == controller.ReadHybrid && idle["read"]+idle["write"] != 0 {
+				t.Errorf("idle resyncs with hybrid reads made requests: %v", idle)
+			}
+			if idle["write"] != 0 {
+				t.Errorf("idle resyncs wrote: %v", idle)
+			}
+		})
+	}
+	for _, l := range report {
+		t.Log(l)
+	}
+}
