@@ -7,6 +7,7 @@ import (
 	"net"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -149,12 +150,17 @@ func runController(ctx context.Context, e *env, f reconcileFlags, pool string) e
 		scope = metav1.NamespaceAll
 	}
 	stamp := func() string { return time.Now().Format(time.RFC3339) }
+	var mu sync.Mutex // the workers report at once; keep lines whole
 	opts := controller.Options{
 		Client: cs, Namespace: scope, Pool: pool, Workers: f.workers, Resync: f.interval,
 		Logf: func(format string, a ...any) {
+			mu.Lock()
+			defer mu.Unlock()
 			fmt.Fprintf(e.stderr, "%s %s\n", stamp(), oneLine(fmt.Sprintf(format, a...)))
 		},
 		Report: func(k controller.Key, res engine.ReconcileResult, err error, _ time.Duration) {
+			mu.Lock()
+			defer mu.Unlock()
 			who := ""
 			if pool == "" {
 				who = k.String() + " "
@@ -194,7 +200,7 @@ func runController(ctx context.Context, e *env, f reconcileFlags, pool string) e
 	}
 	err = ctrl.Run(ctx)
 	if ctx.Err() != nil {
-		fmt.Fprintf(e.stderr, "%s stopping: interrupted\n", stamp())
+		opts.Logf("stopping: interrupted")
 	}
 	if errors.Is(err, controller.ErrLeadershipLost) {
 		return &codeError{code: exitError, err: err}

@@ -1,0 +1,237 @@
+//go:build integration
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/kube"
+	"github.com/ctpool-tui/ctpool-tui/kube/controller"
+	"github.com/ctpool-tui/ctpool-tui/kube/kubetest"
+)
+
+// manifestObjects runs `manifests` for ns and decodes what it prints.
+func manifestObjects(t *testing.T, ns string) (string, []runtime.Object) {
+	t.Helper()
+	code, out, errOut := runCmd(t, "manifests", "-n", ns, "--image", "registry.example/ctpool-tui:test")
+	if code != exitOK {
+		t.Fatalf("manifests: exit %d: %s", code, errOut)
+	}
+	var objs []runtime.Object
+	for _, doc := range splitYAML(out) {
+		obj, _, err := scheme.Codecs.UniversalDeserializer().Decode([]byte(doc), nil, nil)
+		if err != nil {
+			t.Fatalf("decode: %v\n%s", err, doc)
+		}
+		objs = append(objs, obj)
+	}
+	return out, objs
+}
+
+// create sends each object to the API server (a server-side dry run when dry).
+func create(ctx context.Context, env *kubetest.Env, objs []runtime.Object, dry bool) error {
+	opts := metav1.CreateOptions{FieldValidation: metav1.FieldValidationStrict}
+	if dry {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
+	ns := env.Namespace
+	for _, obj := range objs {
+		var err error
+		switch o := obj.(type) {
+		case *corev1.ServiceAccount:
+			_, err = env.Client.CoreV1().ServiceAccounts(ns).Create(ctx, o, opts)
+		case *rbacv1.Role:
+			_, err = env.Client.RbacV1().Roles(ns).Create(ctx, o, opts)
+		case *rbacv1.RoleBinding:
+			_, err = env.Client.RbacV1().RoleBindings(ns).Create(ctx, o, opts)
+		case *appsv1.Deployment:
+			_, err = env.Client.AppsV1().Deployments(ns).Create(ctx, o, opts)
+		default:
+			err = fmt.Errorf("unexpected object %T", obj)
+		}
+		if err != nil {
+			return fmt.Errorf("%T: %w", obj, err)
+		}
+	}
+	return nil
+}
+
+func TestIntegrationManifestsServerDryRun(t *testing.T) {
+	env := kubetest.Require(t)
+	out, objs := manifestObjects(t, env.Namespace)
+	if len(objs) != 4 {
+		t.Fatalf("%d objects", len(objs))
+	}
+	if err := create(t.Context(), env, objs, true); err != nil {
+		t.Fatalf("server-side dry run: %v", err)
+	}
+	// The bundled kubectl too, when the plane's binaries are at hand.
+	cacheDir := os.Getenv("CTPOOL_CLUSTER_CACHE")
+	if cacheDir == "" {
+		home, _ := os.UserHomeDir()
+		cacheDir = filepath.Join(home, ".cache", "ctpool-tui", "cluster")
+	}
+	kubectl := filepath.Join(cacheDir, "k8s-v1.37.2-kwok-v0.8.0", "bin", "kubectl")
+	if _, err := os.Stat(kubectl); err != nil {
+		t.Logf("no bundled kubectl at %s: only the typed dry run ran", kubectl)
+		return
+	}
+	cmd := exec.CommandContext(t.Context(), kubectl, "--kubeconfig", filepath.Join(env.Dir, "admin.kubeconfig"),
+		"apply", "--dry-run=server", "--validate=strict", "-f", "-")
+	cmd.Stdin = strings.NewReader(out)
+	res, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl apply --dry-run=server: %v\n%s", err, res)
+	}
+	for _, want := range []string{"serviceaccount/ctpool-tui", "role.rbac.authorization.k8s.io/ctpool-tui-reconciler",
+		"rolebinding.rbac.authorization.k8s.io/ctpool-tui-reconciler", "deployment.apps/ctpool-tui-reconciler"} {
+		if !strings.Contains(string(res), want) {
+			t.Errorf("kubectl output lacks %s:\n%s", want, res)
+		}
+	}
+}
+
+// The Role the manifests grant is enough: `reconcile --all --watch
+// --leader-elect --metrics-addr` runs as the ServiceAccount (with a token of
+// it), converges a pool, reports ready, and on SIGTERM (ctx) releases the
+// Lease and exits 0.
+func TestIntegrationManifestsReconcilerRunsAsItsServiceAccount(t *testing.T) {
+	env := kubetest.Require(t)
+	ctx := t.Context()
+	_, objs := manifestObjects(t, env.Namespace)
+	if err := create(ctx, env, objs, false); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := env.Client.CoreV1().ServiceAccounts(env.Namespace).CreateToken(ctx, "ctpool-tui",
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptrTo[int64](3600)}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("token for the ServiceAccount: %v", err)
+	}
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["plane"] = &clientcmdapi.Cluster{Server: env.Config.Host, CertificateAuthorityData: env.Config.CAData}
+	kc.AuthInfos["sa"] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
+	kc.Contexts["sa"] = &clientcmdapi.Context{Cluster: "plane", AuthInfo: "sa", Namespace: env.Namespace}
+	kc.CurrentContext = "sa"
+	path := filepath.Join(t.TempDir(), "sa.kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("KUBECONFIG", path)
+	t.Setenv("POD_NAME", "ctpool-tui-reconciler-test")
+
+	eng := &engine.Engine{Cluster: kube.NewCluster(env.Client, env.Namespace), Namespace: env.Namespace, Now: time.Now}
+	spec := engine.Spec{Image: "registry.example/desktop:1", CPU: "10m", Memory: "32Mi", Disk: "1Gi", Size: 2}
+	spec.Default()
+	if _, err := env.Client.CoreV1().ConfigMaps(env.Namespace).Create(ctx, engine.BuildConfigMap(env.Namespace, "desk", spec), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+
+	rctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	var out, errb bytes.Buffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(rctx, []string{"reconcile", "--all", "--watch", "--leader-elect", "--metrics-addr", addr, "--interval", "5s"},
+			strings.NewReader(""), &out, &errb)
+	}()
+	exited := false
+	t.Cleanup(func() {
+		if exited {
+			return
+		}
+		stop()
+		select {
+		case <-done:
+			t.Logf("stdout:\n%s\nstderr:\n%s", out.String(), errb.String())
+		case <-time.After(30 * time.Second):
+			t.Error("the reconciler did not stop within 30s")
+		}
+	})
+	env.WaitFor(t, 90*time.Second, "desk to converge under the ServiceAccount", func() (bool, error) {
+		select {
+		case code := <-done:
+			done <- code
+			return false, fmt.Errorf("the reconciler exited %d", code)
+		default:
+		}
+		snap, err := eng.Cluster.Snapshot(ctx, "desk")
+		if err != nil {
+			return false, err
+		}
+		v := engine.Observe(snap, time.Now())
+		return v.Status.Ready == 2 && v.Recorded.Ready == 2 && len(v.Recorded.Errors) == 0, nil
+	})
+	resp, err := http.Get("http://" + addr + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("/readyz: %s", resp.Status)
+	}
+	lease, err := env.Client.CoordinationV1().Leases(env.Namespace).Get(ctx, controller.LeaseName, metav1.GetOptions{})
+	if err != nil || lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != "ctpool-tui-reconciler-test" {
+		t.Fatalf("election Lease %v: %+v", err, lease)
+	}
+	if lease.Labels[engine.LabelPool] != "" {
+		t.Error("the election Lease carries the pool label")
+	}
+
+	stop() // SIGTERM
+	select {
+	case code := <-done:
+		exited = true
+		if code != exitOK {
+			t.Fatalf("exit %d after SIGTERM, want 0\nstderr:\n%s", code, errb.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the reconciler did not stop within 30s")
+	}
+	lease, err = env.Client.CoordinationV1().Leases(env.Namespace).Get(ctx, controller.LeaseName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := lease.Spec.HolderIdentity; h != nil && *h != "" {
+		t.Errorf("the Lease is still held by %q after the stop", *h)
+	}
+	for _, want := range []string{"leading as ctpool-tui-reconciler-test", "released", "stopping: interrupted"} {
+		if !strings.Contains(errb.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errb.String())
+		}
+	}
+	if strings.Contains(strings.ToLower(errb.String()), "forbidden") {
+		t.Errorf("the ServiceAccount was refused something:\n%s", errb.String())
+	}
+	if !strings.Contains(out.String(), env.Namespace+"/desk reconcile: 2 created") {
+		t.Errorf("stdout lacks the create line:\n%s", out.String())
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }
