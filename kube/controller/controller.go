@@ -213,7 +213,11 @@ func (c *Controller) Run(ctx context.Context) error {
 		return errors.New("controller: the informer caches did not sync")
 	}
 	c.synced.Store(true)
-	c.opts.Logf("informer caches synced: %d pools", len(c.set.pools()))
+	if c.opts.Pool == "" {
+		c.opts.Logf("informer caches synced: %d pools", len(c.set.pools()))
+	} else {
+		c.opts.Logf("informer caches synced")
+	}
 	if c.opts.LeaderElection == nil {
 		c.runWorkers(ctx)
 		return nil

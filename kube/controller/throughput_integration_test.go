@@ -12,20 +12,23 @@ import (
 	"github.com/ctpool-tui/ctpool-tui/kube/kubetest"
 )
 
-// reconciles sums the reconcile counts of every pool in a scrape.
-func reconciles(t *testing.T, in *instance) int {
+// reconciles sums the reconcile counts and durations of every pool in a scrape.
+func reconciles(t *testing.T, in *instance) (int, time.Duration) {
 	t.Helper()
 	m, err := scrapeURL(in.srv.URL + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := 0.0
+	n, sum := 0.0, 0.0
 	for k, v := range m {
-		if strings.HasPrefix(k, "ctpool_reconcile_duration_seconds_count{") {
+		switch {
+		case strings.HasPrefix(k, "ctpool_reconcile_duration_seconds_count{"):
 			n += v
+		case strings.HasPrefix(k, "ctpool_reconcile_duration_seconds_sum{"):
+			sum += v
 		}
 	}
-	return int(n)
+	return int(n), time.Duration(sum * float64(time.Second))
 }
 
 // --all on several pools, under each way of reading: how long until every
@@ -68,14 +71,16 @@ func TestIntegrationAllPoolsReadModes(t *testing.T) {
 			})
 			took := time.Since(start)
 			conv := in.api.reset()
-			n0 := reconciles(t, in)
+			n0, d0 := reconciles(t, in)
 			env.WaitFor(t, 30*time.Second, "three idle resyncs of every pool", func() (bool, error) {
-				return reconciles(t, in)-n0 >= 3*pools, nil
+				n, _ := reconciles(t, in)
+				return n-n0 >= 3*pools, nil
 			})
 			idle := in.api.reset()
-			n := reconciles(t, in) - n0
-			line := fmt.Sprintf("%-17s converged %d pools x %d members in %6s: %3d writes, %3d reads; idle: %d reconciles, %d reads, %d writes",
-				tc.name, pools, size, took.Round(10*time.Millisecond), conv["write"], conv["read"], n, idle["read"], idle["write"])
+			n1, d1 := reconciles(t, in)
+			n := n1 - n0
+			line := fmt.Sprintf("%-17s converged %d pools x %d members in %6s: %3d writes, %3d reads; idle: %d reconciles of %s on average, %d reads, %d writes",
+				tc.name, pools, size, took.Round(10*time.Millisecond), conv["write"], conv["read"], n, ((d1 - d0) / time.Duration(n)).Round(time.Microsecond), idle["read"], idle["write"])
 			report = append(report, line)
 			t.Log(line)
 			if tc.reads == controller.ReadHybrid && idle["read"]+idle["write"] != 0 {
