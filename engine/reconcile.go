@@ -221,59 +221,70 @@ func withSize(snap Snapshot, spec Spec) Snapshot {
 }
 
 // runStep works on the step's members, at most e.Concurrency at once, each
-// under the reconciler's Lease.
+// under the reconciler's Lease. The removal of a member's Lease is
+// pipelined: once the member's work is done its slot goes to the next member
+// while the Lease is deleted, with at most e.Concurrency removals in flight.
+// A member's action is recorded when its Lease is gone (or its removal
+// failed), and runStep returns when every Lease of the step is removed.
 func (e *Engine) runStep(ctx context.Context, step Step, members []*Member, now time.Time, add func(Action), fn func(context.Context, *Member) error) {
 	if len(members) == 0 {
 		return
 	}
-	sem := make(chan struct{}, e.concurrency())
+	work := make(chan struct{}, e.concurrency())
+	unlocks := make(chan struct{}, e.concurrency())
 	var wg sync.WaitGroup
 	for _, m := range members {
 		if ctx.Err() != nil {
 			add(Action{Step: step, Member: m.Name, Err: ctx.Err()})
 			continue
 		}
-		sem <- struct{}{}
+		work <- struct{}{}
 		wg.Add(1)
 		go func(m *Member) {
-			defer func() { <-sem; wg.Done() }()
-			skipped, err := e.withReconcilerLease(ctx, m, now, func() error { return fn(ctx, m) })
-			add(Action{Step: step, Member: m.Name, Skipped: skipped, Err: err})
+			defer wg.Done()
+			held, skipped, err := e.takeReconcilerLease(ctx, m, now)
+			if held == nil {
+				<-work
+				add(Action{Step: step, Member: m.Name, Skipped: skipped, Err: err})
+				return
+			}
+			err = fn(ctx, m)
+			unlocks <- struct{}{}
+			<-work
+			if uerr := e.unlock(ctx, held); uerr != nil && err == nil {
+				err = fmt.Errorf("remove lease: %w", uerr)
+			}
+			<-unlocks
+			add(Action{Step: step, Member: m.Name, Err: err})
 		}(m)
 	}
 	wg.Wait()
 }
 
-// withReconcilerLease takes the member's Lease as the reconciler, runs fn and
-// removes the Lease again, also when fn fails or ctx is cancelled. A claimed
-// member, or one another reconciler works on, is skipped with a reason.
-func (e *Engine) withReconcilerLease(ctx context.Context, m *Member, now time.Time, fn func() error) (skipped string, err error) {
-	var held *coordinationv1.Lease
+// takeReconcilerLease takes the member's Lease as the reconciler and returns
+// it. A claimed member, or one another reconciler works on, is skipped with a
+// reason (and a nil Lease); so is a failure to take the Lease, with the error.
+func (e *Engine) takeReconcilerLease(ctx context.Context, m *Member, now time.Time) (held *coordinationv1.Lease, skipped string, err error) {
 	switch {
 	case m.Claimed:
-		return "claimed by " + fmt.Sprintf("%q", m.Claim.Holder), nil
+		return nil, "claimed by " + fmt.Sprintf("%q", m.Claim.Holder), nil
 	case m.Lease != nil && !m.MaintenanceStale:
-		return "under maintenance by another reconciler", nil
+		return nil, "under maintenance by another reconciler", nil
 	case m.Lease != nil:
 		held, err = e.Cluster.UpdateLease(ctx, setLeaseHolder(m.Lease, ReconcilerIdentity, ReconcilerLeaseTTL, now))
 		if errors.Is(err, ErrConflict) || errors.Is(err, ErrNotFound) {
-			return "stale lease changed meanwhile", nil
+			return nil, "stale lease changed meanwhile", nil
 		}
 	default:
 		held, err = e.Cluster.CreateLease(ctx, ReconcilerLease(e.Namespace, m.Pool, m.Name, now))
 		if errors.Is(err, ErrAlreadyExists) {
-			return "lease taken meanwhile", nil
+			return nil, "lease taken meanwhile", nil
 		}
 	}
 	if err != nil {
-		return "", fmt.Errorf("take lease: %w", err)
+		return nil, "", fmt.Errorf("take lease: %w", err)
 	}
-	defer func() {
-		if uerr := e.unlock(ctx, held); uerr != nil && err == nil {
-			err = fmt.Errorf("remove lease: %w", uerr)
-		}
-	}()
-	return "", fn()
+	return held, "", nil
 }
 
 // unlock deletes a Lease the engine holds, with its own short deadline so that
