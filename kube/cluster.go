@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -42,45 +43,47 @@ func PoolSelector(pool string) string {
 	return labels.SelectorFromSet(labels.Set{engine.LabelPool: pool}).String()
 }
 
-// Snapshot reads the pool's ConfigMap and its labelled Pods, PVCs and Leases.
+// Snapshot reads the pool's ConfigMap and its labelled Pods, PVCs and
+// Leases: four requests, sent at once, so that a fresh read costs one round
+// trip's latency rather than four.
 func (c *Cluster) Snapshot(ctx context.Context, pool string) (engine.Snapshot, error) {
 	if c.Reader != nil {
 		return c.Reader.Snapshot(ctx, pool)
 	}
 	snap := engine.Snapshot{Namespace: c.Namespace, Pool: pool}
-	cm, err := c.Client.CoreV1().ConfigMaps(c.Namespace).Get(ctx, engine.ConfigMapName(pool), metav1.GetOptions{})
-	switch {
-	case err == nil:
-		snap.ConfigMap = cm
-	case errors.Is(MapError(err), engine.ErrNotFound):
-	default:
-		return snap, MapError(err)
-	}
 	opts := metav1.ListOptions{LabelSelector: PoolSelector(pool)}
-	pods, err := c.Client.CoreV1().Pods(c.Namespace).List(ctx, opts)
-	if err != nil {
-		return snap, MapError(err)
+	var (
+		pods   *corev1.PodList
+		pvcs   *corev1.PersistentVolumeClaimList
+		leases *coordinationv1.LeaseList
+	)
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		cm, err := c.Client.CoreV1().ConfigMaps(c.Namespace).Get(gctx, engine.ConfigMapName(pool), metav1.GetOptions{})
+		switch err = MapError(err); {
+		case err == nil:
+			snap.ConfigMap = cm
+		case !errors.Is(err, engine.ErrNotFound):
+			return err
+		}
+		return nil
+	})
+	g.Go(func() (err error) {
+		pods, err = c.Client.CoreV1().Pods(c.Namespace).List(gctx, opts)
+		return MapError(err)
+	})
+	g.Go(func() (err error) {
+		pvcs, err = c.Client.CoreV1().PersistentVolumeClaims(c.Namespace).List(gctx, opts)
+		return MapError(err)
+	})
+	g.Go(func() (err error) {
+		leases, err = c.Client.CoordinationV1().Leases(c.Namespace).List(gctx, opts)
+		return MapError(err)
+	})
+	if err := g.Wait(); err != nil {
+		return engine.Snapshot{Namespace: c.Namespace, Pool: pool}, err
 	}
-	pvcs, err := c.Client.CoreV1().PersistentVolumeClaims(c.Namespace).List(ctx, opts)
-	if err != nil {
-		return snap, MapError(err)
-	}
-	leases, err := c.Client.CoordinationV1().Leases(c.Namespace).List(ctx, opts)
-	if err != nil {
-		return snap, MapError(err)
-	}
-	snap.Pods = make([]*corev1.Pod, len(pods.Items))
-	for i := range pods.Items {
-		snap.Pods[i] = &pods.Items[i]
-	}
-	snap.PVCs = make([]*corev1.PersistentVolumeClaim, len(pvcs.Items))
-	for i := range pvcs.Items {
-		snap.PVCs[i] = &pvcs.Items[i]
-	}
-	snap.Leases = make([]*coordinationv1.Lease, len(leases.Items))
-	for i := range leases.Items {
-		snap.Leases[i] = &leases.Items[i]
-	}
+	snap.Pods, snap.PVCs, snap.Leases = ptrs(pods.Items), ptrs(pvcs.Items), ptrs(leases.Items)
 	return snap, nil
 }
 
