@@ -57,10 +57,21 @@ fuzz: ## run each fuzz target for FUZZTIME (default 10s)
 golden: ## rewrite the TUI golden files after an intended change
 	$(GO) test ./tui/... -update
 
+BENCH_ROUNDS ?= 5
+BENCH_PKGS := engine tui kube
+
 .PHONY: bench
-bench: ## benchmarks with a ratio summary
-	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./engine/ ./tui/... ./kube/ | tee .bench.out
+bench: ## unit benchmarks in BENCH_ROUNDS interleaved rounds (default 5), then the targets they meet
+	@mkdir -p .bench
+	@set -e; for p in $(BENCH_PKGS); do $(GO) test -c -o .bench/$$p.test ./$$p/; done
+	@set -eo pipefail; for i in $$(seq $(BENCH_ROUNDS)); do for p in $(BENCH_PKGS); do \
+	  (cd $$p && ../.bench/$$p.test -test.run '^$$' -test.bench . -test.benchmem); done; done | tee .bench.out
 	@$(GO) run ./testdata/benchreport < .bench.out
+
+.PHONY: bench-integration
+bench-integration: ## benchmarks on the running local plane (make cluster-up), then the targets they meet
+	set -o pipefail; CI=$${CI:-1} $(GO) test -tags integration -run '^$$' -bench Integration -benchtime 1x -timeout 60m ./kube/ | tee .bench-integration.out
+	@$(GO) run ./testdata/benchreport -set integration < .bench-integration.out
 
 .PHONY: cluster-build
 cluster-build: ## build (or reuse) the local control plane binaries
