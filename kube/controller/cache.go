@@ -193,9 +193,11 @@ type recordingReader struct {
 	first *engine.Snapshot
 	inner engine.Reader
 	last  *engine.Snapshot
+	reads int
 }
 
 func (r *recordingReader) Snapshot(ctx context.Context, pool string) (engine.Snapshot, error) {
+	r.reads++
 	if r.first != nil {
 		s := *r.first
 		r.first = nil

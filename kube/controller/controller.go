@@ -292,6 +292,7 @@ func (c *Controller) processNext(ctx context.Context) bool {
 func (c *Controller) sync(ctx context.Context, k Key) (engine.ReconcileResult, error) {
 	start := time.Now()
 	rd := &recordingReader{}
+	var seen *engine.PoolView // the cached view, when the engine reconciles on it
 	switch c.opts.Reads {
 	case ReadFresh:
 		rd.inner = kube.NewCluster(c.client, k.Namespace)
@@ -301,13 +302,14 @@ func (c *Controller) sync(ctx context.Context, k Key) (engine.ReconcileResult, e
 		snap, err := c.set.snapshot(ctx, k)
 		if err != nil {
 			err = fmt.Errorf("read pool %s: %w", k.Pool, err)
-			c.done(ctx, k, engine.ReconcileResult{}, err, nil, start)
+			c.done(ctx, k, engine.ReconcileResult{}, err, nil, nil, start)
 			return engine.ReconcileResult{}, err
 		}
-		if needsWork(engine.Observe(snap, c.opts.Now())) {
+		v := engine.Observe(snap, c.opts.Now())
+		if needsWork(v) {
 			rd.inner = kube.NewCluster(c.client, k.Namespace)
 		} else {
-			rd.first, rd.inner = &snap, cacheReader{set: c.set, namespace: k.Namespace}
+			rd.first, rd.inner, seen = &snap, cacheReader{set: c.set, namespace: k.Namespace}, &v
 		}
 	}
 	eng := &engine.Engine{
@@ -316,16 +318,21 @@ func (c *Controller) sync(ctx context.Context, k Key) (engine.ReconcileResult, e
 		Now:       c.opts.Now,
 	}
 	res, err := eng.Reconcile(ctx, k.Pool)
-	c.done(ctx, k, res, err, rd.last, start)
+	if rd.reads != 1 {
+		seen = nil // the engine read again: its last read is newer
+	}
+	c.done(ctx, k, res, err, rd.last, seen, start)
 	return res, err
 }
 
-func (c *Controller) done(ctx context.Context, k Key, res engine.ReconcileResult, err error, last *engine.Snapshot, start time.Time) {
+// done records a reconcile: the metrics are computed from the engine's last
+// read (seen, when already observed) and the report is made.
+func (c *Controller) done(ctx context.Context, k Key, res engine.ReconcileResult, err error, last *engine.Snapshot, seen *engine.PoolView, start time.Time) {
 	took := time.Since(start)
 	if ctx.Err() != nil {
 		return // abandoned at shutdown: neither a result nor an error
 	}
-	c.metrics.record(k, res, err, last, c.opts.Now(), took)
+	c.metrics.record(k, res, err, last, seen, c.opts.Now(), took)
 	if c.opts.Report != nil {
 		c.opts.Report(k, res, err, took)
 	}

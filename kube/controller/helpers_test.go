@@ -52,7 +52,7 @@ func convergedPool(pool string, n int) []runtime.Object {
 
 // newTestController builds a controller on a fake clientset, starts its
 // informers (not its workers) and waits for them.
-func newTestController(t *testing.T, client *fake.Clientset, mod func(*Options)) *Controller {
+func newTestController(t testing.TB, client *fake.Clientset, mod func(*Options)) *Controller {
 	t.Helper()
 	opts := Options{Client: client, Namespace: testNS, Settle: -1, Now: func() time.Time { return testNow }}
 	if mod != nil {
@@ -87,7 +87,7 @@ func drainQueue(c *Controller) []Key {
 }
 
 // waitFor polls cond every 10ms until it holds or the deadline passes.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
 	err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, timeout, true,
 		func(context.Context) (bool, error) { return cond(), nil })

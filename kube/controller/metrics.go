@@ -90,9 +90,10 @@ func b2f(b bool) float64 {
 }
 
 // record updates a pool's metrics after a reconcile. last is the snapshot the
-// engine read last (nil when it read none): the gauges are engine.Observe's
-// status of it. A pool whose definition is gone loses its series.
-func (m *metrics) record(k Key, res engine.ReconcileResult, err error, last *engine.Snapshot, now time.Time, took time.Duration) {
+// engine read last (nil when it read none) and seen its view when already
+// observed: the gauges are engine.Observe's status of it. A pool whose
+// definition is gone loses its series.
+func (m *metrics) record(k Key, res engine.ReconcileResult, err error, last *engine.Snapshot, seen *engine.PoolView, now time.Time, took time.Duration) {
 	if errors.Is(err, engine.ErrPoolNotFound) {
 		m.forget(k)
 		return
@@ -125,7 +126,12 @@ func (m *metrics) record(k Key, res engine.ReconcileResult, err error, last *eng
 		m.forget(k)
 		return
 	}
-	v := engine.Observe(*last, now)
+	var v engine.PoolView
+	if seen != nil {
+		v = *seen
+	} else {
+		v = engine.Observe(*last, now)
+	}
 	st := v.Status
 	set := func(g *prometheus.GaugeVec, x float64) { g.WithLabelValues(k.Namespace, k.Pool).Set(x) }
 	set(m.desired, float64(st.Desired))
