@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -45,8 +46,9 @@ func poolSelector() labels.Selector {
 }
 
 // newInformerSet builds the informers of namespace (metav1.NamespaceAll for
-// every namespace) and registers h on each. Nothing is read until start.
-func newInformerSet(client kubernetes.Interface, namespace string, h cache.ResourceEventHandler) *informerSet {
+// every namespace) and registers h on each. List and watch errors go to logf
+// (each distinct message once in a row). Nothing is read until start.
+func newInformerSet(client kubernetes.Interface, namespace string, h cache.ResourceEventHandler, logf func(string, ...any)) *informerSet {
 	sel := poolSelector().String()
 	f := informers.NewSharedInformerFactoryWithOptions(client, 0,
 		informers.WithNamespace(namespace),
@@ -61,9 +63,21 @@ func newInformerSet(client kubernetes.Interface, namespace string, h cache.Resou
 		leases:  f.Coordination().V1().Leases().Informer(),
 	}
 	for _, inf := range s.all() {
-		// Both fail only once the informer has started; it has not.
+		// These fail only once the informer has started; it has not.
 		_ = inf.AddIndexers(cache.Indexers{poolIndex: indexByPool})
 		_, _ = inf.AddEventHandler(h)
+		var mu sync.Mutex
+		last := ""
+		// Instead of cache.DefaultWatchErrorHandler, which only logs through
+		// klog; the reflector backs off and retries by itself.
+		_ = inf.SetWatchErrorHandlerWithContext(func(_ context.Context, r *cache.Reflector, err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if msg := err.Error(); msg != last {
+				last = msg
+				logf("list/watch %s: %s", r.TypeDescription(), msg)
+			}
+		})
 	}
 	return s
 }

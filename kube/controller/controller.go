@@ -139,7 +139,7 @@ func New(opts Options) (*Controller, error) {
 		AddFunc:    c.onAdd,
 		UpdateFunc: c.onUpdate,
 		DeleteFunc: c.onDelete,
-	})
+	}, opts.Logf)
 	return c, nil
 }
 
