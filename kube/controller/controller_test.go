@@ -316,3 +316,52 @@ func TestHybridReadsGoFreshOnlyForWork(t *testing.T) {
 		t.Fatalf("a reconcile with work did not read fresh: %v", reads)
 	}
 }
+
+// SIGTERM in the middle of a reconcile: the reconcile abandons its step,
+// Run returns nil only once it has, and no member Lease is left behind.
+func TestStopDuringAReconcileLeavesNoLease(t *testing.T) {
+	client := fake.NewClientset(engine.BuildConfigMap(testNS, "desk", testSpec("img:1", 3)))
+	ctx, cancel := context.WithCancel(context.Background())
+	var once sync.Once
+	held := 0
+	// The fake runs reactors under its lock: no blocking, no client calls here.
+	client.PrependReactor("create", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		once.Do(func() {
+			held++
+			cancel() // SIGTERM arrives while the Pod is created
+		})
+		return false, nil, nil
+	})
+	c, err := New(Options{Client: client, Namespace: testNS, Resync: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after the stop")
+	}
+	if held == 0 {
+		t.Fatal("no Pod create happened")
+	}
+	created, deleted := 0, 0
+	for _, a := range client.Actions() {
+		if a.GetResource().Resource == "leases" {
+			switch a.GetVerb() {
+			case "create":
+				created++
+			case "delete":
+				deleted++
+			}
+		}
+	}
+	leases, _ := client.CoordinationV1().Leases(testNS).List(context.Background(), metav1.ListOptions{})
+	if created == 0 || len(leases.Items) != 0 || deleted != created {
+		t.Errorf("%d Leases taken, %d removed, %d left after the stop", created, deleted, len(leases.Items))
+	}
+}
