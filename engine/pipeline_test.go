@@ -8,6 +8,76 @@ import (
 	"time"
 )
 
+// Taking a member's reconciler Lease is pipelined: while a worker works on a
+// member it takes the Lease of its next one.
+func TestReconcileTakesTheNextLeaseAhead(t *testing.T) {
+	e, f := newEngine() // one worker
+	seedPool(f, "desk", baseSpec(3), 0)
+	taken := make(chan struct{})
+	var once sync.Once
+	var overlapped atomic.Bool
+	f.hook = func(a act) {
+		switch a {
+		case act{"create", kLease, LeaseName("desk-2")}:
+			once.Do(func() { close(taken) })
+		case act{"create", kPod, "desk-1"}:
+			select {
+			case <-taken:
+				overlapped.Store(true)
+			case <-time.After(10 * time.Second): // a guard, not a measurement: fail instead of hanging
+			}
+		}
+	}
+	res, err := e.Reconcile(context.Background(), "desk")
+	if err != nil || res.Done() != 3 {
+		t.Fatalf("Reconcile = %v, done %d", err, res.Done())
+	}
+	if !overlapped.Load() {
+		t.Fatal("the Lease of desk-2 was not taken while desk-1 was being created")
+	}
+	for _, m := range []string{"desk-1", "desk-2", "desk-3"} {
+		w := memberWrites(f.writes(), m)
+		if w[0] != (act{"create", kLease, LeaseName(m)}) || w[len(w)-1] != (act{"delete", kLease, LeaseName(m)}) {
+			t.Fatalf("writes on %s do not start by taking the Lease and end by removing it: %v", m, w)
+		}
+	}
+	if _, _, leases := f.count(); leases != 0 {
+		t.Fatalf("%d leases left", leases)
+	}
+}
+
+// A Lease taken ahead is removed too when the reconcile is cancelled before
+// its member's work begins: no member keeps a reconciler Lease.
+func TestReconcileCancelledRemovesLeasesTakenAhead(t *testing.T) {
+	e, f := newEngine()
+	e.Concurrency = 2
+	seedPool(f, "desk", baseSpec(8), 0)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f.hook = func(a act) {
+		if a == (act{"create", kLease, LeaseName("desk-3")}) {
+			cancel()
+		}
+	}
+	res, err := e.Reconcile(ctx, "desk")
+	if err == nil {
+		t.Fatal("a cancelled reconcile succeeded")
+	}
+	if _, _, leases := f.count(); leases != 0 {
+		t.Fatalf("%d leases left after a cancelled reconcile", leases)
+	}
+	if len(res.Actions) != 8 {
+		t.Fatalf("%d actions, want one for each of the 8 members: %+v", len(res.Actions), res.Actions)
+	}
+	for _, a := range res.Actions {
+		if a.Err == nil && a.Skipped == "" {
+			if n := len(memberWrites(f.writes(), a.Member)); n == 0 {
+				t.Errorf("%s counted as done without a write", a.Member)
+			}
+		}
+	}
+}
+
 // The removal of a member's reconciler Lease is pipelined: the next member
 // starts while the Lease of the previous one is being deleted. Every member's
 // writes still begin by taking its Lease and end by removing it, the member's

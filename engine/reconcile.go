@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -221,44 +222,83 @@ func withSize(snap Snapshot, spec Spec) Snapshot {
 }
 
 // runStep works on the step's members, at most e.Concurrency at once, each
-// under the reconciler's Lease. The removal of a member's Lease is
-// pipelined: once the member's work is done its slot goes to the next member
-// while the Lease is deleted, with at most e.Concurrency removals in flight.
-// A member's action is recorded when its Lease is gone (or its removal
-// failed), and runStep returns when every Lease of the step is removed.
+// under the reconciler's Lease. Each of e.Concurrency workers pipelines its
+// members through three stages, so that neither Lease write waits on the
+// member's own work:
+//
+//   - while it works on a member, it takes the Lease of its next one;
+//   - once the member's work is done, it goes on to the next member while
+//     the Lease is removed, with at most e.Concurrency removals in flight.
+//
+// Every Lease taken is removed after the member's work, also when the work
+// fails or ctx ends. A member's action is recorded when its Lease is gone (or
+// its removal failed), and runStep returns when every Lease of the step is.
 func (e *Engine) runStep(ctx context.Context, step Step, members []*Member, now time.Time, add func(Action), fn func(context.Context, *Member) error) {
 	if len(members) == 0 {
 		return
 	}
-	work := make(chan struct{}, e.concurrency())
-	unlocks := make(chan struct{}, e.concurrency())
-	var wg sync.WaitGroup
-	for _, m := range members {
-		if ctx.Err() != nil {
-			add(Action{Step: step, Member: m.Name, Err: ctx.Err()})
-			continue
+	var next atomic.Int64
+	pop := func() *Member {
+		if i := int(next.Add(1)) - 1; i < len(members) {
+			return members[i]
 		}
-		work <- struct{}{}
-		wg.Add(1)
-		go func(m *Member) {
-			defer wg.Done()
-			held, skipped, err := e.takeReconcilerLease(ctx, m, now)
-			if held == nil {
-				<-work
-				add(Action{Step: step, Member: m.Name, Skipped: skipped, Err: err})
+		return nil
+	}
+	take := func(m *Member) taken {
+		if err := ctx.Err(); err != nil {
+			return taken{m: m, err: err}
+		}
+		held, skipped, err := e.takeReconcilerLease(ctx, m, now)
+		return taken{m: m, held: held, skipped: skipped, err: err}
+	}
+	unlocks := make(chan struct{}, e.concurrency())
+	var workers, removals sync.WaitGroup
+	for range min(e.concurrency(), len(members)) {
+		workers.Go(func() {
+			m := pop()
+			if m == nil {
 				return
 			}
-			err = fn(ctx, m)
-			unlocks <- struct{}{}
-			<-work
-			if uerr := e.unlock(ctx, held); uerr != nil && err == nil {
-				err = fmt.Errorf("remove lease: %w", uerr)
+			cur := take(m)
+			for {
+				var ahead chan taken
+				if m := pop(); m != nil {
+					ahead = make(chan taken, 1)
+					go func() { ahead <- take(m) }()
+				}
+				if cur.held == nil {
+					add(Action{Step: step, Member: cur.m.Name, Skipped: cur.skipped, Err: cur.err})
+				} else {
+					err := fn(ctx, cur.m)
+					unlocks <- struct{}{}
+					removals.Add(1)
+					go func(t taken) {
+						defer removals.Done()
+						if uerr := e.unlock(ctx, t.held); uerr != nil && err == nil {
+							err = fmt.Errorf("remove lease: %w", uerr)
+						}
+						<-unlocks
+						add(Action{Step: step, Member: t.m.Name, Err: err})
+					}(cur)
+				}
+				if ahead == nil {
+					return
+				}
+				cur = <-ahead
 			}
-			<-unlocks
-			add(Action{Step: step, Member: m.Name, Err: err})
-		}(m)
+		})
 	}
-	wg.Wait()
+	workers.Wait()
+	removals.Wait()
+}
+
+// taken is the outcome of taking a member's Lease: the Lease held, or why
+// the member is skipped, or the error.
+type taken struct {
+	m       *Member
+	held    *coordinationv1.Lease
+	skipped string
+	err     error
 }
 
 // takeReconcilerLease takes the member's Lease as the reconciler and returns
