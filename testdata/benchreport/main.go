@@ -93,6 +93,12 @@ var targets = []target{
 		"BenchmarkIntegrationPerfReconcile", "engine/bare", 1.3),
 	bound(integration, "5 ... requests that waited for client-side throttling",
 		"BenchmarkIntegrationPerfReconcile", "throttled", 0),
+	info(integration, "5 ... seconds to fill the pool, engine",
+		"BenchmarkIntegrationPerfReconcile", "s-engine"),
+	info(integration, "5 ... seconds to create the objects, bare loop",
+		"BenchmarkIntegrationPerfReconcile", "s-bare"),
+	info(integration, "5 same without a client-side limit on either side: engine/bare",
+		"BenchmarkIntegrationPerfReconcileUnthrottled", "engine/bare"),
 	info(integration, "5 ... peak requests in flight, engine",
 		"BenchmarkIntegrationPerfReconcile", "peak-engine"),
 	info(integration, "5 ... peak requests in flight, bare loop",
@@ -104,6 +110,8 @@ var targets = []target{
 		"BenchmarkIntegrationPerfClaim", "req-cli"),
 	info(integration, "6 claim round trip p50 (ms)", "BenchmarkIntegrationPerfClaim", "claim-p50-ms"),
 	info(integration, "6 claim round trip p95 (ms)", "BenchmarkIntegrationPerfClaim", "claim-p95-ms"),
+	info(integration, "6 claim through the informer cache, round trip p50 (ms)", "BenchmarkIntegrationPerfClaim", "claim-cached-p50-ms"),
+	info(integration, "6 claim through the informer cache, round trip p95 (ms)", "BenchmarkIntegrationPerfClaim", "claim-cached-p95-ms"),
 	info(integration, "6 release round trip p50 (ms)", "BenchmarkIntegrationPerfClaim", "release-p50-ms"),
 	info(integration, "6 release round trip p95 (ms)", "BenchmarkIntegrationPerfClaim", "release-p95-ms"),
 	info(integration, "6 force-release round trip p50 (ms)", "BenchmarkIntegrationPerfClaim", "force-p50-ms"),
@@ -111,6 +119,8 @@ var targets = []target{
 	// 7. --once against kubectl get.
 	bound(integration, "7 ctpool-tui --once vs kubectl get, 1,000 members (median)",
 		"BenchmarkIntegrationPerfOnce", "once/kubectl", 1.0),
+	info(integration, "7 ... ctpool-tui --once, median (ms)", "BenchmarkIntegrationPerfOnce", "once-ms"),
+	info(integration, "7 ... kubectl get, median (ms)", "BenchmarkIntegrationPerfOnce", "kubectl-ms"),
 }
 
 var suffix = regexp.MustCompile(`-\d+$`)
