@@ -22,9 +22,10 @@ func TestIntegrationConsoleCommand(t *testing.T) {
 		"--cpu", "100m", "--mem", "128Mi", "--disk", "1Gi"); code != exitOK {
 		t.Fatalf("apply: exit %d\n%s%s", code, out, errOut)
 	}
-	env.WaitFor(t, 60*time.Second, "a free member", func() (bool, error) {
-		code, _, _ := runCmd(t, "-n", ns, "--once", "--pool", "desk")
-		return code == exitOK, nil
+	// Free is not enough (a Starting member is free): exec needs a Running Pod.
+	env.WaitFor(t, 60*time.Second, "desk-1 Ready", func() (bool, error) {
+		_, out, _ := runCmd(t, "-n", ns, "status", "desk", "-o", "json")
+		return strings.Contains(out, `"ready": 1,`), nil
 	})
 	for _, tc := range []struct {
 		kubeconfig string
