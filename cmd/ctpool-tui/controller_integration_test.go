@@ -59,7 +59,7 @@ func TestIntegrationReconcileWatchAndAll(t *testing.T) {
 	if err := eng.Cluster.DeletePod(ctx, "desk-1", ""); err != nil {
 		t.Fatal(err)
 	}
-	env.WaitFor(t, 60*time.Second, "desk-1 to come back and desk to converge", func() (bool, error) {
+	env.WaitFor(t, convergeTimeout, "desk-1 to come back and desk to converge", func() (bool, error) {
 		snap, err := eng.Cluster.Snapshot(ctx, "desk")
 		if err != nil {
 			return false, err

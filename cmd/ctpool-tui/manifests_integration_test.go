@@ -31,6 +31,10 @@ import (
 	"github.com/ctpool-tui/ctpool-tui/kube/kubetest"
 )
 
+// convergeTimeout bounds each wait for Pods to become Ready: other tests on
+// the shared plane may fill the nodes' Pod capacity for minutes.
+const convergeTimeout = 5 * time.Minute
+
 // manifestObjects runs `manifests` for ns and decodes what it prints.
 func manifestObjects(t *testing.T, ns string) (string, []runtime.Object) {
 	t.Helper()
@@ -174,7 +178,7 @@ func TestIntegrationManifestsReconcilerRunsAsItsServiceAccount(t *testing.T) {
 			t.Error("the reconciler did not stop within 30s")
 		}
 	})
-	env.WaitFor(t, 90*time.Second, "desk to converge under the ServiceAccount", func() (bool, error) {
+	env.WaitFor(t, convergeTimeout, "desk to converge under the ServiceAccount", func() (bool, error) {
 		select {
 		case code := <-done:
 			done <- code

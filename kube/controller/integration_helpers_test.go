@@ -26,6 +26,12 @@ import (
 	"github.com/ctpool-tui/ctpool-tui/kube/kubetest"
 )
 
+// convergeTimeout bounds each wait for Pods to become Ready. It is generous
+// because other tests on the shared plane (go test runs packages in
+// parallel) may fill the nodes' Pod capacity for minutes; when the plane is
+// free a pool converges in a few seconds.
+const convergeTimeout = 5 * time.Minute
+
 // counter counts the requests one client sends, by kind, and can cut the
 // client off the API server (a network partition).
 type counter struct {

@@ -59,7 +59,7 @@ func TestIntegrationLeaderElectionOneWriterAndTakeover(t *testing.T) {
 	b := startInstance(t, env, "reconciler-b", shortElection)
 	leader := waitLeader(t, env, a, b)
 	follower := map[*instance]*instance{a: b, b: a}[leader]
-	env.WaitFor(t, 90*time.Second, "desk to converge to 3 members", func() (bool, error) {
+	env.WaitFor(t, convergeTimeout, "desk to converge to 3 members", func() (bool, error) {
 		return converged(observe(t, env, "desk"), 3), nil
 	})
 	if h := leaseHolder(t, env); h != leader.name {
@@ -133,7 +133,7 @@ func TestIntegrationLeaderElectionOneWriterAndTakeover(t *testing.T) {
 	// Drift and scale up: the new leader replaces the unclaimed members and
 	// creates the fourth; the claimed one stays as it is.
 	setSpec(t, env, "desk", smallSpec("registry.example/desktop:2", 4))
-	env.WaitFor(t, 120*time.Second, "desk to converge on the new source around the claimed member", func() (bool, error) {
+	env.WaitFor(t, convergeTimeout, "desk to converge on the new source around the claimed member", func() (bool, error) {
 		v := observe(t, env, "desk")
 		st, m := v.Status, v.Member(cr.Member)
 		ok := st.Ready == 4 && st.Observed == 4 && len(v.Members) == 4 && st.Drifted == 1 &&
@@ -160,7 +160,7 @@ func TestIntegrationLeaderThatCannotRenewStopsWriting(t *testing.T) {
 	a := startInstance(t, env, "reconciler-a", shortElection)
 	waitLeader(t, env, a)
 	b := startInstance(t, env, "reconciler-b", shortElection)
-	env.WaitFor(t, 90*time.Second, "desk to converge", func() (bool, error) {
+	env.WaitFor(t, convergeTimeout, "desk to converge", func() (bool, error) {
 		return converged(observe(t, env, "desk"), 2), nil
 	})
 	env.WaitFor(t, 10*time.Second, "the standby's caches", func() (bool, error) { return b.ctrl.Ready() == nil, nil })
@@ -191,7 +191,7 @@ func TestIntegrationLeaderThatCannotRenewStopsWriting(t *testing.T) {
 	if err := env.Client.CoreV1().Pods(env.Namespace).Delete(ctx, "desk-1", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	env.WaitFor(t, 60*time.Second, "desk-1 to be rebuilt by the new leader", func() (bool, error) {
+	env.WaitFor(t, convergeTimeout, "desk-1 to be rebuilt by the new leader", func() (bool, error) {
 		p, err := env.Client.CoreV1().Pods(env.Namespace).Get(ctx, "desk-1", metav1.GetOptions{})
 		return err == nil && p.UID != pod.UID && converged(observe(t, env, "desk"), 2), nil
 	})

@@ -61,7 +61,7 @@ func TestIntegrationAllPoolsReadModes(t *testing.T) {
 				o.Reads, o.Workers, o.Resync = tc.reads, tc.workers, time.Second
 				o.Logf = nil
 			})
-			env.WaitFor(t, 120*time.Second, "every pool to converge", func() (bool, error) {
+			env.WaitFor(t, convergeTimeout, "every pool to converge", func() (bool, error) {
 				for _, p := range names {
 					if !converged(observe(t, env, p), size) {
 						return false, nil
