@@ -26,6 +26,7 @@ lint: ## gofmt and go vet (with the integration tag too)
 	$(GO) vet $(PKGS)
 	$(GO) vet -tags integration $(PKGS)
 	$(GO) vet -tags 'integration outage' $(PKGS)
+	$(GO) vet -tags 'integration perf' $(PKGS)
 
 .PHONY: test
 test: lint ## everything CI runs: lint, unit and integration tests on a local control plane, short fuzzing
@@ -34,7 +35,7 @@ test: lint ## everything CI runs: lint, unit and integration tests on a local co
 
 .PHONY: test-in-cluster
 test-in-cluster: ## unit + integration tests, then the outage tests alone (they stop the API server); needs a plane
-	$(GO) test -race -count=1 -timeout 30m -tags integration $(PKGS)
+	$(GO) test -race -count=1 -timeout 40m -p 1 -tags integration $(PKGS)
 	$(GO) test -race -count=1 -timeout 15m -p 1 -tags 'integration outage' -run Outage $(PKGS)
 
 .PHONY: test-unit
@@ -70,7 +71,7 @@ bench: ## unit benchmarks in BENCH_ROUNDS interleaved rounds (default 5), then t
 
 .PHONY: bench-integration
 bench-integration: ## benchmarks on the running local plane (make cluster-up), then the targets they meet
-	set -o pipefail; CI=$${CI:-1} $(GO) test -tags integration -run '^$$' -bench Integration -benchtime 1x -timeout 60m ./kube/ | tee .bench-integration.out
+	set -o pipefail; CI=$${CI:-1} $(GO) test -tags 'integration perf' -run '^$$' -bench Integration -benchtime 1x -timeout 60m ./kube/ | tee .bench-integration.out
 	@$(GO) run ./testdata/benchreport -set integration < .bench-integration.out
 
 .PHONY: cluster-build

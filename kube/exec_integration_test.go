@@ -67,9 +67,10 @@ func execAs(t *testing.T, env *kubetest.Env, who string, rec *execRecorder, pod 
 	ex := &kube.Exec{Config: cfg, Client: client, NewExecutor: rec.factory}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	var out bytes.Buffer
+	// Separate buffers: the executor copies stdout and stderr concurrently.
+	var stdout, stderr bytes.Buffer
 	return ex.Run(ctx, kube.ExecRequest{Namespace: env.Namespace, Pod: pod, Command: command,
-		Stdin: strings.NewReader(""), Stdout: &out, Stderr: &out})
+		Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr})
 }
 
 // The exec request names the member's Pod, namespace, desktop container and

@@ -1,5 +1,8 @@
-//go:build integration
+//go:build integration && perf
 
+// Performance runs fill the shared plane with hundreds of Pods, so they carry
+// the perf tag and run alone (make bench-integration), never beside the
+// other integration tests.
 package kube_test
 
 // Performance measurements of issue 7 on the real control plane. Each

@@ -228,16 +228,3 @@ func isTerminal(v any) bool {
 	f, ok := v.(*os.File)
 	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
 }
-
-// watchChanges starts informers on the namespace for reconcile --watch.
-func (e *env) watchChanges(ctx context.Context, ns string) (<-chan struct{}, error) {
-	cs, _, err := e.opts.Clientset()
-	if err != nil {
-		return nil, err
-	}
-	w := kube.NewWatcher(cs, ns)
-	if err := w.Start(ctx); err != nil {
-		return nil, err
-	}
-	return w.Changed(), nil
-}

@@ -6,6 +6,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -26,8 +27,7 @@ const (
 
 func main() {
 	// klog must never write into the terminal the TUI owns.
-	klog.LogToStderr(false)
-	klog.SetOutput(io.Discard)
+	silenceKlog()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
@@ -86,4 +86,16 @@ func oneLine(s string) string {
 		}
 	}
 	return b.String()
+}
+
+// silenceKlog sends all of client-go's klog output nowhere: not to stderr
+// (not even errors, whose default threshold would still print them), not to
+// files.
+func silenceKlog() {
+	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(fs)
+	for name, value := range map[string]string{"logtostderr": "false", "alsologtostderr": "false", "stderrthreshold": "FATAL", "one_output": "true"} {
+		_ = fs.Set(name, value)
+	}
+	klog.SetOutput(io.Discard)
 }
