@@ -174,6 +174,11 @@ func runController(ctx context.Context, e *env, f reconcileFlags, pool string) e
 			}
 		},
 	}
+	if pool != "" {
+		// One pool: read it fresh on every interval, so that a cache left
+		// stale by an API outage can never hide work from this loop.
+		opts.Reads = controller.ReadFresh
+	}
 	if f.leaderElect {
 		leNS := f.leNamespace
 		if leNS == "" {
