@@ -122,27 +122,22 @@ func (a *apiServer) Create(gvr schema.GroupVersionResource, obj runtime.Object, 
 
 // Update replaces an object; a resourceVersion in obj must match the stored one.
 func (a *apiServer) Update(gvr schema.GroupVersionResource, obj runtime.Object, ns string, opts ...metav1.UpdateOptions) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if err := a.prepareWrite(gvr, obj, ns); err != nil {
-		return err
-	}
-	if err := a.inner.Update(gvr, obj, ns, opts...); err != nil {
-		return err
-	}
-	m, _ := meta.Accessor(obj)
-	a.broadcastStored(gvr, ns, m.GetName(), watch.Modified)
-	return nil
+	return a.modify(gvr, obj, ns, func() error { return a.inner.Update(gvr, obj, ns, opts...) })
 }
 
 // Patch stores a patched object (computed by the reaction from the stored one).
 func (a *apiServer) Patch(gvr schema.GroupVersionResource, obj runtime.Object, ns string, opts ...metav1.PatchOptions) error {
+	return a.modify(gvr, obj, ns, func() error { return a.inner.Patch(gvr, obj, ns, opts...) })
+}
+
+// modify checks a write, stores it with store and tells the watchers.
+func (a *apiServer) modify(gvr schema.GroupVersionResource, obj runtime.Object, ns string, store func() error) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if err := a.prepareWrite(gvr, obj, ns); err != nil {
 		return err
 	}
-	if err := a.inner.Patch(gvr, obj, ns, opts...); err != nil {
+	if err := store(); err != nil {
 		return err
 	}
 	m, _ := meta.Accessor(obj)
