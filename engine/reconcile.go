@@ -23,6 +23,9 @@ const (
 	StepReplace
 	StepDelete
 	StepStatus
+	// StepRead is the first read of the pool; it has no member actions and
+	// appears only in ReconcileResult.Timings.
+	StepRead
 )
 
 func (s Step) String() string {
@@ -37,6 +40,8 @@ func (s Step) String() string {
 		return "delete"
 	case StepStatus:
 		return "status"
+	case StepRead:
+		return "read"
 	}
 	return fmt.Sprintf("step(%d)", int(s))
 }
@@ -57,6 +62,28 @@ type ReconcileResult struct {
 	Status        Status
 	StatusWritten bool
 	Errors        []string
+	// Timings are how long each step that ran took, in the order they ran
+	// (read, create, start, replace, delete, status), measured with the
+	// engine's clock. A step with no member to work on does not appear.
+	Timings []StepTiming
+}
+
+// StepTiming is the time one reconcile step took.
+type StepTiming struct {
+	Step Step
+	Took time.Duration
+}
+
+// timeStep adds the time since start to the step's timing.
+func (r *ReconcileResult) timeStep(step Step, start, end time.Time) {
+	d := max(end.Sub(start), 0)
+	for i := range r.Timings {
+		if r.Timings[i].Step == step {
+			r.Timings[i].Took += d
+			return
+		}
+	}
+	r.Timings = append(r.Timings, StepTiming{Step: step, Took: d})
 }
 
 // Done counts the actions that changed something.
@@ -76,19 +103,24 @@ func (r ReconcileResult) Done() int {
 // as the reconciler before each create, replace or delete and never touches a
 // claimed member. It returns a *StepError when any step failed.
 func (e *Engine) Reconcile(ctx context.Context, pool string) (ReconcileResult, error) {
+	var read ReconcileResult
+	start := e.Now()
 	snap, err := e.Cluster.Snapshot(ctx, pool)
+	read.timeStep(StepRead, start, e.Now())
 	if err != nil {
-		return ReconcileResult{}, fmt.Errorf("read pool %s: %w", pool, err)
+		return read, fmt.Errorf("read pool %s: %w", pool, err)
 	}
 	if snap.ConfigMap == nil {
-		return ReconcileResult{}, fmt.Errorf("%w: %s (no ConfigMap %s in namespace %s)", ErrPoolNotFound, pool, ConfigMapName(pool), e.Namespace)
+		return read, fmt.Errorf("%w: %s (no ConfigMap %s in namespace %s)", ErrPoolNotFound, pool, ConfigMapName(pool), e.Namespace)
 	}
 	spec, err := ParseSpec(snap.ConfigMap.Data[KeySpec])
 	if err != nil {
 		e.recordSpecError(ctx, snap, err)
-		return ReconcileResult{}, fmt.Errorf("pool %s: %w", pool, err)
+		return read, fmt.Errorf("pool %s: %w", pool, err)
 	}
-	return e.reconcile(ctx, snap, spec, spec.Size)
+	res, err := e.reconcile(ctx, snap, spec, spec.Size)
+	res.Timings = append(read.Timings, res.Timings...)
+	return res, err
 }
 
 // recordSpecError writes a status that names the broken definition, once.
@@ -146,20 +178,32 @@ func (e *Engine) reconcile(ctx context.Context, snap Snapshot, spec Spec, size i
 	}
 
 	ns := snap.Namespace
-	e.runStep(ctx, StepCreate, creates, now, add, func(ctx context.Context, m *Member) error {
+	// timed runs a step when it has members and records how long it took.
+	timed := func(step Step, members []*Member, fn func(context.Context, *Member) error) {
+		if len(members) == 0 {
+			return
+		}
+		start := e.Now()
+		e.runStep(ctx, step, members, now, add, fn)
+		end := e.Now()
+		mu.Lock()
+		res.timeStep(step, start, end)
+		mu.Unlock()
+	}
+	timed(StepCreate, creates, func(ctx context.Context, m *Member) error {
 		return e.createMember(ctx, ns, snap.Pool, m.Index, spec, true)
 	})
-	e.runStep(ctx, StepStart, starts, now, add, func(ctx context.Context, m *Member) error {
+	timed(StepStart, starts, func(ctx context.Context, m *Member) error {
 		return ignoreExists(e.Cluster.CreatePod(ctx, BuildPod(ns, snap.Pool, m.Index, spec)))
 	})
-	e.runStep(ctx, StepStart, unlocks, now, add, func(context.Context, *Member) error { return nil })
-	e.runStep(ctx, StepReplace, replaces, now, add, func(ctx context.Context, m *Member) error {
+	timed(StepStart, unlocks, func(context.Context, *Member) error { return nil })
+	timed(StepReplace, replaces, func(ctx context.Context, m *Member) error {
 		if err := e.destroyMember(ctx, m); err != nil {
 			return err
 		}
 		return e.createMember(ctx, ns, snap.Pool, m.Index, spec, true)
 	})
-	e.runStep(ctx, StepDelete, deletes, now, add, func(ctx context.Context, m *Member) error {
+	timed(StepDelete, deletes, func(ctx context.Context, m *Member) error {
 		return e.destroyMember(ctx, m)
 	})
 	sort.Slice(res.Actions, func(i, j int) bool {
@@ -172,6 +216,7 @@ func (e *Engine) reconcile(ctx context.Context, snap Snapshot, spec Spec, size i
 	sort.Strings(res.Errors)
 
 	// Step 5: record the status. Re-read only when something was done.
+	statusStart := e.Now()
 	final := view
 	if res.Done() > 0 {
 		if s, err := e.Cluster.Snapshot(ctx, snap.Pool); err == nil && s.ConfigMap != nil {
@@ -195,6 +240,7 @@ func (e *Engine) reconcile(ctx context.Context, snap Snapshot, spec Spec, size i
 			res.Status = st
 		}
 	}
+	res.timeStep(StepStatus, statusStart, e.Now())
 	if len(res.Errors) > 0 {
 		return res, &StepError{Errors: res.Errors}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -630,7 +631,7 @@ func TestReconcileObjectsCreatedMeanwhile(t *testing.T) {
 }
 
 func TestStepString(t *testing.T) {
-	want := map[Step]string{StepCreate: "create", StepStart: "start", StepReplace: "replace", StepDelete: "delete", StepStatus: "status", Step(9): "step(9)"}
+	want := map[Step]string{StepCreate: "create", StepStart: "start", StepReplace: "replace", StepDelete: "delete", StepStatus: "status", StepRead: "read", Step(9): "step(9)"}
 	for s, w := range want {
 		if s.String() != w {
 			t.Errorf("Step(%d) = %q, want %q", int(s), s.String(), w)
@@ -642,5 +643,79 @@ func TestStepString(t *testing.T) {
 	}
 	if (&Engine{}).waitTimeout() != DeleteWaitTimeout || (&Engine{}).concurrency() != DefaultConcurrency {
 		t.Error("defaults")
+	}
+}
+
+// tickingClock advances by one second on every reading, so that a step's
+// timing counts the engine's clock readings within it.
+func tickingClock(start time.Time) func() time.Time {
+	var mu sync.Mutex
+	cur := start
+	return func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		t := cur
+		cur = cur.Add(time.Second)
+		return t
+	}
+}
+
+func TestReconcileTimings(t *testing.T) {
+	cases := []struct {
+		name  string
+		seed  func(f *fakeCluster)
+		fail  error
+		steps string
+	}{
+		{
+			name: "every step",
+			seed: func(f *fakeCluster) {
+				spec := baseSpec(4)
+				f.add(BuildConfigMap(testNS, "desk", spec), BuildPVC(testNS, "desk", 2, spec))
+				p3, c3 := readyMember("desk", 3, driftedSpec(4))
+				p4, c4 := readyMember("desk", 4, spec)
+				p5, c5 := readyMember("desk", 5, spec)
+				f.add(p3, c3, p4, c4, p5, c5)
+			},
+			steps: "read create start replace delete status",
+		},
+		{
+			name:  "nothing to do",
+			seed:  func(f *fakeCluster) { seedPool(f, "desk", baseSpec(2), 2) },
+			steps: "read status",
+		},
+		{
+			name:  "only creates",
+			seed:  func(f *fakeCluster) { seedPool(f, "desk", baseSpec(3), 0) },
+			steps: "read create status",
+		},
+		{
+			name:  "unreadable pool",
+			seed:  func(f *fakeCluster) {},
+			fail:  ErrForbidden,
+			steps: "read",
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e, f := newEngine()
+			e.Now = tickingClock(testNow)
+			tc.seed(f)
+			f.snapshotErr = tc.fail
+			res, err := e.Reconcile(context.Background(), "desk")
+			if !errors.Is(err, tc.fail) {
+				t.Fatalf("Reconcile = %v, want %v", err, tc.fail)
+			}
+			var steps []string
+			for _, st := range res.Timings {
+				steps = append(steps, st.Step.String())
+				if st.Took <= 0 {
+					t.Errorf("%s took %v on a clock that ticks on every reading", st.Step, st.Took)
+				}
+			}
+			if got := strings.Join(steps, " "); got != tc.steps {
+				t.Fatalf("timed steps %q, want %q", got, tc.steps)
+			}
+		})
 	}
 }

@@ -29,6 +29,7 @@ type metrics struct {
 	exhaust  *prometheus.GaugeVec
 	expiring *prometheus.GaugeVec
 	duration *prometheus.HistogramVec
+	steps    *prometheus.HistogramVec
 	errors   *prometheus.CounterVec
 	actions  *prometheus.CounterVec
 }
@@ -56,6 +57,11 @@ func newMetrics(c *Controller) *metrics {
 		Help:    "Time one reconcile of a pool took, reads included.",
 		Buckets: prometheus.ExponentialBuckets(0.001, 4, 10),
 	}, poolLabels)
+	m.steps = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "ctpool_reconcile_step_duration_seconds",
+		Help:    "Time one step of a pool's reconcile took: read (the first read of the pool), create, start, replace, delete and status (engine.Step names); a step with nothing to do is not observed.",
+		Buckets: prometheus.ExponentialBuckets(0.001, 4, 10),
+	}, []string{"namespace", "pool", "step"})
 	m.errors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "ctpool_reconcile_errors_total",
 		Help: "Failures of reconcile steps: create, start, replace, delete and status (engine.Step names), read (the pool could not be read) and spec (a broken definition).",
@@ -67,7 +73,7 @@ func newMetrics(c *Controller) *metrics {
 	for _, g := range m.gauges {
 		m.reg.MustRegister(g)
 	}
-	m.reg.MustRegister(m.duration, m.errors, m.actions,
+	m.reg.MustRegister(m.duration, m.steps, m.errors, m.actions,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "ctpool_reconciler_leader",
 			Help: "1 while this instance runs the workers (the leader, or the only instance).",
@@ -99,6 +105,9 @@ func (m *metrics) record(k Key, res engine.ReconcileResult, err error, last *eng
 		return
 	}
 	m.duration.WithLabelValues(k.Namespace, k.Pool).Observe(took.Seconds())
+	for _, st := range res.Timings {
+		m.steps.WithLabelValues(k.Namespace, k.Pool, st.Step.String()).Observe(st.Took.Seconds())
+	}
 	counted := false
 	for _, a := range res.Actions {
 		switch {
@@ -165,6 +174,7 @@ func (m *metrics) forget(k Key) {
 		g.DeletePartialMatch(l)
 	}
 	m.duration.DeletePartialMatch(l)
+	m.steps.DeletePartialMatch(l)
 	m.errors.DeletePartialMatch(l)
 	m.actions.DeletePartialMatch(l)
 }

@@ -86,6 +86,14 @@ func TestMetricsGaugesEqualObserve(t *testing.T) {
 	if n := m[series("ctpool_reconcile_duration_seconds_count", testNS, "desk")]; n != 1 {
 		t.Errorf("reconcile count %v, want 1", n)
 	}
+	// Per step: the first read and the status always run; the replace step
+	// ran on desk-3 and desk-5 (both skipped: claimed); nothing was missing,
+	// stopped or above the size.
+	for step, want := range map[string]float64{"read": 1, "replace": 1, "status": 1, "create": 0, "start": 0, "delete": 0} {
+		if n := m[series("ctpool_reconcile_step_duration_seconds_count", testNS, "desk", "step", step)]; n != want {
+			t.Errorf("step %s observed %v times, want %v", step, n, want)
+		}
+	}
 	if m["ctpool_reconciler_leader"] != 0 {
 		t.Error("leader gauge set without running workers")
 	}
