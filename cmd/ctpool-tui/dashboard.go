@@ -103,7 +103,7 @@ func runDashboard(ctx context.Context, e *env, df dashFlags, stdin io.Reader) er
 	opts := dashboardOptions(conn, watcher, df.readonly)
 	opts.Theme, opts.NoColor = theme, os.Getenv("NO_COLOR") != ""
 	if !df.readonly {
-		opts.Actions = e.dashboardEngine(ctx, conn)
+		opts.Actions = cachedClaims(e.dashboardEngine(ctx, conn), watcher)
 	}
 	consoleAndLogs(&opts, conn, df.readonly)
 	err = tui.Run(ctx, opts)
@@ -163,6 +163,32 @@ func (e *env) dashboardEngine(ctx context.Context, conn *connection) *engine.Eng
 	}
 	eng.Audit = (&kube.Auditor{Client: conn.client, Namespace: conn.namespace, Actor: actor}).Record
 	return eng
+}
+
+// dashboardActions is the dashboard's engine with claims (key a) decided on
+// the informer cache the screen shows: a claim then costs two requests (the
+// Lease create and the PVC annotation) instead of four reads more. The Lease
+// create stays the authority: a member the cache shows free but someone has
+// just claimed answers AlreadyExists and the claim moves on to the next free
+// member. Everything else (reconcile, release, resize, delete) reads fresh.
+type dashboardActions struct {
+	*engine.Engine
+	claims *engine.Engine
+}
+
+func (d dashboardActions) Claim(ctx context.Context, pool, identity string) (engine.ClaimResult, error) {
+	return d.claims.Claim(ctx, pool, identity)
+}
+
+// cachedClaims returns eng's actions with claims read from cache.
+func cachedClaims(eng *engine.Engine, cache engine.Reader) tui.Actions {
+	claims := *eng
+	if kc, ok := eng.Cluster.(*kube.Cluster); ok {
+		cc := *kc
+		cc.Reader = cache
+		claims.Cluster = &cc
+	}
+	return dashboardActions{Engine: eng, claims: &claims}
 }
 
 // runOnce prints the state once: exit 0 all well, 3 attention, 1 unreadable.

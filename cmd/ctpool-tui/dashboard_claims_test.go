@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/kube"
+)
+
+// snapshotReader answers Snapshot from fixed objects, as the Watcher's cache.
+type snapshotReader struct {
+	snap  engine.Snapshot
+	reads int
+}
+
+func (r *snapshotReader) Snapshot(context.Context, string) (engine.Snapshot, error) {
+	r.reads++
+	return r.snap, nil
+}
+
+func TestDashboardClaimsReadTheCache(t *testing.T) {
+	const ns, pool = "vdi", "desk"
+	spec := engine.Spec{Image: "registry.example/desk:1", CPU: "1", Memory: "1Gi", Disk: "1Gi", Size: 2}
+	spec.Default()
+	cm := engine.BuildConfigMap(ns, pool, spec)
+	var pods []*corev1.Pod
+	var pvcs []*corev1.PersistentVolumeClaim
+	for n := 1; n <= 2; n++ {
+		pod := engine.BuildPod(ns, pool, n, spec)
+		pod.Status.Phase = corev1.PodRunning
+		pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+		pods = append(pods, pod)
+		pvcs = append(pvcs, engine.BuildPVC(ns, pool, n, spec))
+	}
+	client := fake.NewClientset(cm, pods[0], pods[1], pvcs[0], pvcs[1])
+	cache := &snapshotReader{snap: engine.Snapshot{Namespace: ns, Pool: pool, ConfigMap: cm, Pods: pods, PVCs: pvcs}}
+	eng := &engine.Engine{Cluster: kube.NewCluster(client, ns), Namespace: ns, Now: time.Now}
+	actions := cachedClaims(eng, cache)
+
+	ctx := context.Background()
+	client.ClearActions()
+	res, err := actions.Claim(ctx, pool, "alice@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Member == "" || cache.reads != 1 {
+		t.Fatalf("claim gave %q after %d cache reads", res.Member, cache.reads)
+	}
+	var got []string
+	for _, a := range client.Actions() {
+		got = append(got, a.GetVerb()+" "+a.GetResource().Resource)
+	}
+	want := []string{"create leases", "patch persistentvolumeclaims"}
+	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+		t.Fatalf("a claim on the cache sent %v, want %v", got, want)
+	}
+
+	// Everything else still reads fresh from the API server.
+	client.ClearActions()
+	if _, err := actions.Reconcile(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	lists := 0
+	for _, a := range client.Actions() {
+		if a.GetVerb() == "list" {
+			lists++
+		}
+	}
+	if lists == 0 || cache.reads != 1 {
+		t.Fatalf("reconcile made %d list requests and %d cache reads; want fresh lists and no cache read", lists, cache.reads)
+	}
+	// The engine the dashboard was given is not changed.
+	if kc := eng.Cluster.(*kube.Cluster); kc.Reader != nil {
+		t.Fatal("cachedClaims set the Reader of the fresh engine")
+	}
+}
