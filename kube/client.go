@@ -15,11 +15,14 @@ import (
 // DefaultNamespace is used when neither the flag nor the kubeconfig context names one.
 const DefaultNamespace = "corral"
 
-// Client defaults: well above client-go's 5 QPS / 10 burst, so a reconcile of
-// hundreds of members is not throttled on the client side.
+// Client defaults: far above client-go's 5 QPS / 10 burst and above what an
+// API server takes from one client (a 2-core control plane accepts about 500
+// writes a second), so that a reconcile is paced by the API server, whose
+// priority and fairness protect it, and never by a client-side token bucket.
+// The engine's bounded concurrency (16 members at once) limits the load.
 const (
-	DefaultQPS   = 200
-	DefaultBurst = 400
+	DefaultQPS   = 1000
+	DefaultBurst = 2000
 )
 
 // Options are the connection flags, kubectl's (--kubeconfig, --context,
