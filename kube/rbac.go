@@ -162,6 +162,16 @@ func RolePermissions(role string) ([]engine.Permission, error) {
 	if !ok {
 		return nil, fmt.Errorf("unknown role %q (one of %s)", role, strings.Join(RoleNames, ", "))
 	}
+	return ActionPermissions(actions...)
+}
+
+// ReconcilerActions are what `reconcile --all --watch` does: watch the pools
+// and reconcile them. Its cluster-wide ClusterRole holds only these, not the
+// operator's claims, releases, console and logs.
+var ReconcilerActions = []string{ActionWatch, ActionReconcile}
+
+// ActionPermissions is the union of the actions' permissions, sorted.
+func ActionPermissions(actions ...string) ([]engine.Permission, error) {
 	set := map[engine.Permission]bool{}
 	for _, a := range actions {
 		ps, err := RequiredPermissions(a)

@@ -13,8 +13,9 @@ import (
 
 func newManifestsCmd(e *env) *cobra.Command {
 	var image string
+	var allNamespaces bool
 	c := &cobra.Command{
-		Use:   "manifests [--namespace N] [--image I]",
+		Use:   "manifests [--namespace N] [--image I] [-A]",
 		Short: "Print the manifests that run the reconciler in the cluster",
 		Long: `Print (YAML) what runs the reconciler inside the cluster, in the namespace
 of its pools:
@@ -31,12 +32,21 @@ of its pools:
                   read-only root file system, no privilege escalation, all
                   capabilities dropped, seccomp RuntimeDefault
 
+With -A (--all-namespaces) the reconciler keeps the pools of every
+namespace: a ClusterRole and ClusterRoleBinding named ctpool-tui-reconciler
+replace the Role and RoleBinding, and the ClusterRole grants only what the
+reconciler does (watch and reconcile pools, audit Events, the election
+Lease; no claims, console or logs in every namespace). The Deployment runs
+"reconcile -A"; the ServiceAccount, Deployment and election Lease stay in
+the namespace.
+
 The image (default ` + controller.DefaultImage + `) is not published by
 this project: build it at your site (a static binary, e.g. CGO_ENABLED=0
 go build ./cmd/ctpool-tui, in a distroless or scratch image) and pass --image.
 Pipe the output to kubectl apply -f -.`,
-		Example: `  ctpool-tui manifests -n vdi --image registry.example/ctpool-tui:1.0 | kubectl apply -f -`,
-		Args:    cobra.NoArgs,
+		Example: `  ctpool-tui manifests -n vdi --image registry.example/ctpool-tui:1.0 | kubectl apply -f -
+  ctpool-tui manifests -n vdi-system -A --image registry.example/ctpool-tui:1.0 | kubectl apply -f -`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ns, err := e.opts.Namespace()
 			if err != nil {
@@ -48,7 +58,7 @@ Pipe the output to kubectl apply -f -.`,
 			if image == "" {
 				return usageErr("--image must not be empty")
 			}
-			objs, err := controller.Manifests(controller.ManifestOptions{Namespace: ns, Image: image})
+			objs, err := controller.Manifests(controller.ManifestOptions{Namespace: ns, Image: image, AllNamespaces: allNamespaces})
 			if err != nil {
 				return opErr(err)
 			}
@@ -63,6 +73,7 @@ Pipe the output to kubectl apply -f -.`,
 		},
 	}
 	c.Flags().StringVar(&image, "image", controller.DefaultImage, "the ctpool-tui image (built by your site)")
+	c.Flags().BoolVarP(&allNamespaces, "all-namespaces", "A", false, "reconcile the pools of every namespace (ClusterRole and ClusterRoleBinding)")
 	return c
 }
 

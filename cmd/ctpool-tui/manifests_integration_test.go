@@ -36,9 +36,9 @@ import (
 const convergeTimeout = 5 * time.Minute
 
 // manifestObjects runs `manifests` for ns and decodes what it prints.
-func manifestObjects(t *testing.T, ns string) (string, []runtime.Object) {
+func manifestObjects(t *testing.T, ns string, extra ...string) (string, []runtime.Object) {
 	t.Helper()
-	code, out, errOut := runCmd(t, "manifests", "-n", ns, "--image", "registry.example/ctpool-tui:test")
+	code, out, errOut := runCmd(t, append([]string{"manifests", "-n", ns, "--image", "registry.example/ctpool-tui:test"}, extra...)...)
 	if code != exitOK {
 		t.Fatalf("manifests: exit %d: %s", code, errOut)
 	}
@@ -69,6 +69,10 @@ func create(ctx context.Context, env *kubetest.Env, objs []runtime.Object, dry b
 			_, err = env.Client.RbacV1().Roles(ns).Create(ctx, o, opts)
 		case *rbacv1.RoleBinding:
 			_, err = env.Client.RbacV1().RoleBindings(ns).Create(ctx, o, opts)
+		case *rbacv1.ClusterRole:
+			_, err = env.Client.RbacV1().ClusterRoles().Create(ctx, o, opts)
+		case *rbacv1.ClusterRoleBinding:
+			_, err = env.Client.RbacV1().ClusterRoleBindings().Create(ctx, o, opts)
 		case *appsv1.Deployment:
 			_, err = env.Client.AppsV1().Deployments(ns).Create(ctx, o, opts)
 		default:
@@ -89,6 +93,11 @@ func TestIntegrationManifestsServerDryRun(t *testing.T) {
 	}
 	if err := create(t.Context(), env, objs, true); err != nil {
 		t.Fatalf("server-side dry run: %v", err)
+	}
+	if _, all := manifestObjects(t, env.Namespace, "-A"); len(all) != 4 {
+		t.Fatalf("-A: %d objects", len(all))
+	} else if err := create(t.Context(), env, all, true); err != nil {
+		t.Fatalf("-A: server-side dry run: %v", err)
 	}
 	// The bundled kubectl too, when the plane's binaries are at hand.
 	cacheDir := os.Getenv("CTPOOL_CLUSTER_CACHE")
@@ -121,9 +130,36 @@ func TestIntegrationManifestsServerDryRun(t *testing.T) {
 // it), converges a pool, reports ready, and on SIGTERM (ctx) releases the
 // Lease and exits 0.
 func TestIntegrationManifestsReconcilerRunsAsItsServiceAccount(t *testing.T) {
+	reconcilerAsServiceAccount(t, false)
+}
+
+// The same with -A: the ClusterRole lets `reconcile -A` converge pools in
+// two namespaces while its election Lease stays in its own.
+func TestIntegrationManifestsAllNamespaces(t *testing.T) {
+	reconcilerAsServiceAccount(t, true)
+}
+
+func reconcilerAsServiceAccount(t *testing.T, allNamespaces bool) {
 	env := kubetest.Require(t)
 	ctx := t.Context()
-	_, objs := manifestObjects(t, env.Namespace)
+	namespaces := []string{env.Namespace}
+	var extra []string
+	args := []string{"reconcile", "--all"}
+	if allNamespaces {
+		extra = []string{"-A"}
+		args = []string{"reconcile", "-A", "--leader-elect-namespace", env.Namespace}
+		second := env.Namespace + "-b"
+		if _, err := env.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: second}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = env.Client.CoreV1().Namespaces().Delete(context.Background(), second, metav1.DeleteOptions{})
+			_ = env.Client.RbacV1().ClusterRoleBindings().Delete(context.Background(), controller.AppName, metav1.DeleteOptions{})
+			_ = env.Client.RbacV1().ClusterRoles().Delete(context.Background(), controller.AppName, metav1.DeleteOptions{})
+		})
+		namespaces = append(namespaces, second)
+	}
+	_, objs := manifestObjects(t, env.Namespace, extra...)
 	if err := create(ctx, env, objs, false); err != nil {
 		t.Fatal(err)
 	}
@@ -144,11 +180,12 @@ func TestIntegrationManifestsReconcilerRunsAsItsServiceAccount(t *testing.T) {
 	t.Setenv("KUBECONFIG", path)
 	t.Setenv("POD_NAME", "ctpool-tui-reconciler-test")
 
-	eng := &engine.Engine{Cluster: kube.NewCluster(env.Client, env.Namespace), Namespace: env.Namespace, Now: time.Now}
 	spec := engine.Spec{Image: "registry.example/desktop:1", CPU: "10m", Memory: "32Mi", Disk: "1Gi", Size: 2}
 	spec.Default()
-	if _, err := env.Client.CoreV1().ConfigMaps(env.Namespace).Create(ctx, engine.BuildConfigMap(env.Namespace, "desk", spec), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+	for _, ns := range namespaces {
+		if _, err := env.Client.CoreV1().ConfigMaps(ns).Create(ctx, engine.BuildConfigMap(ns, "desk", spec), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -162,7 +199,7 @@ func TestIntegrationManifestsReconcilerRunsAsItsServiceAccount(t *testing.T) {
 	var out, errb bytes.Buffer
 	done := make(chan int, 1)
 	go func() {
-		done <- run(rctx, []string{"reconcile", "--all", "--watch", "--leader-elect", "--metrics-addr", addr, "--interval", "5s"},
+		done <- run(rctx, append(args, "--watch", "--leader-elect", "--metrics-addr", addr, "--interval", "5s"),
 			strings.NewReader(""), &out, &errb)
 	}()
 	exited := false
@@ -178,20 +215,23 @@ func TestIntegrationManifestsReconcilerRunsAsItsServiceAccount(t *testing.T) {
 			t.Error("the reconciler did not stop within 30s")
 		}
 	})
-	env.WaitFor(t, convergeTimeout, "desk to converge under the ServiceAccount", func() (bool, error) {
-		select {
-		case code := <-done:
-			done <- code
-			return false, fmt.Errorf("the reconciler exited %d", code)
-		default:
-		}
-		snap, err := eng.Cluster.Snapshot(ctx, "desk")
-		if err != nil {
-			return false, err
-		}
-		v := engine.Observe(snap, time.Now())
-		return v.Status.Ready == 2 && v.Recorded.Ready == 2 && len(v.Recorded.Errors) == 0, nil
-	})
+	for _, ns := range namespaces {
+		cluster := kube.NewCluster(env.Client, ns)
+		env.WaitFor(t, convergeTimeout, ns+"/desk to converge under the ServiceAccount", func() (bool, error) {
+			select {
+			case code := <-done:
+				done <- code
+				return false, fmt.Errorf("the reconciler exited %d", code)
+			default:
+			}
+			snap, err := cluster.Snapshot(ctx, "desk")
+			if err != nil {
+				return false, err
+			}
+			v := engine.Observe(snap, time.Now())
+			return v.Status.Ready == 2 && v.Recorded.Ready == 2 && len(v.Recorded.Errors) == 0, nil
+		})
+	}
 	resp, err := http.Get("http://" + addr + "/readyz")
 	if err != nil {
 		t.Fatal(err)
@@ -230,11 +270,18 @@ func TestIntegrationManifestsReconcilerRunsAsItsServiceAccount(t *testing.T) {
 			t.Errorf("stderr lacks %q:\n%s", want, errb.String())
 		}
 	}
-	if strings.Contains(strings.ToLower(errb.String()), "forbidden") {
-		t.Errorf("the ServiceAccount was refused something:\n%s", errb.String())
+	// (With -A, pools other tests left in namespaces being deleted may be
+	// refused; only this test's namespaces count.)
+	for _, line := range strings.Split(errb.String(), "\n") {
+		ours := !allNamespaces || !strings.Contains(line, "/") || strings.Contains(line, env.Namespace)
+		if ours && strings.Contains(strings.ToLower(line), "forbidden") {
+			t.Errorf("the ServiceAccount was refused something: %s", line)
+		}
 	}
-	if !strings.Contains(out.String(), env.Namespace+"/desk reconcile: 2 created") {
-		t.Errorf("stdout lacks the create line:\n%s", out.String())
+	for _, ns := range namespaces {
+		if !strings.Contains(out.String(), ns+"/desk reconcile: 2 created") {
+			t.Errorf("stdout lacks the create line of %s:\n%s", ns, out.String())
+		}
 	}
 }
 

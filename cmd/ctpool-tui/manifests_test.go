@@ -106,3 +106,57 @@ func TestManifestsUsage(t *testing.T) {
 		t.Errorf("help does not say the image must be built by the site:\n%s", out)
 	}
 }
+
+func TestManifestsAllNamespaces(t *testing.T) {
+	code, out, errOut := runCmd(t, "manifests", "-n", "vdi-system", "-A", "--image", "registry.example/ctpool-tui:1")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	docs := splitYAML(out)
+	if len(docs) != 4 {
+		t.Fatalf("%d documents, want 4:\n%s", len(docs), out)
+	}
+	var sa corev1.ServiceAccount
+	var role rbacv1.ClusterRole
+	var rb rbacv1.ClusterRoleBinding
+	var dep appsv1.Deployment
+	for i, obj := range []any{&sa, &role, &rb, &dep} {
+		if err := yaml.UnmarshalStrict([]byte(docs[i]), obj); err != nil {
+			t.Fatalf("document %d: %v\n%s", i, err, docs[i])
+		}
+	}
+	if role.Kind != "ClusterRole" || role.Name != "ctpool-tui-reconciler" || role.Namespace != "" {
+		t.Errorf("role %s %s/%s", role.Kind, role.Namespace, role.Name)
+	}
+	verbs := map[string]string{}
+	for _, r := range role.Rules {
+		if len(r.ResourceNames) == 0 {
+			verbs[r.APIGroups[0]+"/"+r.Resources[0]] += strings.Join(r.Verbs, ",") + ";"
+		}
+	}
+	// What the reconciler does, and nothing of the operator's console, logs,
+	// claims or releases.
+	for res, want := range map[string]string{
+		"/pods":                      "create,delete,get,list,watch;",
+		"/persistentvolumeclaims":    "create,delete,get,list,watch;",
+		"/configmaps":                "get,list,patch,watch;",
+		"coordination.k8s.io/leases": "create,delete,list,update,watch;create;",
+	} {
+		if verbs[res] != want {
+			t.Errorf("%s: verbs %q, want %q", res, verbs[res], want)
+		}
+	}
+	for _, res := range []string{"/pods/exec", "/pods/log"} {
+		if v, ok := verbs[res]; ok {
+			t.Errorf("the cluster-wide role grants %s %s", v, res)
+		}
+	}
+	if rb.Kind != "ClusterRoleBinding" || rb.RoleRef.Kind != "ClusterRole" || rb.RoleRef.Name != role.Name ||
+		len(rb.Subjects) != 1 || rb.Subjects[0].Name != "ctpool-tui" || rb.Subjects[0].Namespace != "vdi-system" {
+		t.Errorf("binding %+v", rb)
+	}
+	args := strings.Join(dep.Spec.Template.Spec.Containers[0].Args, " ")
+	if dep.Namespace != "vdi-system" || !strings.Contains(args, "reconcile --all-namespaces --leader-elect-namespace $(POD_NAMESPACE) --watch --leader-elect") {
+		t.Errorf("deployment %s args %s", dep.Namespace, args)
+	}
+}

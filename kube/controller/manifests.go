@@ -5,6 +5,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -27,6 +28,10 @@ type ManifestOptions struct {
 	Namespace string
 	Image     string // default DefaultImage
 	Replicas  int32  // default 2
+	// AllNamespaces runs `reconcile --all-namespaces`: the rules go into a
+	// ClusterRole bound by a ClusterRoleBinding, and the election Lease stays
+	// in Namespace.
+	AllNamespaces bool
 }
 
 // Manifests returns what runs the reconciler in a namespace, in apply order:
@@ -38,7 +43,10 @@ type ManifestOptions struct {
 //
 // The Role and RoleBinding are named ctpool-tui-reconciler, not
 // ctpool-tui-operator, so that applying them never rebinds the operator Role
-// a person got from `ctpool-tui rbac`.
+// a person got from `ctpool-tui rbac`. With AllNamespaces they are a
+// ClusterRole and a ClusterRoleBinding of that name, and the ClusterRole
+// holds only the reconciler's rules (kube.ReconcilerActions): a grant in
+// every namespace leaves out the operator's claims, console and logs.
 func Manifests(o ManifestOptions) ([]runtime.Object, error) {
 	if o.Namespace == "" {
 		return nil, fmt.Errorf("manifests: no namespace")
@@ -61,7 +69,37 @@ func Manifests(o ManifestOptions) ([]runtime.Object, error) {
 	role.Name, role.Labels = AppName, labels
 	role.Rules = append(role.Rules, LeaderElectionRules(LeaseName)...)
 	binding.Name, binding.Labels, binding.RoleRef.Name = AppName, labels, AppName
-	return []runtime.Object{sa, role, binding, deployment(o, labels, sa.Name)}, nil
+	if !o.AllNamespaces {
+		return []runtime.Object{sa, role, binding, deployment(o, labels, sa.Name)}, nil
+	}
+	// In every namespace, grant only what the reconciler does.
+	ps, err := kube.ActionPermissions(kube.ReconcilerActions...)
+	if err != nil {
+		return nil, err
+	}
+	crole := &rbacv1.ClusterRole{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
+		ObjectMeta: metav1.ObjectMeta{Name: AppName, Labels: labels},
+		Rules:      append(kube.Rules(ps), LeaderElectionRules(LeaseName)...),
+	}
+	cbinding := &rbacv1.ClusterRoleBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"},
+		ObjectMeta: metav1.ObjectMeta{Name: AppName, Labels: labels},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: AppName},
+		Subjects:   binding.Subjects,
+	}
+	return []runtime.Object{sa, crole, cbinding, deployment(o, labels, sa.Name)}, nil
+}
+
+// reconcilerArgs are the container's arguments. The namespace flag names
+// the pools' namespace, or with allNamespaces the election Lease's.
+func reconcilerArgs(allNamespaces bool) []string {
+	scope := []string{"--all"}
+	if allNamespaces {
+		scope = []string{"--all-namespaces", "--leader-elect-namespace", "$(POD_NAMESPACE)"}
+	}
+	args := append([]string{"reconcile"}, scope...)
+	return append(args, "--watch", "--leader-elect", "--metrics-addr", fmt.Sprintf(":%d", MetricsPort), "--namespace", "$(POD_NAMESPACE)")
 }
 
 func deployment(o ManifestOptions, labels map[string]string, sa string) *appsv1.Deployment {
@@ -100,8 +138,7 @@ func deployment(o ManifestOptions, labels map[string]string, sa string) *appsv1.
 					Containers: []corev1.Container{{
 						Name:  "reconciler",
 						Image: o.Image,
-						Args: []string{"reconcile", "--all", "--watch", "--leader-elect",
-							"--metrics-addr", fmt.Sprintf(":%d", MetricsPort), "--namespace", "$(POD_NAMESPACE)"},
+						Args:  reconcilerArgs(o.AllNamespaces),
 						Env:   []corev1.EnvVar{fieldEnv("POD_NAME", "metadata.name"), fieldEnv("POD_NAMESPACE", "metadata.namespace")},
 						Ports: []corev1.ContainerPort{{Name: "metrics", ContainerPort: MetricsPort, Protocol: corev1.ProtocolTCP}},
 						Resources: corev1.ResourceRequirements{
