@@ -39,14 +39,18 @@ log() { printf '%s [cluster] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { printf 'cluster: error: %s\n' "$*" >&2; exit 1; }
 
 # comp_alive NAME: true when $STATE_DIR/NAME.pid names a live (not zombie)
-# process whose program is NAME.
+# process whose program is NAME, or the supervisor that up runs it under
+# (bash -c SCRIPT supervise-NAME ...).
 comp_alive() {
-	local pidf="$STATE_DIR/$1.pid" pid exe
+	local pidf="$STATE_DIR/$1.pid" pid
+	local -a argv
 	[[ -f "$pidf" ]] || return 1
 	pid="$(<"$pidf")"
 	[[ "$pid" =~ ^[0-9]+$ ]] || return 1
-	exe="$(tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null | head -n1)" || return 1
-	[[ -n "$exe" && "${exe##*/}" == "$1" ]]
+	mapfile -d '' -t argv <"/proc/$pid/cmdline" 2>/dev/null || return 1
+	((${#argv[@]})) || return 1
+	[[ "${argv[0]##*/}" == "$1" ]] && return 0
+	[[ "${argv[0]##*/}" == bash && "${argv[3]:-}" == "supervise-$1" ]]
 }
 
 # port_in_use PORT: true when something accepts TCP connections on 127.0.0.1:PORT.
