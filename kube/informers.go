@@ -137,17 +137,21 @@ func (w *Watcher) Start(ctx context.Context) error {
 		<-ctx.Done()
 		w.factory.Shutdown()
 	}()
-	if rc, ok := w.client.Discovery().RESTClient().(*rest.RESTClient); ok && rc != nil && w.probeEvery > 0 {
-		go w.probeLoop(ctx, rc)
-	}
+	go Probe(ctx, w.client, w.probeEvery, w.probed)
 	return nil
 }
 
-// probeLoop asks /livez every probeEvery: a success counts as contact with
-// the API server (LastSync), a failure as a connection error
-// (LastWatchError). A change between the two signals the reader.
-func (w *Watcher) probeLoop(ctx context.Context, rc *rest.RESTClient) {
-	t := time.NewTicker(w.probeEvery)
+// Probe asks the API server's /livez every interval until ctx ends and
+// reports each outcome (nil: it answered). Informers retry a refused watch
+// silently, so this is how a reader of a cache learns of an outage. It
+// returns at once when the client has no REST client (a fake clientset) or
+// every is not positive.
+func Probe(ctx context.Context, client kubernetes.Interface, every time.Duration, report func(error)) {
+	rc, ok := client.Discovery().RESTClient().(*rest.RESTClient)
+	if !ok || rc == nil || every <= 0 {
+		return
+	}
+	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		select {
@@ -155,26 +159,33 @@ func (w *Watcher) probeLoop(ctx context.Context, rc *rest.RESTClient) {
 			return
 		case <-t.C:
 		}
-		pctx, cancel := context.WithTimeout(ctx, min(w.probeEvery, 3*time.Second))
+		pctx, cancel := context.WithTimeout(ctx, min(every, 3*time.Second))
 		err := rc.Get().AbsPath("/livez").Do(pctx).Error()
 		cancel()
 		if ctx.Err() != nil {
 			return
 		}
-		w.mu.Lock()
-		wasDown := !w.lastErrAt.IsZero() && !w.lastErrAt.Before(w.lastEvent)
-		if err != nil {
-			w.lastErr, w.lastErrAt = fmt.Errorf("API server unreachable: %w", err), w.now()
-		} else {
-			w.lastEvent = w.now()
-		}
-		isDown := !w.lastErrAt.IsZero() && !w.lastErrAt.Before(w.lastEvent)
-		w.mu.Unlock()
-		if wasDown != isDown {
-			select {
-			case w.changed <- struct{}{}:
-			default:
-			}
+		report(err)
+	}
+}
+
+// probed records a /livez outcome: a success counts as contact with the API
+// server (LastSync), a failure as a connection error (LastWatchError). A
+// change between the two signals the reader.
+func (w *Watcher) probed(err error) {
+	w.mu.Lock()
+	wasDown := !w.lastErrAt.IsZero() && !w.lastErrAt.Before(w.lastEvent)
+	if err != nil {
+		w.lastErr, w.lastErrAt = fmt.Errorf("API server unreachable: %w", err), w.now()
+	} else {
+		w.lastEvent = w.now()
+	}
+	isDown := !w.lastErrAt.IsZero() && !w.lastErrAt.Before(w.lastEvent)
+	w.mu.Unlock()
+	if wasDown != isDown {
+		select {
+		case w.changed <- struct{}{}:
+		default:
 		}
 	}
 }

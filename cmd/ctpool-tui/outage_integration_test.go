@@ -38,8 +38,22 @@ func (s *syncBuffer) String() string {
 
 // The API server goes away and comes back: reconcile --watch keeps running,
 // backs off, and converges again; the informers report the outage and recover;
-// --once fails within its request timeout with one clear line.
+// --once fails within its request timeout with one clear line. Once for one
+// pool (fresh reads every interval) and once for --all (the controller's
+// hybrid reads: its informer cache decides, fresh reads act).
 func TestIntegrationOutage(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		scope []string
+	}{
+		{"one pool", []string{"out"}},
+		{"all pools", []string{"--all"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { outage(t, tc.scope) })
+	}
+}
+
+func outage(t *testing.T, scope []string) {
 	env := kubetest.Require(t)
 	t.Setenv("KUBECONFIG", filepath.Join(env.Dir, "admin.kubeconfig"))
 	ns := env.Namespace
@@ -56,7 +70,8 @@ func TestIntegrationOutage(t *testing.T) {
 	var rOut, rErr syncBuffer
 	done := make(chan int, 1)
 	go func() {
-		done <- run(ctx, []string{"-n", ns, "reconcile", "out", "--watch", "--interval", "1s"}, strings.NewReader(""), &rOut, &rErr)
+		args := append(append([]string{"-n", ns, "reconcile"}, scope...), "--watch", "--interval", "1s")
+		done <- run(ctx, args, strings.NewReader(""), &rOut, &rErr)
 	}()
 	watcher := kube.NewWatcher(env.Client, ns)
 	if err := watcher.Start(ctx); err != nil {
@@ -111,6 +126,7 @@ func TestIntegrationOutage(t *testing.T) {
 		v := engine.Observe(snap, time.Now())
 		return v.Status.Ready == 2 && v.Member("out-1").Pod != nil && v.Member("out-1").Pod.CreationTimestamp.After(back.Add(-time.Second)), nil
 	})
+	t.Logf("converged %s after the API server was back", time.Since(back).Round(100*time.Millisecond))
 	env.WaitFor(t, 60*time.Second, "the informers to recover", func() (bool, error) {
 		return watcher.LastSync().After(back), nil
 	})

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -35,7 +37,26 @@ type informerSet struct {
 	pods    cache.SharedIndexInformer
 	pvcs    cache.SharedIndexInformer
 	leases  cache.SharedIndexInformer
+	// lastWatchError is when a list or watch or a /livez probe last failed
+	// (UnixNano, 0 for never): until suspectWindow after it, the cache may
+	// miss changes. (Informers retry a refused connection without reporting
+	// it, hence the probe.)
+	lastWatchError atomic.Int64
 }
+
+// suspectWindow is how long after a failed list, watch or probe the cache is
+// not trusted to say that a pool needs nothing. A reflector retries with a
+// backoff of at most 30 s, so a minute covers its way back after an outage.
+const suspectWindow = time.Minute
+
+// suspect reports whether a failure was seen within suspectWindow of now.
+func (s *informerSet) suspect(now time.Time) bool {
+	at := s.lastWatchError.Load()
+	return at != 0 && now.Sub(time.Unix(0, at)) < suspectWindow
+}
+
+// watchFailed records a failed list, watch or probe.
+func (s *informerSet) watchFailed(at time.Time) { s.lastWatchError.Store(at.UnixNano()) }
 
 func poolSelector() labels.Selector {
 	req, err := labels.NewRequirement(engine.LabelPool, selection.Exists, nil)
@@ -71,6 +92,7 @@ func newInformerSet(client kubernetes.Interface, namespace string, h cache.Resou
 		// Instead of cache.DefaultWatchErrorHandler, which only logs through
 		// klog; the reflector backs off and retries by itself.
 		_ = inf.SetWatchErrorHandlerWithContext(func(_ context.Context, r *cache.Reflector, err error) {
+			s.watchFailed(time.Now())
 			mu.Lock()
 			defer mu.Unlock()
 			if msg := err.Error(); msg != last {

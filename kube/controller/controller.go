@@ -33,7 +33,8 @@ const (
 	// ReadHybrid (the default) reads the informer cache and, when the cache
 	// shows work to do on a member, reads fresh from the API server and
 	// reconciles on that: no request for a pool in line, no action on a
-	// stale view.
+	// stale view. For a minute after a list or watch failed (an API outage),
+	// it reads fresh every time: the cache may not know of the work yet.
 	ReadHybrid ReadMode = iota
 	// ReadCache reconciles on the informer cache only.
 	ReadCache
@@ -92,7 +93,9 @@ type Controller struct {
 	started atomic.Bool
 	synced  atomic.Bool
 	leading atomic.Bool
-	elector atomic.Pointer[leaderelection.LeaderElector]
+	// unreachable is set while /livez probes fail.
+	unreachable atomic.Bool
+	elector     atomic.Pointer[leaderelection.LeaderElector]
 }
 
 // New builds a Controller. Nothing is read until Run.
@@ -196,6 +199,21 @@ func (c *Controller) enqueueAll() {
 	}
 }
 
+// probed takes a /livez outcome: a failure makes the cache suspect (see
+// ReadHybrid); the first answer after failures enqueues every pool, so that
+// work missed during an outage is found at once, with fresh reads.
+func (c *Controller) probed(err error) {
+	if err != nil {
+		c.set.watchFailed(time.Now())
+		c.unreachable.Store(true)
+		return
+	}
+	if c.unreachable.Swap(false) {
+		c.opts.Logf("the API server answers again: reconciling every pool")
+		c.enqueueAll()
+	}
+}
+
 // Run starts the informers, waits for their caches, and reconciles until ctx
 // ends (with leader election: only while leading). It returns nil when ctx
 // ended, and ErrLeadershipLost when this instance lost the lead.
@@ -205,6 +223,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 	defer c.queue.ShutDown()
 	c.set.start(ctx)
+	go kube.Probe(ctx, c.client, kube.DefaultProbeInterval, c.probed)
 	c.opts.Logf("waiting for the informer caches of %s", c.scope())
 	if !c.set.waitForSync(ctx) {
 		if ctx.Err() != nil {
@@ -306,7 +325,9 @@ func (c *Controller) sync(ctx context.Context, k Key) (engine.ReconcileResult, e
 			return engine.ReconcileResult{}, err
 		}
 		v := engine.Observe(snap, c.opts.Now())
-		if needsWork(v) {
+		// A cache that lost its watch may not know of the work: read fresh
+		// for a while after any list or watch failed (an API outage).
+		if needsWork(v) || c.set.suspect(time.Now()) {
 			rd.inner = kube.NewCluster(c.client, k.Namespace)
 		} else {
 			rd.first, rd.inner, seen = &snap, cacheReader{set: c.set, namespace: k.Namespace}, &v

@@ -315,6 +315,22 @@ func TestHybridReadsGoFreshOnlyForWork(t *testing.T) {
 	if reads["configmaps"] == 0 || reads["pods"] == 0 || reads["leases"] == 0 {
 		t.Fatalf("a reconcile with work did not read fresh: %v", reads)
 	}
+
+	// After a failed watch the cache is suspect for a while: the pool in
+	// line is read fresh, then again from the cache once the window passed.
+	for _, tc := range []struct {
+		failedAgo time.Duration
+		fresh     bool
+	}{{time.Second, true}, {suspectWindow - time.Second, true}, {suspectWindow + time.Second, false}} {
+		c.set.watchFailed(time.Now().Add(-tc.failedAgo))
+		client.ClearActions()
+		if _, err := c.sync(ctx, Key{testNS, "desk"}); err != nil {
+			t.Fatal(err)
+		}
+		if fresh := len(client.Actions()) > 0; fresh != tc.fresh {
+			t.Errorf("watch failed %s ago: fresh read %v, want %v (%v)", tc.failedAgo, fresh, tc.fresh, client.Actions())
+		}
+	}
 }
 
 // SIGTERM in the middle of a reconcile: the reconcile abandons its step,
@@ -363,5 +379,35 @@ func TestStopDuringAReconcileLeavesNoLease(t *testing.T) {
 	leases, _ := client.CoordinationV1().Leases(testNS).List(context.Background(), metav1.ListOptions{})
 	if created == 0 || len(leases.Items) != 0 || deleted != created {
 		t.Errorf("%d Leases taken, %d removed, %d left after the stop", created, deleted, len(leases.Items))
+	}
+}
+
+// A failed /livez probe makes the cache suspect; the first answer after it
+// enqueues every pool, once.
+func TestProbeOutageAndRecovery(t *testing.T) {
+	client := fake.NewClientset(append(convergedPool("desk", 1), engine.BuildConfigMap(testNS, "art", testSpec("img:1", 1)))...)
+	c := newTestController(t, client, nil)
+	drainQueue(c)
+	now := time.Now()
+	if c.set.suspect(now) {
+		t.Fatal("suspect before any failure")
+	}
+	c.probed(nil)
+	if n := c.QueueLen(); n != 0 {
+		t.Fatalf("an answer without an outage enqueued %d pools", n)
+	}
+	c.probed(errors.New("connection refused"))
+	c.probed(errors.New("connection refused"))
+	if !c.set.suspect(time.Now()) || c.QueueLen() != 0 {
+		t.Fatalf("during the outage: suspect %v, %d queued", c.set.suspect(time.Now()), c.QueueLen())
+	}
+	c.probed(nil)
+	got := drainQueue(c)
+	if len(got) != 2 {
+		t.Fatalf("recovery enqueued %v, want both pools", got)
+	}
+	c.probed(nil)
+	if n := c.QueueLen(); n != 0 {
+		t.Fatalf("a second answer enqueued %d pools", n)
 	}
 }
