@@ -104,9 +104,9 @@ var targets = []target{
 	info(integration, "5 ... peak requests in flight, bare loop",
 		"BenchmarkIntegrationPerfReconcile", "peak-bare"),
 	// 6. Claim requests and round trips.
-	bound(integration, "6 claim on 1,000 members, informer-backed reader: requests",
+	bound(integration, "6 claim on 1,000 members from the dashboard (informer cache): requests",
 		"BenchmarkIntegrationPerfClaim", "req-informer", 3),
-	info(integration, "6 claim on 1,000 members, fresh reads (CLI): requests",
+	info(integration, "6 claim on 1,000 members from the CLI (fresh reads): requests",
 		"BenchmarkIntegrationPerfClaim", "req-cli"),
 	info(integration, "6 claim round trip p50 (ms)", "BenchmarkIntegrationPerfClaim", "claim-p50-ms"),
 	info(integration, "6 claim round trip p95 (ms)", "BenchmarkIntegrationPerfClaim", "claim-p95-ms"),
