@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -29,7 +30,12 @@ type Auditor struct {
 	Namespace string
 	// Actor is the caller's user name (WhoAmI); "unknown" when empty.
 	Actor string
-	Now   func() time.Time
+	// Who, when set and Actor is empty, names the caller on the first
+	// Record (for example a WhoAmI call), so that a command that writes
+	// nothing asks nothing.
+	Who     func(context.Context) string
+	whoOnce sync.Once
+	Now     func() time.Time
 	// Errors, when set, is told when an audit Event cannot be written.
 	Errors func(error)
 	seq    atomic.Int64
@@ -42,6 +48,13 @@ func (a *Auditor) Record(ctx context.Context, e engine.AuditEntry) {
 		now = a.Now
 	}
 	t := now()
+	if a.Who != nil {
+		a.whoOnce.Do(func() {
+			if a.Actor == "" {
+				a.Actor = a.Who(ctx)
+			}
+		})
+	}
 	actor := a.Actor
 	if actor == "" {
 		actor = "unknown"

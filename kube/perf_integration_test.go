@@ -509,9 +509,10 @@ type claimFigures struct {
 	claimCached             []time.Duration // claims through the informer cache
 }
 
-// measureClaims counts the requests of one claim with fresh reads (as the
-// CLI and the dashboard's engine read) and with the informer cache as the
-// engine's Reader (kube.Watcher, as in-cluster controllers read), then times
+// measureClaims counts the requests of one claim as the CLI makes it (fresh
+// reads; its audit Event, naming the caller it asks the API server about)
+// and as the dashboard makes it (the informer cache, kube.Watcher, as the
+// engine's Reader; its audit Event, the caller known since start), then times
 // rounds of claim and release (odd rounds, by the holder) or force-release
 // (even rounds) with an engine built like the dashboard's: fresh reads,
 // audit Events, and the API server's word on force-release.
@@ -521,7 +522,11 @@ func measureClaims(t testing.TB, env *kubetest.Env, pc *perfClient, pool string,
 	ns := env.Namespace
 	var f claimFigures
 
-	fresh := &engine.Engine{Cluster: kube.NewCluster(pc.client, ns), Namespace: ns, Now: time.Now}
+	fresh := &engine.Engine{Cluster: kube.NewCluster(pc.client, ns), Namespace: ns, Now: time.Now,
+		Audit: (&kube.Auditor{Client: pc.client, Namespace: ns, Who: func(ctx context.Context) string {
+			who, _ := kube.WhoAmI(ctx, pc.client)
+			return who
+		}}).Record}
 	pc.reqs.reset()
 	r, err := fresh.Claim(ctx, pool, "count-cli@example.com")
 	if err != nil || r.Existing || r.Started {
@@ -545,7 +550,8 @@ func measureClaims(t testing.TB, env *kubetest.Env, pc *perfClient, pool string,
 		snap, err := w.Snapshot(ctx, pool)
 		return err == nil && len(snap.Leases) == 1, err
 	})
-	cached := &engine.Engine{Cluster: &kube.Cluster{Client: pc.client, Namespace: ns, Reader: w}, Namespace: ns, Now: time.Now}
+	cached := &engine.Engine{Cluster: &kube.Cluster{Client: pc.client, Namespace: ns, Reader: w}, Namespace: ns, Now: time.Now,
+		Audit: (&kube.Auditor{Client: pc.client, Namespace: ns, Actor: "perf-admin"}).Record}
 	pc.reqs.reset()
 	r, err = cached.Claim(ctx, pool, "count-informer@example.com")
 	if err != nil || r.Existing || r.Started {

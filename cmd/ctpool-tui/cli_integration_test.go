@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ctpool-tui/ctpool-tui/kube"
 	"github.com/ctpool-tui/ctpool-tui/kube/kubetest"
 	"github.com/ctpool-tui/ctpool-tui/tui"
 )
@@ -91,5 +94,33 @@ func TestIntegrationCommands(t *testing.T) {
 	mustRun(exitOK, "delete", "desk")
 	if out := mustRun(exitOK, "--once"); !strings.Contains(out, "no pools") {
 		t.Fatalf("after delete:\n%s", out)
+	}
+
+	// Every write of the commands is in the audit trail, as the caller.
+	who, err := kube.WhoAmI(t.Context(), env.Client)
+	if err != nil || who == "" {
+		t.Fatalf("whoami: %q %v", who, err)
+	}
+	evs, err := env.Client.CoreV1().Events(ns).List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	for _, ev := range evs.Items {
+		action := ev.Annotations[kube.AuditAnnotation]
+		if action == "" {
+			continue
+		}
+		count[action]++
+		if !strings.Contains(ev.Message, " by "+who) {
+			t.Errorf("audit Event %q does not name %s", ev.Message, who)
+		}
+	}
+	// apply twice; claim: alice twice, dave, erin (refused: a Warning);
+	// release alice's; force-release; delete twice (refused, then done).
+	for action, want := range map[string]int{"apply": 2, "claim": 4, "release": 1, "force-release": 1, "delete": 2} {
+		if count[action] != want {
+			t.Errorf("%d audit Events for %s, want %d (all: %v)", count[action], action, want, count)
+		}
 	}
 }

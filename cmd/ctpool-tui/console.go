@@ -63,6 +63,7 @@ exec/logs/attach/port-forward.`,
 			}
 			ex := &kube.Exec{Config: cfg, Client: cs}
 			err = ex.Interactive(cmd.Context(), ns, member, command, cmd.InOrStdin(), e.stdout, e.stderr)
+			auditConsole(cmd.Context(), auditor(cs, ns).Record, member, err)
 			if code, ok := kube.ExitCode(err); ok {
 				return &codeError{code: code}
 			}
@@ -100,8 +101,11 @@ func consoleAndLogs(opts *tui.Options, conn *connection, readOnly bool) {
 	opts.Logs = &kube.Logs{Client: conn.client}
 	if !readOnly && conn.cfg != nil {
 		c := auditedConsole{Exec: &kube.Exec{Config: conn.cfg, Client: conn.client}}
-		if eng, ok := opts.Actions.(*engine.Engine); ok {
-			c.audit = eng.Audit
+		switch a := opts.Actions.(type) {
+		case *engine.Engine:
+			c.audit = a.Audit
+		case dashboardActions:
+			c.audit = a.Audit
 		}
 		opts.Console = c
 	}
@@ -116,16 +120,23 @@ type auditedConsole struct {
 
 func (c auditedConsole) Console(ctx context.Context, namespace, pod string, in io.Reader, out, errOut io.Writer) error {
 	err := c.Exec.Console(ctx, namespace, pod, in, out, errOut)
-	if c.audit != nil {
-		e := engine.AuditEntry{Pool: poolOfMember(pod), Action: "console", Member: pod, Detail: "session ended"}
-		if code, ok := kube.ExitCode(err); ok {
-			e.Detail = fmt.Sprintf("session ended (exit %d)", code)
-		} else {
-			e.Err = err
-		}
-		c.audit(ctx, e)
-	}
+	auditConsole(ctx, c.audit, pod, err)
 	return err
+}
+
+// auditConsole records a console session that ended with err (the dashboard's
+// and the console command's). Exec is a write; a nil audit records nothing.
+func auditConsole(ctx context.Context, audit func(context.Context, engine.AuditEntry), member string, err error) {
+	if audit == nil {
+		return
+	}
+	e := engine.AuditEntry{Pool: poolOfMember(member), Action: "console", Member: member, Detail: "session ended"}
+	if code, ok := kube.ExitCode(err); ok {
+		e.Detail = fmt.Sprintf("session ended (exit %d)", code)
+	} else {
+		e.Err = err
+	}
+	audit(ctx, e)
 }
 
 // poolOfMember is the pool of a member name (<pool>-<n>).

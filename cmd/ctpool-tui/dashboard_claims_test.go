@@ -7,9 +7,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
 	"github.com/ctpool-tui/ctpool-tui/kube"
+	"github.com/ctpool-tui/ctpool-tui/tui"
 )
 
 // snapshotReader answers Snapshot from fixed objects, as the Watcher's cache.
@@ -77,5 +79,26 @@ func TestDashboardClaimsReadTheCache(t *testing.T) {
 	// The engine the dashboard was given is not changed.
 	if kc := eng.Cluster.(*kube.Cluster); kc.Reader != nil {
 		t.Fatal("cachedClaims set the Reader of the fresh engine")
+	}
+}
+
+// The dashboard's console sessions are audited with the engine's Auditor,
+// whatever wraps the engine.
+func TestDashboardConsoleIsAudited(t *testing.T) {
+	var entries []engine.AuditEntry
+	eng := &engine.Engine{Cluster: kube.NewCluster(fake.NewClientset(), "vdi"), Namespace: "vdi", Now: time.Now,
+		Audit: func(_ context.Context, e engine.AuditEntry) { entries = append(entries, e) }}
+	for name, actions := range map[string]tui.Actions{"engine": eng, "cached claims": cachedClaims(eng, &snapshotReader{})} {
+		entries = nil
+		opts := tui.Options{Actions: actions}
+		consoleAndLogs(&opts, &connection{client: fake.NewClientset(), namespace: "vdi", cfg: &rest.Config{}}, false)
+		c, ok := opts.Console.(auditedConsole)
+		if !ok || c.audit == nil {
+			t.Fatalf("%s: console %T is not audited", name, opts.Console)
+		}
+		auditConsole(context.Background(), c.audit, "desk-2", nil)
+		if len(entries) != 1 || entries[0].Action != "console" || entries[0].Pool != "desk" || entries[0].Member != "desk-2" {
+			t.Fatalf("%s: audit entries %+v", name, entries)
+		}
 	}
 }

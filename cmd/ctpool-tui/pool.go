@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -22,7 +23,8 @@ type env struct {
 	stderr io.Writer
 }
 
-// engineFor connects to the cluster and returns an engine for the namespace.
+// engineFor connects to the cluster and returns an engine for the namespace
+// whose writes are audited as the dashboard's are.
 func (e *env) engineFor() (*engine.Engine, string, error) {
 	ns, err := e.opts.Namespace()
 	if err != nil {
@@ -32,7 +34,18 @@ func (e *env) engineFor() (*engine.Engine, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	return &engine.Engine{Cluster: kube.NewCluster(cs, ns), Namespace: ns, Now: time.Now}, ns, nil
+	return &engine.Engine{Cluster: kube.NewCluster(cs, ns), Namespace: ns, Now: time.Now, Audit: auditor(cs, ns).Record}, ns, nil
+}
+
+// auditor records audit Events in ns as the caller, whom it asks the API
+// server about (SelfSubjectReview) on its first entry only.
+func auditor(cs kubernetes.Interface, ns string) *kube.Auditor {
+	return &kube.Auditor{Client: cs, Namespace: ns, Who: func(ctx context.Context) string {
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		who, _ := kube.WhoAmI(wctx, cs)
+		return who // "" is recorded as unknown
+	}}
 }
 
 // opErr wraps an operation error for exit code 1 (bad input is a usage error).
