@@ -127,6 +127,29 @@ func (m *Model) helpLine() string {
 		shown := m.shownKeys()
 		keys = shown.helpFor(m.screen, m.screen == screenMembers && m.members.filtering).short
 	}
+	return m.fitHelp(keys)
+}
+
+// fitHelp renders a short help line within the width: when it is too long,
+// keys are left out from the end, never "? help" and "q quit", so that the
+// way to every other key stays on screen.
+func (m *Model) fitHelp(keys []key.Binding) string {
+	var body, tail []key.Binding
+	for _, k := range keys {
+		if k.Help() == m.keys.Help.Help() || k.Help() == m.keys.Quit.Help() {
+			tail = append(tail, k)
+		} else {
+			body = append(body, k)
+		}
+	}
+	h := m.help
+	h.Width = 0 // measured here, not cut by the help model
+	for n := len(body); n > 0; n-- {
+		line := " " + h.ShortHelpView(append(body[:n:n], tail...))
+		if lipgloss.Width(line) <= m.width {
+			return line
+		}
+	}
 	return cut(" "+m.help.ShortHelpView(keys), m.width)
 }
 

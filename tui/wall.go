@@ -153,7 +153,7 @@ func (m *Model) wallView() string {
 	right := m.now.Format("15:04:05") + " · " + m.levelStyle(level).Render(clean(conn)) + age + " · " + m.st.Bold.Render(mode) + " "
 	out = append(out, spread(left, right, m.width))
 
-	footer := cut(" "+m.help.ShortHelpView(m.keys.helpFor(screenWall, false).short), m.width)
+	footer := m.fitHelp(m.keys.helpFor(screenWall, false).short)
 	room := m.height - 2 // header and footer
 	if !m.loaded {
 		out = append(out, m.st.Muted.Render(" waiting for the first snapshot…"))
