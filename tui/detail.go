@@ -15,14 +15,23 @@ import (
 )
 
 // detailModel is the open member detail pane. Its Events load
-// asynchronously; a response for an older request is dropped.
+// asynchronously; a response for an older request is dropped. They are read
+// again when the member's Pod or PVC changed (at most every
+// eventsRefreshEvery), since a change usually comes with new Events.
 type detailModel struct {
 	pool, member string
 	req          int
 	loading      bool
 	events       []corev1.Event
 	err          error
+	// versions are the member's Pod and PVC resourceVersions when the
+	// Events were last asked for, at asked.
+	versions string
+	asked    time.Time
 }
+
+// eventsRefreshEvery bounds how often an open pane reads its Events again.
+const eventsRefreshEvery = 5 * time.Second
 
 // eventsMsg answers an events request.
 type eventsMsg struct {
@@ -76,7 +85,49 @@ func (m *Model) openDetail(pool, member string) tea.Cmd {
 		ns = v.Namespace
 	}
 	m.detail.loading = true
+	m.detail.versions, m.detail.asked = m.memberVersions(pool, member), m.now
 	return tea.Batch(eventsCmd(m.ctx, m.opts.Events, ns, member, engine.PVCName(member), m.detail.req), nodes)
+}
+
+// memberVersions identifies the state of a member's Pod and PVC.
+func (m *Model) memberVersions(pool, member string) string {
+	v := m.view(pool)
+	if v == nil {
+		return ""
+	}
+	mm := v.Member(member)
+	if mm == nil {
+		return ""
+	}
+	var pod, pvc string
+	if mm.Pod != nil {
+		pod = string(mm.Pod.UID) + "@" + mm.Pod.ResourceVersion
+	}
+	if mm.PVC != nil {
+		pvc = string(mm.PVC.UID) + "@" + mm.PVC.ResourceVersion
+	}
+	return pod + "/" + pvc
+}
+
+// refreshEvents reads the open pane's Events again when its member changed
+// since they were asked for, no read is in flight and eventsRefreshEvery
+// has passed. The Events shown stay until the answer comes.
+func (m *Model) refreshEvents() tea.Cmd {
+	d := &m.detail
+	if m.screen != screenDetail || m.opts.Events == nil || d.loading || m.now.Sub(d.asked) < eventsRefreshEvery {
+		return nil
+	}
+	cur := m.memberVersions(d.pool, d.member)
+	if cur == d.versions {
+		return nil
+	}
+	ns := m.opts.Namespace
+	if v := m.view(d.pool); v != nil && v.Namespace != "" {
+		ns = v.Namespace
+	}
+	d.req++
+	d.loading, d.versions, d.asked = true, cur, m.now
+	return eventsCmd(m.ctx, m.opts.Events, ns, d.member, engine.PVCName(d.member), d.req)
 }
 
 func eventTime(ev corev1.Event) time.Time {
@@ -163,7 +214,7 @@ func (m *Model) eventLines(room int) []string {
 	switch {
 	case m.opts.Events == nil:
 		return []string{label + m.st.Muted.Render("not available")}
-	case d.loading:
+	case d.loading && len(d.events) == 0 && d.err == nil:
 		return []string{label + m.st.Muted.Render("loading…")}
 	case d.err != nil && len(d.events) == 0:
 		return []string{label + m.st.Error.Render(glyphBad+" "+clean(d.err.Error()))}

@@ -104,7 +104,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case tickMsg:
 		m.now = time.Time(msg)
-		cmds := []tea.Cmd{tickCmd(m.opts.Now), healthCmd(m.opts.Data)}
+		cmds := []tea.Cmd{tickCmd(m.opts.Now), healthCmd(m.opts.Data), m.refreshEvents()}
 		// Until the first sync, poll: an empty namespace sends no signal.
 		if (!m.health.synced || !m.loaded) && !m.pending && m.opts.Data != nil {
 			m.pending = true
@@ -129,12 +129,13 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case dataMsg:
 		m.applyData(msg)
 		m.pending = false
+		events := m.refreshEvents()
 		if m.dirty || !m.armed {
 			m.dirty = false
 			m.pending = true
-			return m, coalesceCmd()
+			return m, tea.Batch(coalesceCmd(), events)
 		}
-		return m, nil
+		return m, events
 	case eventsMsg:
 		m.detail.setEvents(msg)
 		return m, nil

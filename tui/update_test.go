@@ -273,3 +273,48 @@ func TestMissingDefinitionAndBrokenSpecDoNotCrash(t *testing.T) {
 	}
 	_ = engine.StateReady
 }
+
+// An open detail pane reads its Events again when the member's Pod changed,
+// at most every eventsRefreshEvery, and keeps showing the old ones meanwhile.
+func TestDetailPaneRefreshesEventsWhenTheMemberChanges(t *testing.T) {
+	ev := &fakeEvents{}
+	m, _ := openDesk(t, testOpts{events: ev})
+	press(m, "down")
+	m.Update(waitMsg[eventsMsg](t, press(m, "enter")))
+	if m.detail.member != "desk-2" || m.detail.loading || ev.calls.Load() != 2 {
+		t.Fatalf("opened %q, loading %v, %d calls", m.detail.member, m.detail.loading, ev.calls.Load())
+	}
+	changed := func(rv string) []engine.PoolView {
+		views := demoCluster().views()
+		for i := range views {
+			if mm := views[i].Member("desk-2"); views[i].Name == "desk" && mm != nil && mm.Pod != nil {
+				mm.Pod.ResourceVersion = rv
+			}
+		}
+		return views
+	}
+	req := m.detail.req
+	// Changed, but too soon after the first read.
+	m.Update(dataMsg{views: changed("999"), at: t0.Add(2 * time.Second), health: health{synced: true, lastSync: t0}})
+	if m.detail.req != req {
+		t.Fatal("Events read again within eventsRefreshEvery")
+	}
+	// The clock moves on: the change is read.
+	_, cmd := m.Update(tickMsg(t0.Add(eventsRefreshEvery + time.Second)))
+	if m.detail.req != req+1 {
+		t.Fatalf("Events not read again after the member changed (req %d, was %d)", m.detail.req, req)
+	}
+	if v := m.View(); strings.Contains(v, "loading…") || !strings.Contains(v, "Pulled") {
+		t.Errorf("the pane hid its Events while reading them again:\n%s", v)
+	}
+	m.Update(waitMsg[eventsMsg](t, cmd))
+	if m.detail.loading || ev.calls.Load() != 4 {
+		t.Fatalf("after the refresh: loading %v, %d calls", m.detail.loading, ev.calls.Load())
+	}
+	// Nothing changed since: no read.
+	m.Update(dataMsg{views: changed("999"), at: t0.Add(3 * eventsRefreshEvery), health: health{synced: true, lastSync: t0}})
+	m.Update(tickMsg(t0.Add(4 * eventsRefreshEvery)))
+	if m.detail.req != req+1 {
+		t.Fatal("Events read again with no change to the member")
+	}
+}
