@@ -103,7 +103,7 @@ func runDashboard(ctx context.Context, e *env, df dashFlags, stdin io.Reader) er
 	opts := dashboardOptions(conn, watcher, df.readonly)
 	opts.Theme, opts.NoColor = theme, os.Getenv("NO_COLOR") != ""
 	if !df.readonly {
-		opts.Actions = cachedClaims(e.dashboardEngine(ctx, conn), watcher)
+		opts.Actions = cachedClaims(e.dashboardEngine(conn), watcher)
 	}
 	consoleAndLogs(&opts, conn, df.readonly)
 	err = tui.Run(ctx, opts)
@@ -147,21 +147,15 @@ func (a accessAdapter) Capabilities(ctx context.Context, actions []string) ([]tu
 
 // dashboardEngine is the engine behind the dashboard's actions: fresh reads,
 // audit Events naming the caller, and the API server's word on force-release.
-func (e *env) dashboardEngine(ctx context.Context, conn *connection) *engine.Engine {
+func (e *env) dashboardEngine(conn *connection) *engine.Engine {
 	eng := &engine.Engine{Cluster: kube.NewCluster(conn.client, conn.namespace), Namespace: conn.namespace, Now: time.Now}
-	actor := "demo-admin"
-	if !conn.demo {
-		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		who, err := kube.WhoAmI(wctx, conn.client)
-		cancel()
-		if err == nil && who != "" {
-			actor = who
-		} else {
-			actor = ""
-		}
+	aud := auditor(conn.client, conn.namespace)
+	if conn.demo {
+		aud = &kube.Auditor{Client: conn.client, Namespace: conn.namespace, Actor: "demo-admin"}
+	} else {
 		eng.Authorize = (&kube.Access{Client: conn.client, Namespace: conn.namespace}).Authorize
 	}
-	eng.Audit = (&kube.Auditor{Client: conn.client, Namespace: conn.namespace, Actor: actor}).Record
+	eng.Audit = aud.Record
 	return eng
 }
 
