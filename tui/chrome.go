@@ -125,7 +125,8 @@ func (m *Model) helpLine() string {
 		keys = []key.Binding{withHelp(m.keys.Back, "close help"), m.keys.Quit}
 	default:
 		shown := m.shownKeys()
-		keys = shown.helpFor(m.screen, m.screen == screenMembers && m.members.filtering).short
+		filtering := m.screen == screenMembers && m.members.filtering || m.screen == screenPools && m.pools.filtering
+		keys = shown.helpFor(m.screen, filtering).short
 	}
 	return m.fitHelp(keys)
 }

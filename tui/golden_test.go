@@ -15,6 +15,8 @@ func TestGoldenScreens(t *testing.T) {
 	}{
 		{name: "pools_120x40", cluster: demoCluster, width: 120, height: 40},
 		{name: "pools_80x24", cluster: demoCluster, width: 80, height: 24},
+		{name: "pools_filtered_120x40", cluster: demoCluster, width: 120, height: 40, keys: []string{"/", "s", "a", "n", "d"}},
+		{name: "pools_filter_none_80x24", cluster: demoCluster, width: 80, height: 24, keys: []string{"/", "z", "z", "enter"}},
 		{name: "pools_gpu_selected_120x40", cluster: demoCluster, width: 120, height: 40, keys: []string{"down", "down", "down"}},
 		{name: "members_120x40", cluster: demoCluster, width: 120, height: 40, keys: []string{"down", "enter"}},
 		{name: "members_80x24", cluster: demoCluster, width: 80, height: 24, keys: []string{"down", "enter"}},

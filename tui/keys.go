@@ -90,7 +90,7 @@ func (k keyMap) helpFor(s screen, filtering bool) screenHelp {
 	case s == screenWall:
 		short = []key.Binding{k.Wall, k.Help, k.Quit}
 	case s == screenPools:
-		short = []key.Binding{withHelp(k.Open, "members"), k.Reconcile, k.Resize, k.Delete, k.Assign, k.Wall, k.Log, k.Help, k.Quit}
+		short = []key.Binding{withHelp(k.Open, "members"), k.Reconcile, k.Resize, k.Delete, k.Assign, k.Filter, k.Wall, k.Log, k.Help, k.Quit}
 	case s == screenMembers:
 		short = []key.Binding{withHelp(k.Open, "details"), k.Logs, k.Console, k.Assign, k.ForceRelease, k.Release, k.Reconcile, k.Resize, k.Filter, k.Sort, k.Audit, k.Back, k.Help}
 	case s == screenDetail:

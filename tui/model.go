@@ -74,6 +74,7 @@ func newModel(ctx context.Context, opts Options) *Model {
 		ctx: ctx, opts: opts, st: st, keys: newKeyMap(opts.ReadOnly), help: h, spin: sp,
 		width: 80, height: 24, now: now, started: now,
 		members: newMembersModel(st),
+		pools:   newPoolsModel(st),
 		acts:    actionState{running: map[int]actionRequest{}},
 	}
 	if opts.ReadOnly {
@@ -206,11 +207,18 @@ func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
 	}
 	m.acts.note = "" // a note lasts until the next key
 	// Fast typing can deliver "/" and what follows in one message.
-	if m.screen == screenMembers && m.dialog == nil && !m.showHelp && !m.members.filtering &&
-		msg.Type == tea.KeyRunes && len(msg.Runes) > 1 && msg.Runes[0] == '/' {
-		cmd := m.members.startFilter()
-		m.members.updateFilter(tea.KeyMsg{Type: tea.KeyRunes, Runes: msg.Runes[1:]})
-		return cmd
+	if m.dialog == nil && !m.showHelp && msg.Type == tea.KeyRunes && len(msg.Runes) > 1 && msg.Runes[0] == '/' {
+		rest := tea.KeyMsg{Type: tea.KeyRunes, Runes: msg.Runes[1:]}
+		switch {
+		case m.screen == screenMembers && !m.members.filtering:
+			cmd := m.members.startFilter()
+			m.members.updateFilter(rest)
+			return cmd
+		case m.screen == screenPools && !m.pools.filtering:
+			cmd := m.pools.startFilter()
+			m.pools.updateFilter(rest)
+			return cmd
+		}
 	}
 	if m.dialog != nil {
 		return m.updateDialog(msg)
@@ -225,6 +233,10 @@ func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
 	}
 	if m.screen == screenMembers && m.members.filtering {
 		m.members.updateFilter(msg)
+		return nil
+	}
+	if m.screen == screenPools && m.pools.filtering {
+		m.pools.updateFilter(msg)
 		return nil
 	}
 	if m.screen == screenLogs && m.logs.searching {
@@ -276,6 +288,10 @@ func (m *Model) poolsKey(msg tea.KeyMsg) tea.Cmd {
 		m.pools.move(-len(m.views))
 	case key.Matches(msg, k.Bottom):
 		m.pools.move(len(m.views))
+	case key.Matches(msg, k.Filter):
+		return m.pools.startFilter()
+	case key.Matches(msg, k.Back) && m.pools.filter.Value() != "":
+		m.pools.clearFilter()
 	case key.Matches(msg, k.Open):
 		if p := m.pools.selected; p != "" {
 			m.openMembers(p)

@@ -4,24 +4,62 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/charmbracelet/bubbles/cursor"
+	"github.com/charmbracelet/bubbles/textinput"
+	tea "github.com/charmbracelet/bubbletea"
+
 	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/themes"
 	"github.com/ctpool-tui/ctpool-tui/tui/sanitize"
 )
 
-// poolsModel is the home view's selection, tracked by pool name.
+// poolsModel is the home view's selection, tracked by pool name, and its
+// filter (on the pool's name, backend and image).
 type poolsModel struct {
-	names    []string
+	all      []string // every pool, in the views' order
+	hay      []string // lower-case text the filter searches, per pool
+	names    []string // the pools shown: those the filter matches
+	rows     []int    // their indices in the views
 	selected string
 	cursor   int
 	offset   int
 	height   int // rows the table may use
+
+	filter    textinput.Model
+	filtering bool
+}
+
+func newPoolsModel(st themes.Styles) poolsModel {
+	ti := textinput.New()
+	ti.Prompt = "/"
+	ti.Placeholder = "pool, backend, image…"
+	ti.CharLimit = 120
+	ti.PromptStyle = st.Accent
+	ti.Cursor.SetMode(cursor.CursorStatic)
+	return poolsModel{filter: ti}
 }
 
 // sync follows a new list of pools, keeping the selection by name.
 func (p *poolsModel) sync(views []engine.PoolView) {
-	p.names = p.names[:0]
+	p.all, p.hay = p.all[:0], p.hay[:0]
 	for i := range views {
-		p.names = append(p.names, views[i].Name)
+		v := &views[i]
+		p.all = append(p.all, v.Name)
+		p.hay = append(p.hay, strings.ToLower(clean(v.Name+" "+v.Spec.BackendName()+" "+v.Spec.Image)))
+	}
+	p.refresh()
+}
+
+// refresh applies the filter and keeps the selection by name when it is
+// still shown.
+func (p *poolsModel) refresh() {
+	q := strings.ToLower(strings.TrimSpace(p.filter.Value()))
+	p.names, p.rows = p.names[:0], p.rows[:0]
+	for i, name := range p.all {
+		if q == "" || strings.Contains(p.hay[i], q) {
+			p.names = append(p.names, name)
+			p.rows = append(p.rows, i)
+		}
 	}
 	p.cursor = -1
 	for i, n := range p.names {
@@ -38,6 +76,35 @@ func (p *poolsModel) sync(views []engine.PoolView) {
 		}
 	}
 	p.scroll()
+}
+
+func (p *poolsModel) startFilter() tea.Cmd {
+	p.filtering = true
+	return p.filter.Focus()
+}
+
+func (p *poolsModel) clearFilter() {
+	p.filter.SetValue("")
+	p.refresh()
+}
+
+// updateFilter takes a key while the filter is typed: enter keeps it, esc
+// clears it.
+func (p *poolsModel) updateFilter(msg tea.KeyMsg) {
+	switch msg.String() {
+	case "enter", "esc":
+		p.filtering = false
+		p.filter.Blur()
+		if msg.String() == "esc" {
+			p.clearFilter()
+		}
+		return
+	}
+	before := p.filter.Value()
+	p.filter, _ = p.filter.Update(msg)
+	if p.filter.Value() != before {
+		p.refresh()
+	}
 }
 
 func (p *poolsModel) move(d int) {
@@ -99,13 +166,20 @@ func (m *Model) poolsView() string {
 	cols := poolColumns(m.width, nameW)
 	var b strings.Builder
 	b.WriteString("  " + m.st.ColumnHeader.Render(headerCells(cols)))
-	end := min(m.pools.offset+m.pools.height, len(m.views))
-	for i := m.pools.offset; i < end; i++ {
-		v := &m.views[i]
+	p := &m.pools
+	end := min(p.offset+p.height, len(p.rows))
+	for i := p.offset; i < end; i++ {
 		b.WriteByte('\n')
-		b.WriteString(m.poolRow(cols, v, i == m.pools.cursor))
+		b.WriteString(m.poolRow(cols, &m.views[p.rows[i]], i == p.cursor))
 	}
+	if len(p.rows) == 0 {
+		b.WriteString("\n" + m.st.Muted.Render("  no pool matches the filter (esc clears it)"))
+	}
+	// The line under the table shows the filter while there is one.
 	b.WriteString("\n")
+	if p.filtering || p.filter.Value() != "" {
+		b.WriteString(" " + p.filter.View() + " " + m.st.Muted.Render(fmt.Sprintf("(%d/%d pools)", len(p.rows), len(p.all))))
+	}
 	for _, line := range m.poolNotes(3) {
 		b.WriteString("\n" + line)
 	}

@@ -318,3 +318,36 @@ func TestDetailPaneRefreshesEventsWhenTheMemberChanges(t *testing.T) {
 		t.Fatal("Events read again with no change to the member")
 	}
 }
+
+// The pools filter: typing narrows the table and moves the selection onto a
+// match; enter keeps the filter and opens nothing; esc clears it.
+func TestPoolsFilter(t *testing.T) {
+	m, _ := newTestModel(t, demoCluster(), testOpts{actions: &fakeActions{}})
+	all := len(m.pools.names)
+	press(m, "/", "c", "a", "d")
+	if !m.pools.filtering || len(m.pools.names) != 1 || m.pools.selected != "gpu" {
+		t.Fatalf("/cad: filtering %v, shown %v, selected %q", m.pools.filtering, m.pools.names, m.pools.selected)
+	}
+	press(m, "enter")
+	if m.pools.filtering || m.screen != screenPools || len(m.pools.names) != 1 {
+		t.Fatalf("enter: filtering %v, screen %d, shown %v", m.pools.filtering, m.screen, m.pools.names)
+	}
+	press(m, "enter")
+	if m.screen != screenMembers || m.members.pool != "gpu" {
+		t.Fatalf("enter on the match opened %q (screen %d)", m.members.pool, m.screen)
+	}
+	press(m, "esc")
+	press(m, "esc")
+	if m.pools.filter.Value() != "" || len(m.pools.names) != all || m.pools.selected != "gpu" {
+		t.Fatalf("esc: filter %q, %d shown of %d, selected %q", m.pools.filter.Value(), len(m.pools.names), all, m.pools.selected)
+	}
+	// New data keeps the filter.
+	press(m, "/", "z", "z", "enter")
+	m.Update(dataMsg{views: demoCluster().views(), at: t0, health: health{synced: true, lastSync: t0}})
+	if len(m.pools.names) != 0 || m.pools.selected != "" {
+		t.Fatalf("after new data: shown %v, selected %q", m.pools.names, m.pools.selected)
+	}
+	if cmd := press(m, "r"); cmd != nil || len(m.acts.running) != 0 {
+		t.Fatal("an action ran with no pool shown")
+	}
+}
