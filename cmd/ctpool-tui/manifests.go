@@ -35,8 +35,8 @@ of its pools:
 With -A (--all-namespaces) the reconciler keeps the pools of every
 namespace: a ClusterRole and ClusterRoleBinding named ctpool-tui-reconciler
 replace the Role and RoleBinding, and the ClusterRole grants only what the
-reconciler does (watch and reconcile pools, audit Events, the election
-Lease; no claims, console or logs in every namespace). The Deployment runs
+reconciler does (watch and reconcile pools, the election Lease; no
+claims, console or logs in every namespace). The Deployment runs
 "reconcile -A"; the ServiceAccount, Deployment and election Lease stay in
 the namespace.
 
