@@ -125,7 +125,7 @@ func (m *Model) helpLine() string {
 		keys = []key.Binding{withHelp(m.keys.Back, "close help"), m.keys.Quit}
 	default:
 		shown := m.shownKeys()
-		filtering := m.screen == screenMembers && m.members.filtering || m.screen == screenPools && m.pools.filtering
+		filtering := m.screen == screenMembers && m.members.filter.typing || m.screen == screenPools && m.pools.filter.typing
 		keys = shown.helpFor(m.screen, filtering).short
 	}
 	return m.fitHelp(keys)

@@ -198,7 +198,7 @@ func TestIntegrationReadOnlyViewerMakesNoWrites(t *testing.T) {
 			// Back to the start, then along the path, then the key.
 			m.screen, m.showHelp, m.dialog = screenWall, false, nil
 			m.side.audit.open = false
-			m.members.filtering = false
+			m.members.filter.typing = false
 			m.members.clearFilter()
 			if k == "q" || k == "ctrl+c" {
 				_, cmd := m.Update(keyMsg(k))

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/charmbracelet/bubbles/cursor"
-	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
@@ -60,9 +58,8 @@ type membersModel struct {
 	rows   []int // indexes into all, filtered and sorted
 	widths colWidths
 
-	sort      sortKey
-	filter    textinput.Model
-	filtering bool
+	sort   sortKey
+	filter listFilter
 
 	cursor, offset int
 	selected       string
@@ -70,21 +67,13 @@ type membersModel struct {
 }
 
 func newMembersModel(st themes.Styles) membersModel {
-	ti := textinput.New()
-	ti.Prompt = "/"
-	ti.Placeholder = "name, state, holder, node, message…"
-	ti.CharLimit = 120
-	ti.PromptStyle = st.Accent
-	ti.Cursor.SetMode(cursor.CursorStatic)
-	return membersModel{filter: ti, index: map[string]int{}}
+	return membersModel{filter: newListFilter(st, "name, state, holder, node, message…"), index: map[string]int{}}
 }
 
 // open switches to another pool: selection, filter and scroll start over.
 func (l *membersModel) open(pool string) {
 	l.pool, l.selected, l.cursor, l.offset = pool, "", 0, 0
-	l.filter.SetValue("")
-	l.filtering = false
-	l.filter.Blur()
+	l.filter.reset()
 }
 
 // setData takes the pool's new members (v may be nil: the pool is gone).
@@ -291,10 +280,7 @@ func (l *membersModel) lookup(name string) *engine.Member {
 	return nil
 }
 
-func (l *membersModel) startFilter() tea.Cmd {
-	l.filtering = true
-	return l.filter.Focus()
-}
+func (l *membersModel) startFilter() tea.Cmd { return l.filter.start() }
 
 func (l *membersModel) clearFilter() {
 	l.filter.SetValue("")
@@ -302,20 +288,7 @@ func (l *membersModel) clearFilter() {
 }
 
 func (l *membersModel) updateFilter(msg tea.KeyMsg) {
-	switch msg.String() {
-	case "enter":
-		l.filtering = false
-		l.filter.Blur()
-		return
-	case "esc":
-		l.filtering = false
-		l.filter.Blur()
-		l.clearFilter()
-		return
-	}
-	before := l.filter.Value()
-	l.filter, _ = l.filter.Update(msg)
-	if l.filter.Value() != before {
+	if l.filter.key(msg) {
 		l.refresh()
 	}
 }
@@ -440,7 +413,7 @@ func (m *Model) membersView() string {
 		title += " " + m.st.Error.Render(glyphBad+" "+clean(strings.Join(v.Problems, "; ")))
 	}
 	right := m.st.Muted.Render(fmt.Sprintf("sort: %s ▲", l.sort))
-	if l.filtering || l.filter.Value() != "" {
+	if l.filter.active() {
 		right = fmt.Sprintf("%s %s", l.filter.View(), m.st.Muted.Render(fmt.Sprintf("(%d/%d)", len(l.rows), len(l.all)))) + "  " + right
 	}
 	b.WriteString(spread(" "+title, right, m.width))

@@ -210,11 +210,11 @@ func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
 	if m.dialog == nil && !m.showHelp && msg.Type == tea.KeyRunes && len(msg.Runes) > 1 && msg.Runes[0] == '/' {
 		rest := tea.KeyMsg{Type: tea.KeyRunes, Runes: msg.Runes[1:]}
 		switch {
-		case m.screen == screenMembers && !m.members.filtering:
+		case m.screen == screenMembers && !m.members.filter.typing:
 			cmd := m.members.startFilter()
 			m.members.updateFilter(rest)
 			return cmd
-		case m.screen == screenPools && !m.pools.filtering:
+		case m.screen == screenPools && !m.pools.filter.typing:
 			cmd := m.pools.startFilter()
 			m.pools.updateFilter(rest)
 			return cmd
@@ -231,11 +231,11 @@ func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
 		}
 		return nil
 	}
-	if m.screen == screenMembers && m.members.filtering {
+	if m.screen == screenMembers && m.members.filter.typing {
 		m.members.updateFilter(msg)
 		return nil
 	}
-	if m.screen == screenPools && m.pools.filtering {
+	if m.screen == screenPools && m.pools.filter.typing {
 		m.pools.updateFilter(msg)
 		return nil
 	}

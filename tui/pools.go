@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/charmbracelet/bubbles/cursor"
-	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
@@ -25,18 +23,11 @@ type poolsModel struct {
 	offset   int
 	height   int // rows the table may use
 
-	filter    textinput.Model
-	filtering bool
+	filter listFilter
 }
 
 func newPoolsModel(st themes.Styles) poolsModel {
-	ti := textinput.New()
-	ti.Prompt = "/"
-	ti.Placeholder = "pool, backend, image…"
-	ti.CharLimit = 120
-	ti.PromptStyle = st.Accent
-	ti.Cursor.SetMode(cursor.CursorStatic)
-	return poolsModel{filter: ti}
+	return poolsModel{filter: newListFilter(st, "pool, backend, image…")}
 }
 
 // sync follows a new list of pools, keeping the selection by name.
@@ -78,31 +69,15 @@ func (p *poolsModel) refresh() {
 	p.scroll()
 }
 
-func (p *poolsModel) startFilter() tea.Cmd {
-	p.filtering = true
-	return p.filter.Focus()
-}
+func (p *poolsModel) startFilter() tea.Cmd { return p.filter.start() }
 
 func (p *poolsModel) clearFilter() {
 	p.filter.SetValue("")
 	p.refresh()
 }
 
-// updateFilter takes a key while the filter is typed: enter keeps it, esc
-// clears it.
 func (p *poolsModel) updateFilter(msg tea.KeyMsg) {
-	switch msg.String() {
-	case "enter", "esc":
-		p.filtering = false
-		p.filter.Blur()
-		if msg.String() == "esc" {
-			p.clearFilter()
-		}
-		return
-	}
-	before := p.filter.Value()
-	p.filter, _ = p.filter.Update(msg)
-	if p.filter.Value() != before {
+	if p.filter.key(msg) {
 		p.refresh()
 	}
 }
@@ -177,7 +152,7 @@ func (m *Model) poolsView() string {
 	}
 	// The line under the table shows the filter while there is one.
 	b.WriteString("\n")
-	if p.filtering || p.filter.Value() != "" {
+	if p.filter.active() {
 		b.WriteString(" " + p.filter.View() + " " + m.st.Muted.Render(fmt.Sprintf("(%d/%d pools)", len(p.rows), len(p.all))))
 	}
 	for _, line := range m.poolNotes(3) {

@@ -100,7 +100,7 @@ func TestMembersNavigationAndSelectionByName(t *testing.T) {
 func TestMembersFilter(t *testing.T) {
 	m, _ := openDesk(t, testOpts{})
 	press(m, "/")
-	if !m.members.filtering {
+	if !m.members.filter.typing {
 		t.Fatal("/ did not start filtering")
 	}
 	typeText(m, "bob")
@@ -118,8 +118,8 @@ func TestMembersFilter(t *testing.T) {
 		t.Fatalf("filter expired: %d rows", len(m.members.rows))
 	}
 	press(m, "enter")
-	if m.members.filtering || m.members.filter.Value() != "expired" {
-		t.Fatalf("enter: filtering %v value %q", m.members.filtering, m.members.filter.Value())
+	if m.members.filter.typing || m.members.filter.Value() != "expired" {
+		t.Fatalf("enter: filtering %v value %q", m.members.filter.typing, m.members.filter.Value())
 	}
 	press(m, "esc") // clears the filter, stays in members
 	if m.screen != screenMembers || len(m.members.rows) != 6 || m.members.selected != "desk-2" {
@@ -134,7 +134,7 @@ func TestMembersFilter(t *testing.T) {
 		t.Error("no hint for an empty filter result")
 	}
 	press(m, "esc")
-	if m.members.filtering || len(m.members.rows) != 6 {
+	if m.members.filter.typing || len(m.members.rows) != 6 {
 		t.Fatal("esc while typing did not clear the filter")
 	}
 }
@@ -325,12 +325,12 @@ func TestPoolsFilter(t *testing.T) {
 	m, _ := newTestModel(t, demoCluster(), testOpts{actions: &fakeActions{}})
 	all := len(m.pools.names)
 	press(m, "/", "c", "a", "d")
-	if !m.pools.filtering || len(m.pools.names) != 1 || m.pools.selected != "gpu" {
-		t.Fatalf("/cad: filtering %v, shown %v, selected %q", m.pools.filtering, m.pools.names, m.pools.selected)
+	if !m.pools.filter.typing || len(m.pools.names) != 1 || m.pools.selected != "gpu" {
+		t.Fatalf("/cad: filtering %v, shown %v, selected %q", m.pools.filter.typing, m.pools.names, m.pools.selected)
 	}
 	press(m, "enter")
-	if m.pools.filtering || m.screen != screenPools || len(m.pools.names) != 1 {
-		t.Fatalf("enter: filtering %v, screen %d, shown %v", m.pools.filtering, m.screen, m.pools.names)
+	if m.pools.filter.typing || m.screen != screenPools || len(m.pools.names) != 1 {
+		t.Fatalf("enter: filtering %v, screen %d, shown %v", m.pools.filter.typing, m.screen, m.pools.names)
 	}
 	press(m, "enter")
 	if m.screen != screenMembers || m.members.pool != "gpu" {
