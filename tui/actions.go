@@ -185,6 +185,17 @@ func (m *Model) startAction(req actionRequest) tea.Cmd {
 		m.setNote(glyphBad+" "+why, levelError)
 		return nil
 	}
+	id := m.logStart(req)
+	m.acts.note = ""
+	cmds := []tea.Cmd{actionCmd(m.ctx, m.opts.Actions, m.opts.ActionTimeout, id, req)}
+	if len(m.acts.running) == 1 {
+		cmds = append(cmds, m.spin.Tick)
+	}
+	return tea.Batch(cmds...)
+}
+
+// logStart records an action as running in the action log and returns its id.
+func (m *Model) logStart(req actionRequest) int {
 	m.acts.nextID++
 	id := m.acts.nextID
 	m.acts.running[id] = req
@@ -192,12 +203,7 @@ func (m *Model) startAction(req actionRequest) tea.Cmd {
 	if len(m.acts.log) > maxLog {
 		m.acts.log = m.acts.log[len(m.acts.log)-maxLog:]
 	}
-	m.acts.note = ""
-	cmds := []tea.Cmd{actionCmd(m.ctx, m.opts.Actions, m.opts.ActionTimeout, id, req)}
-	if len(m.acts.running) == 1 {
-		cmds = append(cmds, m.spin.Tick)
-	}
-	return tea.Batch(cmds...)
+	return id
 }
 
 func (m *Model) finishAction(msg actionDoneMsg) {

@@ -86,12 +86,8 @@ func (m *Model) toggleAudit() tea.Cmd {
 	if m.opts.Events == nil {
 		return nil
 	}
-	ns := m.opts.Namespace
-	if v := m.view(a.pool); v != nil && v.Namespace != "" {
-		ns = v.Namespace
-	}
 	a.loading = true
-	return auditCmd(m.ctx, m.opts.Events, ns, a.pool, a.req)
+	return auditCmd(m.ctx, m.opts.Events, m.namespaceOf(a.pool), a.pool, a.req)
 }
 
 // refreshAudit re-reads an open audit list (an action just wrote an audit

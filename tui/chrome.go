@@ -145,11 +145,36 @@ func (m *Model) fitHelp(keys []key.Binding) string {
 	}
 	h := m.help
 	h.Width = 0 // measured here, not cut by the help model
-	for n := len(body); n > 0; n-- {
-		line := " " + h.ShortHelpView(append(body[:n:n], tail...))
-		if lipgloss.Width(line) <= m.width {
-			return line
+	if line := " " + h.ShortHelpView(append(body[:len(body):len(body)], tail...)); lipgloss.Width(line) <= m.width {
+		return line // the common case: everything fits
+	}
+	// Measure each key once and keep the longest prefix of body that fits
+	// beside the tail.
+	sep := lipgloss.Width(h.ShortSeparator)
+	width := func(ks []key.Binding) (w, shown int) {
+		for _, k := range ks {
+			if kw := lipgloss.Width(h.ShortHelpView([]key.Binding{k})); kw > 0 {
+				w += kw
+				shown++
+			}
 		}
+		return w, shown
+	}
+	used, items := width(tail)
+	n := 0
+	for ; n < len(body); n++ {
+		kw, shown := width(body[n : n+1])
+		if shown == 0 {
+			continue
+		}
+		if 1+used+kw+sep*items > m.width {
+			break
+		}
+		used += kw
+		items++
+	}
+	if n > 0 {
+		return " " + h.ShortHelpView(append(body[:n:n], tail...))
 	}
 	return cut(" "+m.help.ShortHelpView(keys), m.width)
 }

@@ -103,13 +103,7 @@ func (m *Model) openConsole(pool string, mm *engine.Member) tea.Cmd {
 		return nil
 	}
 	req := actionRequest{kind: actConsole, pool: pool, member: mm.Name}
-	m.acts.nextID++
-	id := m.acts.nextID
-	m.acts.running[id] = req
-	m.acts.log = append(m.acts.log, logEntry{at: m.now, id: id, req: req})
-	if len(m.acts.log) > maxLog {
-		m.acts.log = m.acts.log[len(m.acts.log)-maxLog:]
-	}
+	id := m.logStart(req)
 	p := &consoleProcess{ctx: m.ctx, runner: m.opts.Console, namespace: m.namespaceOf(pool), pod: mm.Name}
 	return tea.Exec(p, func(err error) tea.Msg {
 		text, err := consoleResult(err)

@@ -80,13 +80,15 @@ func (m *Model) openDetail(pool, member string) tea.Cmd {
 	if m.opts.Events == nil {
 		return nodes
 	}
-	ns := m.opts.Namespace
-	if v := m.view(pool); v != nil && v.Namespace != "" {
-		ns = v.Namespace
-	}
-	m.detail.loading = true
-	m.detail.versions, m.detail.asked = m.memberVersions(pool, member), m.now
-	return tea.Batch(eventsCmd(m.ctx, m.opts.Events, ns, member, engine.PVCName(member), m.detail.req), nodes)
+	return tea.Batch(m.askEvents(m.memberVersions(pool, member)), nodes)
+}
+
+// askEvents reads the open pane's Events as request d.req, noting the
+// member's versions and the time of asking.
+func (m *Model) askEvents(versions string) tea.Cmd {
+	d := &m.detail
+	d.loading, d.versions, d.asked = true, versions, m.now
+	return eventsCmd(m.ctx, m.opts.Events, m.namespaceOf(d.pool), d.member, engine.PVCName(d.member), d.req)
 }
 
 // memberVersions identifies the state of a member's Pod and PVC.
@@ -121,13 +123,8 @@ func (m *Model) refreshEvents() tea.Cmd {
 	if cur == d.versions {
 		return nil
 	}
-	ns := m.opts.Namespace
-	if v := m.view(d.pool); v != nil && v.Namespace != "" {
-		ns = v.Namespace
-	}
 	d.req++
-	d.loading, d.versions, d.asked = true, cur, m.now
-	return eventsCmd(m.ctx, m.opts.Events, ns, d.member, engine.PVCName(d.member), d.req)
+	return m.askEvents(cur)
 }
 
 func eventTime(ev corev1.Event) time.Time {
