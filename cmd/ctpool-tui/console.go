@@ -50,11 +50,7 @@ exec/logs/attach/port-forward.`,
 			if err := validatePoolArg(pool); err != nil {
 				return err
 			}
-			ns, err := e.opts.Namespace()
-			if err != nil {
-				return opErr(err)
-			}
-			cs, cfg, err := e.opts.Clientset()
+			cs, cfg, ns, err := e.clientFor()
 			if err != nil {
 				return opErr(err)
 			}
@@ -93,21 +89,14 @@ func checkMemberOf(ctx context.Context, cs kubernetes.Interface, ns, pool, membe
 // read and stay in read-only mode; the console is a write (pods/exec) and is
 // left out there. The demo runs no containers: it has no console, and its
 // logs are a canned stream.
-func consoleAndLogs(opts *tui.Options, conn *connection, readOnly bool) {
+func consoleAndLogs(opts *tui.Options, conn *connection, readOnly bool, audit func(context.Context, engine.AuditEntry)) {
 	if conn.demo {
 		opts.Logs = &demo.Logs{Client: conn.client}
 		return
 	}
 	opts.Logs = &kube.Logs{Client: conn.client}
 	if !readOnly && conn.cfg != nil {
-		c := auditedConsole{Exec: &kube.Exec{Config: conn.cfg, Client: conn.client}}
-		switch a := opts.Actions.(type) {
-		case *engine.Engine:
-			c.audit = a.Audit
-		case dashboardActions:
-			c.audit = a.Audit
-		}
-		opts.Console = c
+		opts.Console = auditedConsole{Exec: &kube.Exec{Config: conn.cfg, Client: conn.client}, audit: audit}
 	}
 }
 

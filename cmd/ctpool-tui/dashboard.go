@@ -102,10 +102,12 @@ func runDashboard(ctx context.Context, e *env, df dashFlags, stdin io.Reader) er
 	}
 	opts := dashboardOptions(conn, watcher, df.readonly)
 	opts.Theme, opts.NoColor = theme, os.Getenv("NO_COLOR") != ""
+	var audit func(context.Context, engine.AuditEntry)
 	if !df.readonly {
-		opts.Actions = cachedClaims(e.dashboardEngine(conn), watcher)
+		eng := e.dashboardEngine(conn)
+		opts.Actions, audit = cachedClaims(eng, watcher), eng.Audit
 	}
-	consoleAndLogs(&opts, conn, df.readonly)
+	consoleAndLogs(&opts, conn, df.readonly, audit)
 	err = tui.Run(ctx, opts)
 	if conn.readOnly != nil && conn.readOnly.Refused() > 0 {
 		fmt.Fprintf(e.stderr, "read-only: %d write requests were refused\n", conn.readOnly.Refused())

@@ -83,22 +83,26 @@ func TestDashboardClaimsReadTheCache(t *testing.T) {
 }
 
 // The dashboard's console sessions are audited with the engine's Auditor,
-// whatever wraps the engine.
+// whatever wraps the engine as the dashboard's actions; read-only has no
+// console.
 func TestDashboardConsoleIsAudited(t *testing.T) {
 	var entries []engine.AuditEntry
 	eng := &engine.Engine{Cluster: kube.NewCluster(fake.NewClientset(), "vdi"), Namespace: "vdi", Now: time.Now,
 		Audit: func(_ context.Context, e engine.AuditEntry) { entries = append(entries, e) }}
-	for name, actions := range map[string]tui.Actions{"engine": eng, "cached claims": cachedClaims(eng, &snapshotReader{})} {
-		entries = nil
-		opts := tui.Options{Actions: actions}
-		consoleAndLogs(&opts, &connection{client: fake.NewClientset(), namespace: "vdi", cfg: &rest.Config{}}, false)
-		c, ok := opts.Console.(auditedConsole)
-		if !ok || c.audit == nil {
-			t.Fatalf("%s: console %T is not audited", name, opts.Console)
-		}
-		auditConsole(context.Background(), c.audit, "desk-2", nil)
-		if len(entries) != 1 || entries[0].Action != "console" || entries[0].Pool != "desk" || entries[0].Member != "desk-2" {
-			t.Fatalf("%s: audit entries %+v", name, entries)
-		}
+	conn := &connection{client: fake.NewClientset(), namespace: "vdi", cfg: &rest.Config{}}
+	opts := tui.Options{Actions: cachedClaims(eng, &snapshotReader{})}
+	consoleAndLogs(&opts, conn, false, eng.Audit)
+	c, ok := opts.Console.(auditedConsole)
+	if !ok || c.audit == nil {
+		t.Fatalf("console %T is not audited", opts.Console)
+	}
+	auditConsole(context.Background(), c.audit, "desk-2", nil)
+	if len(entries) != 1 || entries[0].Action != "console" || entries[0].Pool != "desk" || entries[0].Member != "desk-2" {
+		t.Fatalf("audit entries %+v", entries)
+	}
+	ro := tui.Options{}
+	consoleAndLogs(&ro, conn, true, nil)
+	if ro.Console != nil || ro.Logs == nil {
+		t.Fatalf("read-only: console %v, logs %v", ro.Console != nil, ro.Logs != nil)
 	}
 }

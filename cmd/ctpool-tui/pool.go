@@ -26,15 +26,25 @@ type env struct {
 // engineFor connects to the cluster and returns an engine for the namespace
 // whose writes are audited as the dashboard's are.
 func (e *env) engineFor() (*engine.Engine, string, error) {
-	ns, err := e.opts.Namespace()
-	if err != nil {
-		return nil, "", err
-	}
-	cs, _, err := e.opts.Clientset()
+	cs, _, ns, err := e.clientFor()
 	if err != nil {
 		return nil, "", err
 	}
 	return &engine.Engine{Cluster: kube.NewCluster(cs, ns), Namespace: ns, Now: time.Now, Audit: auditor(cs, ns).Record}, ns, nil
+}
+
+// clientFor resolves the namespace and connects: the clientset, the config
+// it was built from and the namespace.
+func (e *env) clientFor() (kubernetes.Interface, *rest.Config, string, error) {
+	ns, err := e.opts.Namespace()
+	if err != nil {
+		return nil, nil, "", err
+	}
+	cs, cfg, err := e.opts.Clientset()
+	if err != nil {
+		return nil, nil, "", err
+	}
+	return cs, cfg, ns, nil
 }
 
 // auditor records audit Events in ns as the caller, whom it asks the API

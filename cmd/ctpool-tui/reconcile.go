@@ -137,11 +137,7 @@ func (f *reconcileFlags) validate() error {
 // runController runs the reconciler of one pool, a namespace or every
 // namespace until ctx ends (exit 0) or the leadership is lost (exit 1).
 func runController(ctx context.Context, e *env, f reconcileFlags, pool string) error {
-	ns, err := e.opts.Namespace()
-	if err != nil {
-		return opErr(err)
-	}
-	cs, _, err := e.opts.Clientset()
+	cs, _, ns, err := e.clientFor()
 	if err != nil {
 		return opErr(err)
 	}
@@ -216,11 +212,7 @@ func runController(ctx context.Context, e *env, f reconcileFlags, pool string) e
 // reconcileAllOnce reconciles every defined pool of the namespace (or of
 // every namespace) once, one line each; exit 1 when any failed.
 func reconcileAllOnce(ctx context.Context, e *env, allNamespaces bool) error {
-	ns, err := e.opts.Namespace()
-	if err != nil {
-		return opErr(err)
-	}
-	cs, _, err := e.opts.Clientset()
+	cs, _, ns, err := e.clientFor()
 	if err != nil {
 		return opErr(err)
 	}
