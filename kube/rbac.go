@@ -119,12 +119,7 @@ func RequiredPermissions(action string) ([]engine.Permission, error) {
 			set[p] = true
 		}
 	}
-	out := make([]engine.Permission, 0, len(set))
-	for p := range set {
-		out = append(out, p)
-	}
-	sortPermissions(out)
-	return out, nil
+	return sortedPermissions(set), nil
 }
 
 func allActions() []string {
@@ -143,7 +138,13 @@ func permissionOf(a k8stesting.Action) (engine.Permission, bool) {
 	return engine.Permission{Group: res.Group, Resource: r, Verb: a.GetVerb()}, true
 }
 
-func sortPermissions(ps []engine.Permission) {
+// sortedPermissions returns a set of permissions sorted by group, resource
+// and verb.
+func sortedPermissions(set map[engine.Permission]bool) []engine.Permission {
+	ps := make([]engine.Permission, 0, len(set))
+	for p := range set {
+		ps = append(ps, p)
+	}
 	sort.Slice(ps, func(i, j int) bool {
 		a, b := ps[i], ps[j]
 		if a.Group != b.Group {
@@ -154,6 +155,7 @@ func sortPermissions(ps []engine.Permission) {
 		}
 		return a.Verb < b.Verb
 	})
+	return ps
 }
 
 // RolePermissions is the union of the role's actions' permissions.
@@ -182,12 +184,7 @@ func ActionPermissions(actions ...string) ([]engine.Permission, error) {
 			set[p] = true
 		}
 	}
-	out := make([]engine.Permission, 0, len(set))
-	for p := range set {
-		out = append(out, p)
-	}
-	sortPermissions(out)
-	return out, nil
+	return sortedPermissions(set), nil
 }
 
 // Rules groups permissions into PolicyRules, one per group and resource.

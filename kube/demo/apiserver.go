@@ -185,31 +185,17 @@ func (a *apiServer) Delete(gvr schema.GroupVersionResource, ns, name string, opt
 // List returns the objects that match the label and field selectors, with
 // the current revision as the list's resourceVersion.
 func (a *apiServer) List(gvr schema.GroupVersionResource, gvk schema.GroupVersionKind, ns string, opts ...metav1.ListOptions) (runtime.Object, error) {
-	var o metav1.ListOptions
-	if len(opts) > 0 {
-		o = opts[0]
-	}
-	sel, err := parseSelectors(gvr, o.LabelSelector, o.FieldSelector)
+	_, sel, err := listOptions(gvr, opts)
 	if err != nil {
 		return nil, err
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	list, err := a.inner.List(gvr, gvk, ns)
+	list, items, err := a.matching(gvr, gvk, ns, sel)
 	if err != nil {
 		return nil, err
 	}
-	items, err := meta.ExtractList(list)
-	if err != nil {
-		return nil, err
-	}
-	kept := items[:0]
-	for _, it := range items {
-		if sel.matches(it) {
-			kept = append(kept, it)
-		}
-	}
-	if err := meta.SetList(list, kept); err != nil {
+	if err := meta.SetList(list, items); err != nil {
 		return nil, err
 	}
 	if lm, err := meta.ListAccessor(list); err == nil {
@@ -218,14 +204,41 @@ func (a *apiServer) List(gvr schema.GroupVersionResource, gvk schema.GroupVersio
 	return list, nil
 }
 
-// Watch starts a watch. Objects changed after opts.ResourceVersion (all of
-// them when it is "" or "0") are sent first as Added events.
-func (a *apiServer) Watch(gvr schema.GroupVersionResource, ns string, opts ...metav1.ListOptions) (watch.Interface, error) {
+// listOptions takes the optional list options of a List or Watch call and
+// parses their selectors.
+func listOptions(gvr schema.GroupVersionResource, opts []metav1.ListOptions) (metav1.ListOptions, selectors, error) {
 	var o metav1.ListOptions
 	if len(opts) > 0 {
 		o = opts[0]
 	}
 	sel, err := parseSelectors(gvr, o.LabelSelector, o.FieldSelector)
+	return o, sel, err
+}
+
+// matching lists the stored objects of a resource and keeps those sel
+// matches. The caller holds a.mu.
+func (a *apiServer) matching(gvr schema.GroupVersionResource, gvk schema.GroupVersionKind, ns string, sel selectors) (runtime.Object, []runtime.Object, error) {
+	list, err := a.inner.List(gvr, gvk, ns)
+	if err != nil {
+		return nil, nil, err
+	}
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		return nil, nil, err
+	}
+	kept := items[:0]
+	for _, it := range items {
+		if sel.matches(it) {
+			kept = append(kept, it)
+		}
+	}
+	return list, kept, nil
+}
+
+// Watch starts a watch. Objects changed after opts.ResourceVersion (all of
+// them when it is "" or "0") are sent first as Added events.
+func (a *apiServer) Watch(gvr schema.GroupVersionResource, ns string, opts ...metav1.ListOptions) (watch.Interface, error) {
+	o, sel, err := listOptions(gvr, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -241,19 +254,12 @@ func (a *apiServer) Watch(gvr schema.GroupVersionResource, ns string, opts ...me
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	list, err := a.inner.List(gvr, gvk, ns)
-	if err != nil {
-		return nil, err
-	}
-	items, err := meta.ExtractList(list)
+	_, items, err := a.matching(gvr, gvk, ns, sel)
 	if err != nil {
 		return nil, err
 	}
 	w := newWatcher(a, gvr, ns, sel)
 	for _, it := range items {
-		if !sel.matches(it) {
-			continue
-		}
 		m, err := meta.Accessor(it)
 		if err != nil {
 			continue
