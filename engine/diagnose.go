@@ -68,9 +68,15 @@ func Diagnose(m *Member, events []corev1.Event, nodes []*corev1.Node, reconcileE
 		if msg := memberError(m.Name, reconcileErrors); msg != "" {
 			return Diagnosis{Reason: "create failed", Evidence: msg, Fix: "see the error; the next reconcile tries again"}
 		}
+		if m.Claimed {
+			return Diagnosis{Reason: "claimed, but its Pod and data PVC are gone", Fix: "the next reconcile (r) builds it again for its user; the claim is kept"}
+		}
 		return Diagnosis{Reason: "not created yet", Fix: "run reconcile (r)"}
 	case StateStopped:
-		return Diagnosis{Reason: "stopped: the PVC exists but no Pod", Fix: "the next reconcile starts it (a claimed member starts at its next claim)"}
+		if m.Claimed {
+			return Diagnosis{Reason: "stopped: the PVC exists but no Pod", Fix: "the next reconcile (r) starts it with its user's data PVC; the claim is kept"}
+		}
+		return Diagnosis{Reason: "stopped: the PVC exists but no Pod", Fix: "the next reconcile (r) starts it"}
 	case StateTerminating:
 		r := Diagnosis{Reason: "being deleted"}
 		if m.Pod != nil && len(m.Pod.Finalizers) > 0 {
