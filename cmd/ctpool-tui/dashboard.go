@@ -67,8 +67,8 @@ func (e *env) connect(ctx context.Context, df dashFlags, readOnly bool) (*connec
 }
 
 func runDashboard(ctx context.Context, e *env, df dashFlags, stdin io.Reader) error {
-	if df.output != "table" && df.output != "json" {
-		return usageErr("-o must be table or json (got %q)", df.output)
+	if df.output != "table" && df.output != "wide" && df.output != "json" {
+		return usageErr("-o must be table, wide or json (got %q)", df.output)
 	}
 	if !df.once && (df.output != "table" || df.pool != "") {
 		return usageErr("-o and --pool go with --once")
