@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -15,7 +16,7 @@ func newManifestsCmd(e *env) *cobra.Command {
 	var image string
 	var allNamespaces bool
 	c := &cobra.Command{
-		Use:   "manifests [--namespace N] [--image I] [-A]",
+		Use:   "manifests --image IMAGE [--namespace N] [-A]",
 		Short: "Print the manifests that run the reconciler in the cluster",
 		Long: `Print (YAML) what runs the reconciler inside the cluster, in the namespace
 of its pools:
@@ -40,23 +41,23 @@ claims, console or logs in every namespace). The Deployment runs
 "reconcile -A"; the ServiceAccount, Deployment and election Lease stay in
 the namespace.
 
-The image (default ` + controller.DefaultImage + `) is not published by
-this project: build it at your site (a static binary, e.g. CGO_ENABLED=0
-go build ./cmd/ctpool-tui, in a distroless or scratch image) and pass --image.
-Pipe the output to kubectl apply -f -.`,
+--image is required: this project publishes no image, so build it at your
+site from the repository's Dockerfile (make image: a static binary in a
+distroless image, running as a non-root user) and push it to a registry the
+cluster pulls from. Pipe the output to kubectl apply -f -.`,
 		Example: `  ctpool-tui manifests -n vdi --image registry.example/ctpool-tui:1.0 | kubectl apply -f -
   ctpool-tui manifests -n vdi-system -A --image registry.example/ctpool-tui:1.0 | kubectl apply -f -`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if strings.TrimSpace(image) == "" {
+				return usageErr("manifests needs --image: the image of ctpool-tui built at your site (make image); this project publishes none")
+			}
 			ns, err := e.opts.Namespace()
 			if err != nil {
 				return opErr(err)
 			}
 			if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
 				return usageErr("invalid namespace %q: %s", ns, errs[0])
-			}
-			if image == "" {
-				return usageErr("--image must not be empty")
 			}
 			objs, err := controller.Manifests(controller.ManifestOptions{Namespace: ns, Image: image, AllNamespaces: allNamespaces})
 			if err != nil {
@@ -72,7 +73,7 @@ Pipe the output to kubectl apply -f -.`,
 			return nil
 		},
 	}
-	c.Flags().StringVar(&image, "image", controller.DefaultImage, "the ctpool-tui image (built by your site)")
+	c.Flags().StringVar(&image, "image", "", "the ctpool-tui image built by your site (required; make image builds one)")
 	c.Flags().BoolVarP(&allNamespaces, "all-namespaces", "A", false, "reconcile the pools of every namespace (ClusterRole and ClusterRoleBinding)")
 	return c
 }

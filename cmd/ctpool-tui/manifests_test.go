@@ -96,14 +96,33 @@ func TestManifestsPrintsTheDeployment(t *testing.T) {
 }
 
 func TestManifestsUsage(t *testing.T) {
-	if code, _, errOut := runCmd(t, "manifests", "--image", ""); code != exitUsage || !strings.Contains(errOut, "--image") {
-		t.Errorf("empty image: exit %d %q", code, errOut)
+	cases := []struct {
+		name      string
+		args      []string
+		code      int
+		stderrHas string
+		stdoutHas string
+	}{
+		// The image is never published: a Deployment of a default image
+		// could not start, so there is none.
+		{"no --image", []string{"manifests", "-n", "vdi"}, exitUsage, "manifests needs --image", ""},
+		{"no --image, all namespaces", []string{"manifests", "-n", "vdi", "-A"}, exitUsage, "manifests needs --image", ""},
+		{"empty --image", []string{"manifests", "--image", ""}, exitUsage, "needs --image", ""},
+		{"blank --image", []string{"manifests", "--image", "  "}, exitUsage, "needs --image", ""},
+		{"bad namespace", []string{"manifests", "-n", "Not_A_Namespace", "--image", "registry.example/ctpool-tui:1"}, exitUsage, "invalid namespace", ""},
+		{"help says the site builds it", []string{"manifests", "--help"}, exitOK, "", "make image"},
+		{"help shows --image required", []string{"manifests", "--help"}, exitOK, "", "manifests --image IMAGE"},
 	}
-	if code, _, errOut := runCmd(t, "manifests", "-n", "Not_A_Namespace"); code != exitUsage || !strings.Contains(errOut, "invalid namespace") {
-		t.Errorf("bad namespace: exit %d %q", code, errOut)
-	}
-	if code, out, _ := runCmd(t, "manifests", "--help"); code != exitOK || !strings.Contains(out, "built by") && !strings.Contains(out, "build it") {
-		t.Errorf("help does not say the image must be built by the site:\n%s", out)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := runCmd(t, tc.args...)
+			if code != tc.code || !strings.Contains(errOut, tc.stderrHas) || !strings.Contains(out, tc.stdoutHas) {
+				t.Errorf("exit %d (want %d), stderr %q (want %q), stdout lacks %q:\n%s", code, tc.code, errOut, tc.stderrHas, tc.stdoutHas, out)
+			}
+			if tc.code != exitOK && out != "" {
+				t.Errorf("printed manifests on a usage error:\n%s", out)
+			}
+		})
 	}
 }
 
