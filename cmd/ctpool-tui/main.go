@@ -29,14 +29,20 @@ func main() {
 	// klog must never write into the terminal the TUI owns.
 	silenceKlog()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	code := runAs(ctx, os.Args[0], os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }
 
-// run executes the command line and returns the exit code.
+// run executes the command line as ctpool-tui and returns the exit code.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	root := newRootCmd(stdin, stdout, stderr)
+	return runAs(ctx, "ctpool-tui", args, stdin, stdout, stderr)
+}
+
+// runAs executes the command line with the program started as argv0
+// (kubectl-ctpool is the kubectl plugin) and returns the exit code.
+func runAs(ctx context.Context, argv0 string, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	root := newRootCmd(argv0, stdin, stdout, stderr)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err == nil {

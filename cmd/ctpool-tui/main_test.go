@@ -79,6 +79,17 @@ func TestExitCodes(t *testing.T) {
 		{"status -o wide unreachable", []string{"status", "desk", "-o", "wide", "--request-timeout", "2s"}, exitError, "read pool desk", "", true},
 		{"once -o wide unreachable", []string{"--once", "-o", "wide", "--request-timeout", "2s"}, exitError, "cannot read namespace vdi", "", true},
 		{"negative size", []string{"reconcile", "desk", "--watch", "--interval", "-1s"}, exitUsage, "--interval must be positive", "", true},
+		{"unknown command", []string{"bogus"}, exitUsage, `unknown command "bogus" for "ctpool-tui"; see ctpool-tui --help`, "", true},
+		{"misspelt command", []string{"statsu", "desk"}, exitUsage, `(did you mean "status"?)`, "", true},
+		{"command prefix", []string{"re"}, exitUsage, `(did you mean "reconcile" or "release"?)`, "", true},
+		{"misspelt version", []string{"verison"}, exitUsage, `(did you mean "version"?)`, "", true},
+		{"escape in unknown command", []string{"\x1b[31mred"}, exitUsage, `unknown command "\x1b[31mred"`, "", true},
+		{"argument to a command without any", []string{"rbac", "--role", "viewer", "extra"}, exitUsage, `unknown command "extra" for "ctpool-tui rbac"`, "", true},
+		{"argument to version", []string{"version", "now"}, exitUsage, `unknown command "now" for "ctpool-tui version"`, "", true},
+		{"version bad -o", []string{"version", "-o", "xml"}, exitUsage, "-o must be text or json", "", true},
+		{"unknown shell", []string{"completion", "bsh"}, exitUsage, `(did you mean "bash" or "fish" or "zsh"?)`, "", true},
+		{"completion without a shell", []string{"completion"}, exitOK, "", "bash", false},
+		{"unknown flag of version", []string{"--versoin"}, exitUsage, "unknown flag: --versoin", "", true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,7 +1,13 @@
 package main
 
 import (
+	"errors"
+	"fmt"
 	"io"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -16,10 +22,15 @@ type dashFlags struct {
 	output   string
 	pool     string
 	theme    string
+	version  bool
 }
 
-func newRootCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
+// newRootCmd builds the command tree. argv0 is the name the program was
+// started as: installed as kubectl-ctpool it is the kubectl plugin, and its
+// help and errors say "kubectl ctpool".
+func newRootCmd(argv0 string, stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	e := &env{opts: kube.NewOptions(), stdout: stdout, stderr: stderr}
+	e.opts.UserAgent = currentVersion().userAgent()
 	var df dashFlags
 	root := &cobra.Command{
 		Use:   "ctpool-tui",
@@ -35,10 +46,22 @@ reconciles, resizes and releases them from the keyboard.
 The namespace is -n, else the kubeconfig context's namespace, else "corral".`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Args:          cobra.NoArgs,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return unknownCommand(cmd, args[0])
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if df.version {
+				return printVersion(e.stdout, "text")
+			}
 			return runDashboard(cmd.Context(), e, df, stdin)
 		},
+	}
+	if cmdName, display := programName(argv0); display != "" {
+		root.Use = cmdName
+		root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: display}
 	}
 	root.SetIn(stdin)
 	root.SetOut(stdout)
@@ -55,11 +78,92 @@ The namespace is -n, else the kubeconfig context's namespace, else "corral".`,
 	f.StringVarP(&df.output, "output", "o", "table", "with --once: table, wide (whole messages) or json")
 	f.StringVar(&df.pool, "pool", "", "with --once: only this pool")
 	f.StringVar(&df.theme, "theme", "dark", "colour theme: dark, light or high-contrast (NO_COLOR disables colour)")
+	f.BoolVar(&df.version, "version", false, "print the version (as the version command does) and exit")
 
 	root.AddCommand(newApplyCmd(e), newReconcileCmd(e), newStatusCmd(e), newClaimCmd(e), newReleaseCmd(e), newDeleteCmd(e), newRBACCmd(e), newManifestsCmd(e))
-	root.AddCommand(newConsoleCmd(e))
+	root.AddCommand(newConsoleCmd(e), newVersionCmd(e))
+	setupCompletion(root, e)
 	for _, c := range root.Commands() {
 		c.SilenceUsage, c.SilenceErrors = true, true
+		usageArgs(c)
+	}
+	if _, display := programName(argv0); display != "" {
+		renameInHelp(root, display)
 	}
 	return root
+}
+
+// unknownCommand is the usage error for a word that names no command, with
+// cobra's suggestions of the commands it is close to.
+func unknownCommand(cmd *cobra.Command, word string) error {
+	msg := fmt.Sprintf("unknown command %q for %q", word, cmd.CommandPath())
+	if cmd.SuggestionsMinimumDistance <= 0 {
+		cmd.SuggestionsMinimumDistance = 2 // cobra's default, set where it suggests itself
+	}
+	if s := cmd.SuggestionsFor(word); len(s) > 0 && !cmd.DisableSuggestions {
+		quoted := make([]string, len(s))
+		for i, name := range s {
+			quoted[i] = strconv.Quote(name)
+		}
+		msg += " (did you mean " + strings.Join(quoted, " or ") + "?)"
+	}
+	return usageErr("%s; see %s --help", msg, cmd.CommandPath())
+}
+
+// usageArgs makes every argument check of c and its subcommands a usage
+// error (exit 2), cobra's own (cobra.NoArgs and the like) included.
+func usageArgs(c *cobra.Command) {
+	if check := c.Args; check != nil {
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			err := check(cmd, args)
+			if err == nil {
+				return nil
+			}
+			var ce *codeError
+			if errors.As(err, &ce) {
+				return err
+			}
+			return &codeError{code: exitUsage, err: fmt.Errorf("%w; see %s --help", err, cmd.CommandPath())}
+		}
+	}
+	for _, s := range c.Commands() {
+		s.SilenceUsage, s.SilenceErrors = true, true
+		usageArgs(s)
+	}
+}
+
+// programName maps the name the binary was started as to the command name
+// and the name help shows: a kubectl plugin (kubectl-ctpool, or any
+// kubectl-NAME it was installed as) is "kubectl ctpool" to its users, as
+// kubectl maps plugin file names (a dash separates words, an underscore is
+// a dash). Any other name is ctpool-tui, and display is empty.
+func programName(argv0 string) (cmdName, display string) {
+	base := strings.TrimSuffix(filepath.Base(argv0), ".exe")
+	rest, ok := strings.CutPrefix(base, "kubectl-")
+	if !ok || rest == "" {
+		return "ctpool-tui", ""
+	}
+	words := strings.Split(rest, "-")
+	for i, w := range words {
+		words[i] = strings.ReplaceAll(w, "_", "-")
+	}
+	return base, "kubectl " + strings.Join(words, " ")
+}
+
+// invocation matches "ctpool-tui" where help text shows it as a command
+// line: at the start of a line (after indentation) or after a quote, and
+// followed by a space, a quote or the line's end. Object names such as the
+// ServiceAccount ctpool-tui or an image registry.example/ctpool-tui:1 are
+// left alone.
+var invocation = regexp.MustCompile(`(?m)(^[ \t]*|")ctpool-tui( |"|$)`)
+
+// renameInHelp writes display for ctpool-tui in the long help and examples
+// of every command.
+func renameInHelp(c *cobra.Command, display string) {
+	repl := "${1}" + display + "${2}"
+	c.Long = invocation.ReplaceAllString(c.Long, repl)
+	c.Example = invocation.ReplaceAllString(c.Example, repl)
+	for _, s := range c.Commands() {
+		renameInHelp(s, display)
+	}
 }
