@@ -88,7 +88,7 @@ func completeArgs(e *env, members bool) cobra.CompletionFunc {
 		switch {
 		case len(args) == 0:
 			return listWith(cmd, e, toComplete, poolNames)
-		case len(args) == 1 && members && cmd.ArgsLenAtDash() < 0:
+		case len(args) == 1 && members:
 			pool := args[0]
 			if engine.ValidatePoolName(pool) != nil {
 				return nil, cobra.ShellCompDirectiveNoFileComp
