@@ -12,9 +12,41 @@ FUZZTIME ?= 10s
 help: ## list the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-zA-Z_-]+:.*## /{printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
+# The version stamped into the binary (ctpool-tui version, the User-Agent):
+# git's description of the checkout, its commit and the build time. Outside a
+# git checkout they are empty and the binary falls back to Go's build
+# information. Override any of them: make build VERSION=v1.2.0.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
+DATE ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+LDFLAGS = -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DATE)
+PLUGIN := bin/kubectl-ctpool
+IMAGE ?= ctpool-tui:$(or $(VERSION),dev)
+
 .PHONY: build
-build: ## build bin/ctpool-tui
-	$(GO) build -o $(BIN) ./cmd/ctpool-tui
+build: ## build bin/ctpool-tui and the kubectl plugin bin/kubectl-ctpool (kubectl ctpool ...)
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/ctpool-tui
+	ln -f $(BIN) $(PLUGIN) 2>/dev/null || cp $(BIN) $(PLUGIN)
+	printf '#!/bin/sh\n# Shell completion of "kubectl ctpool" (kubectl 1.26 and later look for this name on PATH).\nexec kubectl-ctpool __complete "$$@"\n' >bin/kubectl_complete-ctpool
+	chmod +x bin/kubectl_complete-ctpool
+
+.PHONY: image
+image: ## build the container image IMAGE (default ctpool-tui:VERSION) from the Dockerfile with docker, podman or buildah
+	@builder=; unusable=; \
+	for b in docker podman buildah; do \
+	  command -v $$b >/dev/null || continue; \
+	  case $$b in buildah) probe=version;; *) probe=info;; esac; \
+	  if $$b $$probe >/dev/null 2>&1; then builder=$$b; break; fi; \
+	  unusable="$$unusable $$b"; \
+	done; \
+	if [ -z "$$builder" ]; then \
+	  echo "make image: no usable container builder (docker, podman or buildah) on this machine; nothing was built."; \
+	  if [ -n "$$unusable" ]; then echo "Installed but not answering (is its daemon or service running?):$$unusable"; fi; \
+	  echo "Build the Dockerfile on a machine that has one."; \
+	  exit 0; \
+	fi; \
+	sub=build; if [ $$builder = buildah ]; then sub=bud; fi; \
+	set -x; $$builder $$sub --build-arg VERSION='$(VERSION)' --build-arg COMMIT='$(COMMIT)' --build-arg DATE='$(DATE)' -t '$(IMAGE)' .
 
 .PHONY: demo
 demo: ## run the dashboard on the embedded simulated cluster

@@ -1,0 +1,30 @@
+# The ctpool-tui image: one static binary on distroless, run as a non-root
+# user (65532, the user the manifests' Deployment runs as). This project
+# publishes no image; build it at your site and push it where your cluster
+# pulls from:
+#
+#   make image IMAGE=registry.example/ctpool-tui:1.0 && docker push registry.example/ctpool-tui:1.0
+#
+# or by hand, passing the version that `ctpool-tui version` shows:
+#
+#   docker build --build-arg VERSION=$(git describe --tags --always --dirty) \
+#     --build-arg COMMIT=$(git rev-parse HEAD) --build-arg DATE=$(date -u +%Y-%m-%dT%H:%M:%SZ) \
+#     -t registry.example/ctpool-tui:1.0 .
+
+FROM golang:1.26 AS build
+WORKDIR /src
+# The modules first, so that a change of the source reuses their layer.
+COPY go.mod go.sum ./
+RUN go mod download
+COPY . .
+ARG VERSION=""
+ARG COMMIT=""
+ARG DATE=""
+RUN CGO_ENABLED=0 go build -trimpath -buildvcs=false \
+      -ldflags "-s -w -X main.version=${VERSION} -X main.commit=${COMMIT} -X main.date=${DATE}" \
+      -o /out/ctpool-tui ./cmd/ctpool-tui
+
+FROM gcr.io/distroless/static:nonroot
+COPY --from=build /out/ctpool-tui /ctpool-tui
+USER nonroot:nonroot
+ENTRYPOINT ["/ctpool-tui"]
