@@ -16,7 +16,9 @@ const (
 	// the PVC to copy the image's root directories onto it.
 	rootMount = "/ctpool-root"
 	// rootMarker, at the top of the PVC, is written last, once every root
-	// directory has been copied.
+	// directory has been copied. (A PVC of the earlier chroot design, with the
+	// whole root at its top and another marker, is taken over as it is: its
+	// directories are kept and the ones it lacks are created.)
 	rootMarker      = ".ctpool-root-ready"
 	dataMount       = "/data"
 	gracePeriodSecs = 10
@@ -24,10 +26,10 @@ const (
 	rootInitContainer = "rootfs"
 )
 
-// RootDirs are the directories of the image that a privileged member keeps on
+// rootDirs are the directories of the image that a privileged member keeps on
 // its PVC: each is a sub-directory of the PVC mounted over the same path. The
 // runtime's own /proc, /sys, /dev, /run and /tmp stay as they are.
-var RootDirs = []string{"etc", "home", "opt", "root", "srv", "usr", "var"}
+var rootDirs = []string{"etc", "home", "opt", "root", "srv", "usr", "var"}
 
 // PoolLabels are the labels every object of a pool carries.
 func PoolLabels(pool string) map[string]string { return map[string]string{LabelPool: pool} }
@@ -70,7 +72,7 @@ func BuildPVC(namespace, pool string, n int, spec Spec) *corev1.PersistentVolume
 // BuildPod returns the Pod of member n. The desktop container runs the image's
 // own entrypoint with init, and sleep infinity without. An unprivileged member
 // mounts its PVC at /data. A privileged member keeps its root file system on
-// the PVC: an init container from the same image copies the image's RootDirs
+// the PVC: an init container from the same image copies the image's rootDirs
 // onto the PVC once, and the privileged container mounts each of those PVC
 // sub-directories over the same path, so its entrypoint, every console session
 // (exec runs in this container) and every process see one persistent root.
@@ -139,16 +141,16 @@ func BuildPod(namespace, pool string, n int, spec Spec) *corev1.Pod {
 	return pod
 }
 
-// rootMounts mounts each of the PVC's RootDirs over the same path.
+// rootMounts mounts each of the PVC's rootDirs over the same path.
 func rootMounts() []corev1.VolumeMount {
-	m := make([]corev1.VolumeMount, 0, len(RootDirs))
-	for _, d := range RootDirs {
+	m := make([]corev1.VolumeMount, 0, len(rootDirs))
+	for _, d := range rootDirs {
 		m = append(m, corev1.VolumeMount{Name: DataVolume, MountPath: "/" + d, SubPath: d})
 	}
 	return m
 }
 
-// rootCopyScript returns the /bin/sh script that copies the RootDirs found
+// rootCopyScript returns the /bin/sh script that copies the rootDirs found
 // under src ("" for the image's own root) into the directory dst, once. Each
 // directory is copied into a staging directory and renamed into place, so a
 // copy cut short is redone and a directory already renamed is kept; the marker
@@ -170,7 +172,7 @@ for d in %s; do
   mv "$stage" "$root/$d"
 done
 sync
-touch "$root/%s"`, shellQuote(src), shellQuote(dst), rootMarker, strings.Join(RootDirs, " "), rootMarker)
+touch "$root/%s"`, shellQuote(src), shellQuote(dst), rootMarker, strings.Join(rootDirs, " "), rootMarker)
 }
 
 // shellQuote quotes s as one /bin/sh word.

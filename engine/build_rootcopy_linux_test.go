@@ -234,6 +234,36 @@ func testRootCopyScript(t *testing.T, tools copyTools) {
 		}
 	})
 
+	t.Run("a PVC of the chroot design is taken over", func(t *testing.T) {
+		src, dst := t.TempDir(), t.TempDir()
+		fakeImage(t, src)
+		// The whole root at the top, under the old marker, without srv.
+		for _, d := range []string{"bin", "etc", "home", "opt", "root", "usr/bin", "var"} {
+			if err := os.MkdirAll(filepath.Join(dst, d), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, f := range []string{".ctpool-rootfs-ready", "usr/bin/installed"} {
+			if err := os.WriteFile(filepath.Join(dst, f), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := runCopy(t, tools, src, dst); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(filepath.Join(dst, "usr/bin/installed")); err != nil {
+			t.Errorf("the old root's usr was replaced: %v", err)
+		}
+		if _, err := os.Stat(filepath.Join(dst, "usr/bin/tool")); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the image was copied over the old root's usr: %v", err)
+		}
+		for _, f := range []string{"srv", rootMarker} {
+			if _, err := os.Stat(filepath.Join(dst, f)); err != nil {
+				t.Errorf("%s: %v", f, err)
+			}
+		}
+	})
+
 	t.Run("a failed copy writes no marker", func(t *testing.T) {
 		src, dst := t.TempDir(), t.TempDir()
 		fakeImage(t, src)
