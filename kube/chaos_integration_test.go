@@ -515,7 +515,8 @@ type chaosHarness struct {
 	failed     map[string]*failedRelease // by member
 	vanished   map[string]*vanished      // by member
 	notReady   map[string]int
-	releases   map[string]int // member -> releases that succeeded
+	releases   map[string]int       // member -> releases that succeeded
+	holds      map[types.UID]string // PVCs held by holdFinalizer -> member
 	violations int
 	batch      int
 }
@@ -526,7 +527,7 @@ func newChaosHarness(t *testing.T, size int) *chaosHarness {
 		t: t, env: env, clk: &chaosClock{}, replay: newReplay(),
 		counts: map[string]int{}, errSamples: map[string]string{}, locks: map[string]bool{},
 		failed: map[string]*failedRelease{}, vanished: map[string]*vanished{}, notReady: map[string]int{},
-		releases: map[string]int{},
+		releases: map[string]int{}, holds: map[types.UID]string{},
 	}
 	mk := func(wait time.Duration) *engine.Engine {
 		return &engine.Engine{
@@ -583,8 +584,13 @@ func (h *chaosHarness) add(name string, n int) {
 func (h *chaosHarness) lock(member string) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.locks[member] || (h.failed[member] != nil && h.failed[member].held) {
+	if h.locks[member] {
 		return false
+	}
+	for _, m := range h.holds {
+		if m == member {
+			return false
+		}
 	}
 	h.locks[member] = true
 	return true
@@ -779,6 +785,9 @@ func (h *chaosHarness) failingRelease(ctx context.Context, rng *rand.Rand) {
 		h.count("failing-release: hold", err)
 		return
 	}
+	h.mu.Lock()
+	h.holds[m.PVC.UID] = m.Name
+	h.mu.Unlock()
 	f := &failedRelease{member: m.Name, identity: m.Holder(), pvcUID: m.PVC.UID, held: true, batch: h.batchNo()}
 	_, err := h.failing.Release(ctx, chaosPool, m.Name, m.Holder(), false)
 	if err == nil {
@@ -816,8 +825,22 @@ func (h *chaosHarness) failedOf(member string) *failedRelease {
 }
 
 // setHold adds or removes holdFinalizer on the PVC with that UID.
-func (h *chaosHarness) setHold(ctx context.Context, name string, uid types.UID, on bool) error {
+func (h *chaosHarness) setHold(ctx context.Context, name string, uid types.UID, on bool) (err error) {
 	pvcs := h.env.Client.CoreV1().PersistentVolumeClaims(h.env.Namespace)
+	if !on {
+		defer func() {
+			if err == nil {
+				h.mu.Lock()
+				delete(h.holds, uid)
+				for _, f := range h.failed {
+					if f.pvcUID == uid {
+						f.held = false
+					}
+				}
+				h.mu.Unlock()
+			}
+		}()
+	}
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		pvc, err := pvcs.Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) || (err == nil && pvc.UID != uid) {
@@ -847,21 +870,17 @@ func (h *chaosHarness) setHold(ctx context.Context, name string, uid types.UID, 
 // probability 1/2 (so that some stay held through the next batch).
 func (h *chaosHarness) liftHolds(ctx context.Context, all bool) {
 	h.mu.Lock()
-	var lift []*failedRelease
-	for _, f := range h.failed {
-		if f.held && (all || rand.IntN(2) == 0) {
-			lift = append(lift, f)
+	lift := map[types.UID]string{}
+	for uid, member := range h.holds {
+		if all || rand.IntN(2) == 0 {
+			lift[uid] = member
 		}
 	}
 	h.mu.Unlock()
-	for _, f := range lift {
-		if err := h.setHold(ctx, engine.PVCName(f.member), f.pvcUID, false); err != nil {
-			h.t.Errorf("lifting the hold on %s: %v", f.member, err)
-			continue
+	for uid, member := range lift {
+		if err := h.setHold(ctx, engine.PVCName(member), uid, false); err != nil {
+			h.t.Errorf("lifting the hold on %s: %v", member, err)
 		}
-		h.mu.Lock()
-		f.held = false
-		h.mu.Unlock()
 	}
 }
 
@@ -991,6 +1010,7 @@ func (h *chaosHarness) endBatch(ctx context.Context) {
 			delete(h.vanished, name)
 		}
 	}
+	h.repairPlaneArtifacts(ctx, v)
 	for i := range v.Members {
 		m := &v.Members[i]
 		if m.State == engine.StateReady || m.AboveSize || h.failed[m.Name] != nil || h.vanished[m.Name] != nil {
@@ -1017,6 +1037,40 @@ func (h *chaosHarness) endBatch(ctx context.Context) {
 	}
 	if h.violations > maxViolations {
 		t.Fatalf("batch %d: %d violations; stopping", batch, h.violations)
+	}
+}
+
+// planeArtifact is the scheduler's message for a PVC whose PersistentVolume
+// the plane lost: kwok's volume stages race the PV binder when a PVC is
+// created again under the name of one just deleted, and the binder releases
+// (and kwok deletes) the new PV. No engine is involved; the member can never
+// start.
+const planeArtifact = "bound to non-existent persistentvolume"
+
+// repairPlaneArtifacts deletes the Pod and PVC of members the plane left
+// without a volume (with h.mu held), as an administrator would: the
+// reconcilers build them again (a claimed one keeping its claim, so it is
+// followed as a vanished member).
+func (h *chaosHarness) repairPlaneArtifacts(ctx context.Context, v engine.PoolView) {
+	for i := range v.Members {
+		m := &v.Members[i]
+		if m.State != engine.StateUnschedulable || !strings.Contains(m.Message, planeArtifact) || m.Pod == nil || m.PVC == nil || m.Maintenance {
+			continue
+		}
+		h.replay.byTest[m.Pod.UID], h.replay.byTest[m.PVC.UID] = true, true
+		err := h.env.Client.CoreV1().Pods(h.env.Namespace).Delete(ctx, m.Pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &m.Pod.UID}})
+		if err == nil || apierrors.IsNotFound(err) {
+			err = h.env.Client.CoreV1().PersistentVolumeClaims(h.env.Namespace).Delete(ctx, m.PVC.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &m.PVC.UID}})
+		}
+		if err != nil && !apierrors.IsNotFound(err) {
+			h.t.Errorf("repairing %s (%s): %v", m.Name, m.Message, err)
+			continue
+		}
+		h.counts["plane artifacts repaired (a PVC bound to a lost PV)"]++
+		delete(h.notReady, m.Name)
+		if m.Claimed && h.vanished[m.Name] == nil {
+			h.vanished[m.Name] = &vanished{member: m.Name, identity: m.Holder(), pvcUID: m.PVC.UID, withPVC: true, batch: h.batch, releases: h.releases[m.Name]}
+		}
 	}
 }
 
@@ -1068,6 +1122,9 @@ func (h *chaosHarness) converge(ctx context.Context) {
 			return false
 		}
 		last = v
+		h.mu.Lock()
+		h.repairPlaneArtifacts(ctx, v)
+		h.mu.Unlock()
 		ready := 0
 		for i := range v.Members {
 			m := &v.Members[i]
@@ -1167,6 +1224,7 @@ func runChaos(t *testing.T, ops, restartAt int, restart func(*chaosHarness)) {
 	ctx := t.Context()
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
+	defer func() { h.report(time.Since(begin)) }()
 	for b := 0; b*batchOps < ops; b++ {
 		var during func()
 		if restart != nil && b == restartAt {
@@ -1179,7 +1237,6 @@ func runChaos(t *testing.T, ops, restartAt int, restart func(*chaosHarness)) {
 		}
 	}
 	h.converge(ctx)
-	h.report(time.Since(begin))
 	if h.replay.deletions == 0 {
 		t.Fatal("no Pod or PVC was deleted: the run exercised nothing")
 	}
