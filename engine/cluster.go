@@ -30,8 +30,11 @@ const (
 // ErrNotFound and ErrForbidden (wrapped with %w).
 type Writer interface {
 	CreateConfigMap(ctx context.Context, cm *corev1.ConfigMap) (*corev1.ConfigMap, error)
-	// UpdateConfigMap is a compare-and-swap on cm.ResourceVersion.
-	UpdateConfigMap(ctx context.Context, cm *corev1.ConfigMap) (*corev1.ConfigMap, error)
+	// PatchConfigMap merge-patches labels and data keys of a ConfigMap. The
+	// patch carries resourceVersion rv, so it is a compare-and-swap: it fails
+	// with ErrConflict when the ConfigMap changed since rv was read. (A patch,
+	// not an update, so that the contract's ConfigMap verbs are enough.)
+	PatchConfigMap(ctx context.Context, name, rv string, labels, data map[string]string) error
 	// PatchConfigMapData merge-patches one key of a ConfigMap's data.
 	PatchConfigMapData(ctx context.Context, name, key, value string) error
 	// DeleteConfigMap deletes with a UID precondition when uid is set.
@@ -53,6 +56,9 @@ type Writer interface {
 	CreateLease(ctx context.Context, l *coordinationv1.Lease) (*coordinationv1.Lease, error)
 	// UpdateLease is a compare-and-swap on l.ResourceVersion (ErrConflict).
 	UpdateLease(ctx context.Context, l *coordinationv1.Lease) (*coordinationv1.Lease, error)
+	// ListLeases reads the pool's Leases fresh from the API server, also when
+	// Snapshot reads a cache: a claim decides on them after it won a Lease.
+	ListLeases(ctx context.Context, pool string) ([]*coordinationv1.Lease, error)
 	// DeleteLease deletes with a resourceVersion precondition when rv is set;
 	// it succeeds when the Lease is already gone.
 	DeleteLease(ctx context.Context, name, rv string) error

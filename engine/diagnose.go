@@ -68,9 +68,15 @@ func Diagnose(m *Member, events []corev1.Event, nodes []*corev1.Node, reconcileE
 		if msg := memberError(m.Name, reconcileErrors); msg != "" {
 			return Diagnosis{Reason: "create failed", Evidence: msg, Fix: "see the error; the next reconcile tries again"}
 		}
+		if m.Claimed {
+			return Diagnosis{Reason: "claimed, but its Pod and data PVC are gone", Fix: "the next reconcile (r) builds it again for its user; the claim is kept"}
+		}
 		return Diagnosis{Reason: "not created yet", Fix: "run reconcile (r)"}
 	case StateStopped:
-		return Diagnosis{Reason: "stopped: the PVC exists but no Pod", Fix: "the next reconcile starts it (a claimed member starts at its next claim)"}
+		if m.Claimed {
+			return Diagnosis{Reason: "stopped: the PVC exists but no Pod", Fix: "the next reconcile (r) starts it with its user's data PVC; the claim is kept"}
+		}
+		return Diagnosis{Reason: "stopped: the PVC exists but no Pod", Fix: "the next reconcile (r) starts it"}
 	case StateTerminating:
 		r := Diagnosis{Reason: "being deleted"}
 		if m.Pod != nil && len(m.Pod.Finalizers) > 0 {
@@ -165,6 +171,44 @@ func Diagnose(m *Member, events []corev1.Event, nodes []*corev1.Node, reconcileE
 		return r
 	}
 	return d
+}
+
+// FirstSentence is the part of a member's message that a narrow table cell
+// shows: the text up to and including the first period that ends the text or
+// is followed by white space, or up to the first line break, whichever comes
+// first; a message with neither is returned whole. Surrounding white space is
+// trimmed.
+//
+// kube-scheduler writes an Unschedulable Pod's message (its FitError) as
+//
+//	0/N nodes are available: 2 Insufficient cpu, 2 node(s) had untolerated taint {k: v}. preemption: 0/N nodes are available: ...
+//
+// that is the node count, then every filter's reason sorted and joined by ", "
+// and ended by ".", then the preemption plugin's verdict. The first sentence
+// is therefore the node count with every reason, and it leaves out only the
+// preemption verdict. Periods inside a reason are never followed by a space
+// (resource names, taint keys and labels such as nvidia.com/gpu or
+// node.kubernetes.io/unreachable), so they do not end the sentence. When a
+// PreFilter plugin refuses the Pod, its message takes the place of the
+// reasons and is ended the same way ("0/N nodes are available: pod has unbound
+// immediate PersistentVolumeClaims.").
+func FirstSentence(msg string) string {
+	msg = strings.TrimSpace(msg)
+	for i := 0; i < len(msg); i++ {
+		switch msg[i] {
+		case '\n', '\r', '\v', '\f':
+			return strings.TrimSpace(msg[:i])
+		case '.':
+			if i > 0 && (i+1 == len(msg) || isSentenceSpace(msg[i+1])) {
+				return msg[:i+1]
+			}
+		}
+	}
+	return msg
+}
+
+func isSentenceSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'
 }
 
 // diagnoseUnschedulable reads the scheduler's message and, when the nodes can

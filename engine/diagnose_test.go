@@ -243,3 +243,63 @@ func TestDiagnoseSurfacesClaimID(t *testing.T) {
 		t.Fatalf("claim id = %q", d.ClaimID)
 	}
 }
+
+func TestFirstSentence(t *testing.T) {
+	cases := []struct {
+		name, msg, want string
+	}{
+		{
+			name: "scheduler message with the preemption verdict",
+			msg:  "0/4 nodes are available: 2 Insufficient cpu, 2 node(s) had untolerated taint {virtual-kubelet.io/provider: sandboxd}. preemption: 0/4 nodes are available: 2 No preemption victims found for incoming pod, 2 Preemption is not helpful for scheduling.",
+			want: "0/4 nodes are available: 2 Insufficient cpu, 2 node(s) had untolerated taint {virtual-kubelet.io/provider: sandboxd}.",
+		},
+		{
+			name: "scheduler message without preemption",
+			msg:  "0/3 nodes are available: 3 Insufficient memory.",
+			want: "0/3 nodes are available: 3 Insufficient memory.",
+		},
+		{
+			name: "dotted resource names and taint keys do not end the sentence",
+			msg:  "0/5 nodes are available: 1 node(s) had untolerated taint {node.kubernetes.io/unreachable: }, 4 Insufficient nvidia.com/gpu. preemption: 0/5 nodes are available: 5 Preemption is not helpful for scheduling..",
+			want: "0/5 nodes are available: 1 node(s) had untolerated taint {node.kubernetes.io/unreachable: }, 4 Insufficient nvidia.com/gpu.",
+		},
+		{
+			name: "a PreFilter refusal",
+			msg:  "0/4 nodes are available: pod has unbound immediate PersistentVolumeClaims. preemption: 0/4 nodes are available: 4 Preemption is not helpful for scheduling.",
+			want: "0/4 nodes are available: pod has unbound immediate PersistentVolumeClaims.",
+		},
+		{
+			name: "a message without a sentence end is whole",
+			msg:  "CrashLoopBackOff: back-off 5m0s restarting failed container=desktop pod=kiosk-20",
+			want: "CrashLoopBackOff: back-off 5m0s restarting failed container=desktop pod=kiosk-20",
+		},
+		{
+			name: "a line break ends the first sentence",
+			msg:  "ErrImagePull: rpc error: code = NotFound\nfailed to resolve reference registry.example/desktop:9",
+			want: "ErrImagePull: rpc error: code = NotFound",
+		},
+		{
+			name: "surrounding white space is trimmed",
+			msg:  "  \t0/1 nodes are available: 1 Insufficient cpu.   ",
+			want: "0/1 nodes are available: 1 Insufficient cpu.",
+		},
+		{
+			name: "a leading period does not make an empty sentence",
+			msg:  ". then words",
+			want: ". then words",
+		},
+		{
+			name: "a period before a tab ends the sentence",
+			msg:  "one.\ttwo.",
+			want: "one.",
+		},
+		{name: "empty", msg: "", want: ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := FirstSentence(c.msg); got != c.want {
+				t.Errorf("FirstSentence(%q)\n got %q\nwant %q", c.msg, got, c.want)
+			}
+		})
+	}
+}

@@ -185,7 +185,7 @@ func (f *fakeCluster) actions() []act {
 func (f *fakeCluster) writes() []act {
 	var out []act
 	for _, a := range f.actions() {
-		if a.Verb != "wait" {
+		if a.Verb != "wait" && a.Verb != "list" {
 			out = append(out, a)
 		}
 	}
@@ -292,25 +292,51 @@ func (f *fakeCluster) CreateConfigMap(_ context.Context, cm *corev1.ConfigMap) (
 	return c.DeepCopy(), nil
 }
 
-func (f *fakeCluster) UpdateConfigMap(_ context.Context, cm *corev1.ConfigMap) (*corev1.ConfigMap, error) {
-	err := f.record("update", kCM, cm.Name)
+func (f *fakeCluster) PatchConfigMap(_ context.Context, name, rv string, labels, data map[string]string) error {
+	err := f.record("cas", kCM, name) // the compare-and-swap patch of the definition
+	defer f.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	cur := f.cms[name]
+	if cur == nil {
+		return fmt.Errorf("configmaps %q: %w", name, ErrNotFound)
+	}
+	if rv == "" || rv != cur.ResourceVersion {
+		return fmt.Errorf("configmaps %q: resourceVersion %q is not %q: %w", name, rv, cur.ResourceVersion, ErrConflict)
+	}
+	c := cur.DeepCopy()
+	for k, v := range labels {
+		if c.Labels == nil {
+			c.Labels = map[string]string{}
+		}
+		c.Labels[k] = v
+	}
+	for k, v := range data {
+		if c.Data == nil {
+			c.Data = map[string]string{}
+		}
+		c.Data[k] = v
+	}
+	c.ResourceVersion = f.nextRV()
+	f.cms[c.Name] = c
+	f.notify()
+	return nil
+}
+
+func (f *fakeCluster) ListLeases(_ context.Context, pool string) ([]*coordinationv1.Lease, error) {
+	err := f.record("list", kLease, pool)
 	defer f.mu.Unlock()
 	if err != nil {
 		return nil, err
 	}
-	cur := f.cms[cm.Name]
-	if cur == nil {
-		return nil, fmt.Errorf("configmaps %q: %w", cm.Name, ErrNotFound)
+	var out []*coordinationv1.Lease
+	for _, name := range sortedKeys(f.leases) {
+		if l := f.leases[name]; l.Labels[LabelPool] == pool {
+			out = append(out, l.DeepCopy())
+		}
 	}
-	if cm.ResourceVersion != cur.ResourceVersion {
-		return nil, fmt.Errorf("configmaps %q: resourceVersion %q is not %q: %w", cm.Name, cm.ResourceVersion, cur.ResourceVersion, ErrConflict)
-	}
-	c := cm.DeepCopy()
-	c.UID = cur.UID
-	c.ResourceVersion = f.nextRV()
-	f.cms[c.Name] = c
-	f.notify()
-	return c.DeepCopy(), nil
+	return out, nil
 }
 
 func (f *fakeCluster) PatchConfigMapData(_ context.Context, name, key, value string) error {

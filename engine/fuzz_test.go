@@ -1,12 +1,14 @@
 package engine
 
 import (
+	"context"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -142,6 +144,63 @@ func FuzzObserveLease(f *testing.F) {
 		}
 		if v.Status.Free != 0 || !v.Status.Exhausted {
 			t.Fatalf("status %+v", v.Status)
+		}
+	})
+}
+
+// FuzzHandMadeConfigMap: a pool ConfigMap of any shape (no data, any spec,
+// any status, any labels) goes through Observe, Reconcile, ApplyEdit,
+// Resize, Claim, Release and Delete on the fake cluster without a panic, and
+// Delete leaves either the pool gone or the definition in place with an error.
+func FuzzHandMadeConfigMap(f *testing.F) {
+	f.Add(false, "", "", "", 1)
+	f.Add(true, "image: img\nsize: 2\n", "desired: 2\n", "nodata", 2)
+	f.Add(true, "image: img\nsize: 2\nmode: persistent\n", "", "", 0)
+	f.Add(true, "image: [\n", "members: 3\n", "x", 3)
+	f.Add(true, "size: 100000\n", "{", "nodata", 1)
+	f.Add(true, `{"image":"i","size":1,"runtime":{"backend":"sandboxd","template":"t","ttlSeconds":99999}}`, "", "", 1)
+	f.Fuzz(func(t *testing.T, hasData bool, spec, status, label string, members int) {
+		ctx := context.Background()
+		e, fc := newEngine()
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: ConfigMapName("nodata")}}
+		if label != "" {
+			cm.Labels = map[string]string{LabelPool: label}
+		}
+		if hasData {
+			cm.Data = map[string]string{}
+			if spec != "" {
+				cm.Data[KeySpec] = spec
+			}
+			if status != "" {
+				cm.Data[KeyStatus] = status
+			}
+		}
+		fc.add(cm)
+		for n := 1; n <= members%4; n++ {
+			p, c := readyMember("nodata", n, baseSpec(1))
+			fc.add(p, c)
+		}
+		if members%2 == 1 {
+			fc.add(claimAt("nodata", "nodata-1", "alice", testNow))
+		}
+		snap, _ := fc.Snapshot(ctx, "nodata")
+		_ = Observe(snap, testNow)
+		_, _ = e.Reconcile(ctx, "nodata")
+		_, _ = e.ApplyEdit(ctx, "nodata", func(s *Spec) (Spec, error) {
+			if s == nil {
+				return Spec{Image: "img", Size: 1}, nil
+			}
+			return *s, nil
+		}, false)
+		_, _ = e.Resize(ctx, "nodata", 1)
+		_, _ = e.Claim(ctx, "nodata", "bob")
+		_, _ = e.Release(ctx, "nodata", "nodata-1", "alice", false)
+		err := e.Delete(ctx, "nodata")
+		if err == nil && fc.cm(ConfigMapName("nodata")) != nil {
+			t.Fatal("Delete succeeded but the definition is still there")
+		}
+		if err != nil && fc.cm(ConfigMapName("nodata")) == nil {
+			t.Fatalf("Delete failed (%v) after removing the definition", err)
 		}
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -60,11 +61,7 @@ func (e *Engine) Claim(ctx context.Context, pool, identity string) (res ClaimRes
 	}
 	now := e.Now()
 	view := Observe(snap, now)
-	for i := range view.Members {
-		m := &view.Members[i]
-		if !m.Claimed || m.Claim.Holder != identity {
-			continue
-		}
+	if m := heldBy(&view, identity); m != nil {
 		res = ClaimResult{Member: m.Name, Existing: true}
 		if m.Claim.Expired {
 			if _, err := e.Cluster.UpdateLease(ctx, renewLease(m.Lease, now)); err != nil {
@@ -90,7 +87,7 @@ func (e *Engine) Claim(ctx context.Context, pool, identity string) (res ClaimRes
 	rank := map[State]int{StateReady: 0, StateStarting: 1, StateStopped: 2}
 	sort.SliceStable(free, func(i, j int) bool { return rank[free[i].State] < rank[free[j].State] })
 	for _, m := range free {
-		_, err := e.Cluster.CreateLease(ctx, ClaimLease(snap.Namespace, pool, m.Name, identity, now))
+		won, err := e.Cluster.CreateLease(ctx, ClaimLease(snap.Namespace, pool, m.Name, identity, e.Now()))
 		if errors.Is(err, ErrAlreadyExists) {
 			continue // someone else was first; try the next free member
 		}
@@ -98,6 +95,15 @@ func (e *Engine) Claim(ctx context.Context, pool, identity string) (res ClaimRes
 			return res, fmt.Errorf("claim %s: %w", m.Name, err)
 		}
 		res = ClaimResult{Member: m.Name}
+		// The same identity may be claiming from another place at this very
+		// moment: every racer keeps the identity's earliest claim and gives
+		// its own back when it is not that one, so all answer one member.
+		first, err := e.converge(ctx, pool, identity, won)
+		if err != nil {
+			res.Warnings = append(res.Warnings, err.Error())
+		} else if first != m.Name {
+			return ClaimResult{Member: first, Existing: true}, nil
+		}
 		if m.PVC != nil {
 			who := identity
 			if err := e.Cluster.AnnotatePVC(ctx, m.PVC.Name, AnnotationAssignedTo, &who); err != nil {
@@ -128,6 +134,70 @@ func (e *Engine) startClaimed(ctx context.Context, snap Snapshot, spec Spec, m *
 		return fmt.Errorf("start %s: create Pod: %w", m.Name, err)
 	}
 	return nil
+}
+
+// heldBy returns the member the identity holds (its earliest claim, should
+// it hold several), or nil.
+func heldBy(v *PoolView, identity string) *Member {
+	var held *Member
+	for i := range v.Members {
+		m := &v.Members[i]
+		if m.Claimed && m.Claim.Holder == identity && (held == nil || createdBefore(m.Lease, held.Lease)) {
+			held = m
+		}
+	}
+	return held
+}
+
+// converge runs after a claim won the Lease won. It reads the pool's Leases
+// fresh: when identity holds an earlier claim than won (a concurrent claim by
+// the same identity), won is given back and the earlier member is returned;
+// otherwise won's member. Every racer sees the earliest claim, since it was
+// created before any racer's read, so every racer answers the same member.
+func (e *Engine) converge(ctx context.Context, pool, identity string, won *coordinationv1.Lease) (string, error) {
+	mine, _ := MemberFromLeaseName(won.Name)
+	leases, err := e.Cluster.ListLeases(ctx, pool)
+	if err != nil {
+		return mine, fmt.Errorf("could not check for a concurrent claim by %q (%v): %s is yours", identity, err, mine)
+	}
+	first := won
+	for _, l := range leases {
+		if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != identity || l.Name == won.Name {
+			continue
+		}
+		if _, ok := MemberFromLeaseName(l.Name); ok && createdBefore(l, first) {
+			first = l
+		}
+	}
+	if first == won {
+		return mine, nil
+	}
+	if err := e.unlock(ctx, won); err != nil {
+		return mine, fmt.Errorf("%q already holds another member, but giving %s back failed (%v): %s is yours", identity, mine, err, mine)
+	}
+	name, _ := MemberFromLeaseName(first.Name)
+	return name, nil
+}
+
+// createdBefore orders Leases by creation: the API server's creation time,
+// then (within one second) the resourceVersion, which etcd hands out in one
+// increasing sequence; a claim Lease of one identity is only updated by a
+// renewal, an hour or more after its creation, so the resourceVersion still
+// orders claims created within the same second.
+func createdBefore(a, b *coordinationv1.Lease) bool {
+	if a == nil || b == nil {
+		return b == nil && a != nil
+	}
+	ta, tb := a.CreationTimestamp.Unix(), b.CreationTimestamp.Unix()
+	if ta != tb {
+		return ta < tb
+	}
+	ra, erra := strconv.ParseUint(a.ResourceVersion, 10, 64)
+	rb, errb := strconv.ParseUint(b.ResourceVersion, 10, 64)
+	if erra == nil && errb == nil && ra != rb {
+		return ra < rb
+	}
+	return a.Name < b.Name
 }
 
 // ReleaseResult reports a release.
@@ -182,7 +252,7 @@ func (e *Engine) Release(ctx context.Context, pool, member, identity string, for
 		return res, nil
 	}
 	if m.Maintenance {
-		return res, fmt.Errorf("%w: %s (try again when the reconciler is done)", ErrMaintenance, member)
+		return res, maintenanceError(m, e.Now())
 	}
 	res.PreviousHolder = m.Claim.Holder
 	if m.Claim.Holder != identity && !force {
@@ -195,20 +265,30 @@ func (e *Engine) Release(ctx context.Context, pool, member, identity string, for
 		}
 		return res, fmt.Errorf("release %s: take lease: %w", member, err)
 	}
-	// Until the old desktop is gone, a failure gives the claim back to its
-	// holder, so nobody else is handed the previous user's data.
-	destroyed := false
+	// Until the data is marked released, a failure gives the claim back to
+	// its holder: nothing was destroyed. From then on the release is never
+	// undone: should a delete or a wait fail, the Lease stays with the
+	// reconciler (maintenance) and the next reconcile finishes the job once
+	// it is stale, as for a reconciler that stopped mid-step.
+	marked, destroyed := false, false
 	defer func() {
-		if !destroyed {
-			if gerr := e.giveBack(ctx, held, m.Lease); gerr != nil {
-				err = fmt.Errorf("%w; giving the claim back failed too (%v): the reconciler Lease stays until it is stale, and the member is marked released so it is rebuilt, never reused", err, gerr)
-			} else {
-				err = fmt.Errorf("%w; the claim was given back to %q", err, res.PreviousHolder)
+		switch {
+		case err == nil || destroyed:
+			// Done, or the old desktop is gone and only the new one failed:
+			// the Lease goes, so that the next reconcile creates it at once.
+			if uerr := e.unlock(ctx, held); uerr != nil && err == nil {
+				err = fmt.Errorf("release %s: remove lease: %w", member, uerr)
+			} else if uerr != nil {
+				err = fmt.Errorf("%w (removing the lease failed too: %v)", err, uerr)
 			}
-			return
-		}
-		if uerr := e.unlock(ctx, held); uerr != nil && err == nil {
-			err = fmt.Errorf("release %s: remove lease: %w", member, uerr)
+		case !marked:
+			if gerr := e.giveBack(ctx, held, m.Lease); gerr != nil {
+				err = fmt.Errorf("%w; giving the claim back failed too (%v): the reconciler Lease stays until it is stale (%s), then a reconcile rebuilds the member", err, gerr, e.Now().Add(ReconcilerLeaseTTL).UTC().Format(time.RFC3339))
+			} else {
+				err = fmt.Errorf("%w; nothing was destroyed and the claim was given back to %q", err, res.PreviousHolder)
+			}
+		default:
+			err = fmt.Errorf("%w; the release is not undone: %s stays under maintenance and a reconcile finishes it once the reconciler Lease is stale (%s)", err, member, leaseStale(held, e.Now()).UTC().Format(time.RFC3339))
 		}
 	}()
 	// Mark the data as released first: should the delete fail or the process
@@ -219,6 +299,7 @@ func (e *Engine) Release(ctx context.Context, pool, member, identity string, for
 			return res, fmt.Errorf("release %s: mark PVC released: %w", member, err)
 		}
 	}
+	marked = true
 	if err := e.destroyMember(ctx, m); err != nil {
 		return res, fmt.Errorf("release %s: %w", member, err)
 	}
@@ -232,6 +313,34 @@ func (e *Engine) Release(ctx context.Context, pool, member, identity string, for
 	return res, nil
 }
 
+// maintenanceError says that member is under the reconciler's maintenance
+// and when its Lease is stale, from which on a reconcile finishes the work.
+func maintenanceError(m *Member, now time.Time) error {
+	stale := leaseStale(m.Lease, now)
+	if m.MaintenanceStale || !now.Before(stale) {
+		return fmt.Errorf("%w: %s (its Lease is stale since %s: the next reconcile takes it over and finishes the work)", ErrMaintenance, m.Name, stale.UTC().Format(time.RFC3339))
+	}
+	return fmt.Errorf("%w: %s (its Lease is stale at %s, in %s; a reconcile then finishes the work, or try again when the reconciler is done)",
+		ErrMaintenance, m.Name, stale.UTC().Format(time.RFC3339), stale.Sub(now).Round(time.Second))
+}
+
+// leaseStale is when a reconciler Lease becomes stale (taken over by the
+// next reconcile).
+func leaseStale(l *coordinationv1.Lease, now time.Time) time.Time {
+	if l == nil {
+		return now
+	}
+	c, _ := interpretLease(l, now)
+	base := c.Renewed
+	if base.IsZero() {
+		base = c.Acquired
+	}
+	if base.IsZero() {
+		return now
+	}
+	return base.Add(ReconcilerLeaseTTL)
+}
+
 // ApplyResult reports an apply.
 type ApplyResult struct {
 	Created   bool
@@ -240,13 +349,54 @@ type ApplyResult struct {
 	Reconcile ReconcileResult
 }
 
-// Apply creates or updates the pool definition, then reconciles once. The
-// status already recorded is kept.
-func (e *Engine) Apply(ctx context.Context, pool string, spec Spec) (res ApplyResult, err error) {
+// Apply writes spec as the whole pool definition (creating the pool when
+// needed), then reconciles once. The status already recorded is kept. For an
+// edit of the stored definition use ApplyEdit.
+func (e *Engine) Apply(ctx context.Context, pool string, spec Spec) (ApplyResult, error) {
+	return e.ApplyEdit(ctx, pool, func(*Spec) (Spec, error) { return spec, nil }, true)
+}
+
+// SpecEdit turns the stored definition (nil for a new pool, or when the
+// definition is replaced) into the one to write.
+type SpecEdit func(stored *Spec) (Spec, error)
+
+// ApplyEdit creates or changes the pool definition with edit, then
+// reconciles once. The definition is written with a compare-and-swap on the
+// resourceVersion it was read at, so a concurrent change is never lost. A
+// stored definition that does not parse, or says mode: persistent, is an
+// error and nothing is written, unless replace is set: then edit gets nil and
+// its result replaces the definition whole. Errors of edit are returned as
+// they are.
+func (e *Engine) ApplyEdit(ctx context.Context, pool string, edit SpecEdit, replace bool) (res ApplyResult, err error) {
+	var spec Spec
 	defer func() {
-		e.audit(ctx, AuditEntry{Pool: pool, Action: "apply", Detail: fmt.Sprintf("image %s size %d", spec.Image, spec.Size), Err: err})
+		detail := ""
+		if spec.Image != "" {
+			detail = fmt.Sprintf("image %s size %d", spec.Image, spec.Size)
+		}
+		e.audit(ctx, AuditEntry{Pool: pool, Action: "apply", Detail: detail, Err: err})
 	}()
 	if err := ValidatePoolName(pool); err != nil {
+		return res, err
+	}
+	snap, err := e.Cluster.Snapshot(ctx, pool)
+	if err != nil {
+		return res, fmt.Errorf("read pool %s: %w", pool, err)
+	}
+	var stored *Spec
+	if snap.ConfigMap != nil && !replace {
+		data := snap.ConfigMap.Data[KeySpec]
+		cur, perr := ParseSpec(data)
+		switch {
+		case errors.Is(perr, ErrPersistentMode):
+			return res, fmt.Errorf("pool %s is stored with mode: persistent: %w; nothing was written", pool, perr)
+		case perr != nil:
+			return res, fmt.Errorf("the stored definition of pool %s (ConfigMap %s) does not parse: %s; nothing was written (fix it with kubectl edit, or give apply --replace to write the whole definition from the flags and the defaults)",
+				pool, snap.ConfigMap.Name, LocateSpecError(data, perr))
+		}
+		stored = &cur
+	}
+	if spec, err = edit(stored); err != nil {
 		return res, err
 	}
 	spec.Default()
@@ -254,10 +404,6 @@ func (e *Engine) Apply(ctx context.Context, pool string, spec Spec) (res ApplyRe
 		return res, err
 	}
 	res.Warnings = spec.Warnings()
-	snap, err := e.Cluster.Snapshot(ctx, pool)
-	if err != nil {
-		return res, fmt.Errorf("read pool %s: %w", pool, err)
-	}
 	if snap.ConfigMap == nil {
 		if _, err := e.Cluster.CreateConfigMap(ctx, BuildConfigMap(e.Namespace, pool, spec)); err != nil {
 			if errors.Is(err, ErrAlreadyExists) {
@@ -266,17 +412,8 @@ func (e *Engine) Apply(ctx context.Context, pool string, spec Spec) (res ApplyRe
 			return res, fmt.Errorf("create pool %s: %w", pool, err)
 		}
 		res.Created, res.Changed = true, true
-	} else if snap.ConfigMap.Data[KeySpec] != spec.Encode() {
-		cm := snap.ConfigMap.DeepCopy()
-		if cm.Data == nil {
-			cm.Data = map[string]string{}
-		}
-		cm.Data[KeySpec] = spec.Encode()
-		if cm.Labels == nil {
-			cm.Labels = map[string]string{}
-		}
-		cm.Labels[LabelPool] = pool
-		if _, err := e.Cluster.UpdateConfigMap(ctx, cm); err != nil {
+	} else if snap.ConfigMap.Data[KeySpec] != spec.Encode() || snap.ConfigMap.Labels[LabelPool] != pool {
+		if err := e.writeSpec(ctx, snap, spec); err != nil {
 			return res, fmt.Errorf("update pool %s: %w", pool, err)
 		}
 		res.Changed = true
@@ -301,25 +438,27 @@ func (e *Engine) Resize(ctx context.Context, pool string, size int) (res Reconci
 	if err := spec.Validate(); err != nil {
 		return res, err
 	}
-	if err := e.updateSpec(ctx, snap, spec); err != nil {
+	if err := e.writeSpec(ctx, snap, spec); err != nil {
 		return res, fmt.Errorf("resize %s: %w", pool, err)
 	}
 	return e.Reconcile(ctx, pool)
 }
 
-func (e *Engine) updateSpec(ctx context.Context, snap Snapshot, spec Spec) error {
-	if snap.ConfigMap.Data[KeySpec] == spec.Encode() {
+// writeSpec writes spec into the pool's ConfigMap with a compare-and-swap on
+// the resourceVersion of snap (a merge patch carrying it), and labels the
+// ConfigMap with its pool. Nothing is written when the definition is already
+// spec.
+func (e *Engine) writeSpec(ctx context.Context, snap Snapshot, spec Spec) error {
+	cm := snap.ConfigMap
+	enc := spec.Encode()
+	if cm.Data[KeySpec] == enc && cm.Labels[LabelPool] == snap.Pool {
 		return nil
 	}
-	cm := snap.ConfigMap.DeepCopy()
-	cm.Data[KeySpec] = spec.Encode()
-	if _, err := e.Cluster.UpdateConfigMap(ctx, cm); err != nil {
-		if errors.Is(err, ErrConflict) {
-			return fmt.Errorf("the pool definition was changed by someone else meanwhile; look again and retry: %w", err)
-		}
-		return err
+	err := e.Cluster.PatchConfigMap(ctx, cm.Name, cm.ResourceVersion, map[string]string{LabelPool: snap.Pool}, map[string]string{KeySpec: enc})
+	if errors.Is(err, ErrConflict) {
+		return fmt.Errorf("the pool definition was changed by someone else meanwhile; look again and retry: %w", err)
 	}
-	return nil
+	return err
 }
 
 // Delete removes a pool: size 0 first, then every unclaimed member, then the
@@ -344,7 +483,7 @@ func (e *Engine) Delete(ctx context.Context, pool string) (err error) {
 	spec, perr := ParseSpec(snap.ConfigMap.Data[KeySpec])
 	if perr == nil {
 		spec.Size = 0
-		if err := e.updateSpec(ctx, snap, spec); err != nil {
+		if err := e.writeSpec(ctx, snap, spec); err != nil {
 			return fmt.Errorf("delete %s: set size 0: %w", pool, err)
 		}
 		if snap, err = e.Cluster.Snapshot(ctx, pool); err != nil {

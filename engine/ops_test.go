@@ -53,7 +53,7 @@ func TestApply(t *testing.T) {
 		if cm.Data[KeyStatus] != "desired: 1\n" || cm.Labels["team"] != "a" || cm.Data[KeySpec] != next.Encode() {
 			t.Fatalf("ConfigMap after update: %v %v", cm.Labels, cm.Data)
 		}
-		if f.writes()[0] != (act{"update", kCM, "corral-vdi-ctpool-desk"}) || !hasAct(f.writes(), "delete", kPod, "desk-1") {
+		if f.writes()[0] != (act{"cas", kCM, "corral-vdi-ctpool-desk"}) || !hasAct(f.writes(), "delete", kPod, "desk-1") {
 			t.Fatalf("writes %v: want the update first, then desk-1 replaced", f.writes())
 		}
 	})
@@ -94,7 +94,7 @@ func TestApply(t *testing.T) {
 	t.Run("changed by someone else meanwhile", func(t *testing.T) {
 		e, f := newEngine()
 		seedPool(f, "desk", baseSpec(1), 0)
-		f.fail("update", kCM, ConfigMapName("desk"), ErrConflict, 0)
+		f.fail("cas", kCM, ConfigMapName("desk"), ErrConflict, 0)
 		_, err := e.Apply(context.Background(), "desk", Spec{Image: "other", Size: 1})
 		if !errors.Is(err, ErrConflict) || !strings.HasPrefix(err.Error(), "update pool desk: ") {
 			t.Fatalf("Apply = %v", err)
@@ -115,8 +115,8 @@ func TestResize(t *testing.T) {
 		wantPods  int
 		wantFirst act
 	}{
-		{name: "grow", size: 4, wantPods: 4, wantFirst: act{"update", kCM, "corral-vdi-ctpool-desk"}},
-		{name: "shrink", size: 1, wantPods: 1, wantFirst: act{"update", kCM, "corral-vdi-ctpool-desk"}},
+		{name: "grow", size: 4, wantPods: 4, wantFirst: act{"cas", kCM, "corral-vdi-ctpool-desk"}},
+		{name: "shrink", size: 1, wantPods: 1, wantFirst: act{"cas", kCM, "corral-vdi-ctpool-desk"}},
 		{name: "same size: no definition write", size: 2, wantPods: 2},
 		{name: "conflict", size: 4, inject: ErrConflict, wantIs: ErrConflict, wantPods: 2,
 			wantErr: "resize desk: the pool definition was changed by someone else meanwhile; look again and retry: "},
@@ -132,7 +132,7 @@ func TestResize(t *testing.T) {
 			}
 			f.reset()
 			if tt.inject != nil {
-				f.fail("update", kCM, ConfigMapName("desk"), tt.inject, 0)
+				f.fail("cas", kCM, ConfigMapName("desk"), tt.inject, 0)
 			}
 			res, err := e.Resize(context.Background(), "desk", tt.size)
 			if tt.wantErr != "" {
@@ -140,7 +140,7 @@ func TestResize(t *testing.T) {
 					t.Fatalf("Resize = %v, want %q", err, tt.wantErr)
 				}
 				for _, w := range f.writes() {
-					if w.Kind != kCM || w.Verb != "update" {
+					if w.Kind != kCM || w.Verb != "cas" {
 						t.Fatalf("member write after a refused resize: %v", f.writes())
 					}
 				}
@@ -174,7 +174,7 @@ func TestDelete(t *testing.T) {
 			t.Fatalf("Delete: %v", err)
 		}
 		w := f.writes()
-		if w[0] != (act{"update", kCM, "corral-vdi-ctpool-desk"}) || w[len(w)-1] != (act{"delete", kCM, "corral-vdi-ctpool-desk"}) {
+		if w[0] != (act{"cas", kCM, "corral-vdi-ctpool-desk"}) || w[len(w)-1] != (act{"delete", kCM, "corral-vdi-ctpool-desk"}) {
 			t.Fatalf("writes %v: want size 0 first and the definition last", w)
 		}
 		for _, m := range []string{"desk-1", "desk-2", "desk-3"} {
@@ -405,7 +405,7 @@ func TestDeleteKeepsTheDefinitionOnFailure(t *testing.T) {
 			f.add(ReconcilerLease(testNS, "desk", "desk-1", testNow.Add(-time.Minute)))
 		}, "delete desk: 2 member objects remain (a reconciler may be working on them); run delete again"},
 		{"size 0 cannot be written", func(f *fakeCluster) {
-			f.fail("update", kCM, ConfigMapName("desk"), ErrConflict, 0)
+			f.fail("cas", kCM, ConfigMapName("desk"), ErrConflict, 0)
 		}, "delete desk: set size 0: the pool definition was changed by someone else meanwhile"},
 		{"a leftover Lease cannot be removed", func(f *fakeCluster) {
 			f.add(ReconcilerLease(testNS, "desk", "desk-9", testNow.Add(-time.Minute)))

@@ -153,26 +153,23 @@ func (e *Engine) reconcile(ctx context.Context, snap Snapshot, spec Spec, size i
 	}
 
 	var creates, starts, unlocks, replaces, deletes []*Member
+	var claimedCreates, claimedStarts []*Member
 	for i := range view.Members {
 		m := &view.Members[i]
-		if m.Index == 0 || m.State == StateTerminating {
-			continue
-		}
-		switch {
-		case m.AboveSize:
-			if m.Exists() || (m.Lease != nil && m.Maintenance) {
-				deletes = append(deletes, m)
-			}
-		case m.State == StateMissing:
+		switch memberWork(m) {
+		case workClaimedCreate:
+			claimedCreates = append(claimedCreates, m)
+		case workClaimedStart:
+			claimedStarts = append(claimedStarts, m)
+		case workDelete:
+			deletes = append(deletes, m)
+		case workCreate:
 			creates = append(creates, m)
-		case m.Drift || m.State == StateFailed:
+		case workReplace:
 			replaces = append(replaces, m)
-		case m.State == StateStopped:
+		case workStart:
 			starts = append(starts, m)
-		case m.MaintenanceStale:
-			// A reconciler stopped after its step and left its Lease on a
-			// member that needs nothing else: take the Lease over and remove
-			// it, or the member would never be free again.
+		case workUnlock:
 			unlocks = append(unlocks, m)
 		}
 	}
@@ -184,18 +181,41 @@ func (e *Engine) reconcile(ctx context.Context, snap Snapshot, spec Spec, size i
 			return
 		}
 		start := e.Now()
-		e.runStep(ctx, step, members, now, add, fn)
+		e.runStep(ctx, step, members, add, fn)
 		end := e.Now()
 		mu.Lock()
 		res.timeStep(step, start, end)
 		mu.Unlock()
 	}
+	// claimed runs a step on claimed members, without a reconciler Lease.
+	claimed := func(step Step, members []*Member, fn func(context.Context, *Member) error) {
+		if len(members) == 0 {
+			return
+		}
+		start := e.Now()
+		e.forEach(members, func(m *Member) {
+			err := ctx.Err()
+			if err == nil {
+				err = fn(ctx, m)
+			}
+			add(Action{Step: step, Member: m.Name, Err: err})
+		})
+		end := e.Now()
+		mu.Lock()
+		res.timeStep(step, start, end)
+		mu.Unlock()
+	}
+	startPod := func(ctx context.Context, m *Member) error {
+		return ignoreExists(e.Cluster.CreatePod(ctx, BuildPod(ns, snap.Pool, m.Index, spec)))
+	}
 	timed(StepCreate, creates, func(ctx context.Context, m *Member) error {
 		return e.createMember(ctx, ns, snap.Pool, m.Index, spec, true)
 	})
-	timed(StepStart, starts, func(ctx context.Context, m *Member) error {
-		return ignoreExists(e.Cluster.CreatePod(ctx, BuildPod(ns, snap.Pool, m.Index, spec)))
+	claimed(StepCreate, claimedCreates, func(ctx context.Context, m *Member) error {
+		return e.createMember(ctx, ns, snap.Pool, m.Index, spec, true)
 	})
+	timed(StepStart, starts, startPod)
+	claimed(StepStart, claimedStarts, startPod)
 	timed(StepStart, unlocks, func(context.Context, *Member) error { return nil })
 	timed(StepReplace, replaces, func(ctx context.Context, m *Member) error {
 		if err := e.destroyMember(ctx, m); err != nil {
@@ -247,6 +267,73 @@ func (e *Engine) reconcile(ctx context.Context, snap Snapshot, spec Spec, size i
 	return res, nil
 }
 
+// work is what a reconcile does with one member.
+type work int
+
+const (
+	workNone work = iota
+	// Under the reconciler's Lease (skipped when another holds it):
+	workCreate
+	workStart
+	workReplace
+	workDelete
+	workUnlock // take a stale reconciler Lease over and remove it
+	// Without a Lease: a claimed member belongs to its user; nothing of it is
+	// destroyed, but one that lost its Pod is started with the user's data
+	// PVC, and one that lost both is built again.
+	workClaimedCreate
+	workClaimedStart
+)
+
+// memberWork decides what a reconcile does with m (the steps of the
+// contract, in their order of precedence).
+func memberWork(m *Member) work {
+	if m.Index == 0 || m.State == StateTerminating {
+		return workNone
+	}
+	switch {
+	case m.Claimed && !m.AboveSize && m.State == StateMissing:
+		return workClaimedCreate
+	case m.Claimed && !m.AboveSize && m.State == StateStopped && m.PVC.Annotations[AnnotationReleased] == "":
+		return workClaimedStart
+	case m.AboveSize:
+		if m.Exists() || (m.Lease != nil && m.Maintenance) {
+			return workDelete
+		}
+	case m.State == StateMissing:
+		return workCreate
+	case m.Drift || m.State == StateFailed:
+		return workReplace
+	case m.State == StateStopped:
+		return workStart
+	case m.MaintenanceStale:
+		// A reconciler stopped after its step and left its Lease on a
+		// member that needs nothing else: take the Lease over and remove
+		// it, or the member would never be free again.
+		return workUnlock
+	}
+	return workNone
+}
+
+// NeedsWork reports whether a reconcile of the pool would change a member
+// (and not only skip claimed members or members another reconciler holds).
+// The status step is not considered.
+func NeedsWork(v PoolView) bool {
+	for i := range v.Members {
+		m := &v.Members[i]
+		switch w := memberWork(m); {
+		case w == workNone:
+		case w == workClaimedCreate || w == workClaimedStart:
+			return true
+		case m.Claimed || (m.Lease != nil && !m.MaintenanceStale):
+			// the reconciler's Lease cannot be taken: skipped
+		default:
+			return true
+		}
+	}
+	return false
+}
+
 // withSize returns the snapshot with its ConfigMap's spec replaced by spec
 // (for Delete, which reconciles to size 0 before the definition changes).
 func withSize(snap Snapshot, spec Spec) Snapshot {
@@ -262,6 +349,9 @@ func withSize(snap Snapshot, spec Spec) Snapshot {
 		return snap
 	}
 	cm := snap.ConfigMap.DeepCopy()
+	if cm.Data == nil { // a hand-made ConfigMap may have no data at all
+		cm.Data = map[string]string{}
+	}
 	cm.Data[KeySpec] = enc
 	snap.ConfigMap = cm
 	return snap
@@ -279,7 +369,7 @@ func withSize(snap Snapshot, spec Spec) Snapshot {
 // Every Lease taken is removed after the member's work, also when the work
 // fails or ctx ends. A member's action is recorded when its Lease is gone (or
 // its removal failed), and runStep returns when every Lease of the step is.
-func (e *Engine) runStep(ctx context.Context, step Step, members []*Member, now time.Time, add func(Action), fn func(context.Context, *Member) error) {
+func (e *Engine) runStep(ctx context.Context, step Step, members []*Member, add func(Action), fn func(context.Context, *Member) error) {
 	if len(members) == 0 {
 		return
 	}
@@ -294,7 +384,7 @@ func (e *Engine) runStep(ctx context.Context, step Step, members []*Member, now 
 		if err := ctx.Err(); err != nil {
 			return taken{m: m, err: err}
 		}
-		held, skipped, err := e.takeReconcilerLease(ctx, m, now)
+		held, skipped, err := e.takeReconcilerLease(ctx, m)
 		return taken{m: m, held: held, skipped: skipped, err: err}
 	}
 	unlocks := make(chan struct{}, e.concurrency())
@@ -338,6 +428,21 @@ func (e *Engine) runStep(ctx context.Context, step Step, members []*Member, now 
 	removals.Wait()
 }
 
+// forEach calls fn for each member, at most e.Concurrency at once, and
+// returns when every call has.
+func (e *Engine) forEach(members []*Member, fn func(*Member)) {
+	sem := make(chan struct{}, e.concurrency())
+	var wg sync.WaitGroup
+	for _, m := range members {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			fn(m)
+		})
+	}
+	wg.Wait()
+}
+
 // taken is the outcome of taking a member's Lease: the Lease held, or why
 // the member is skipped, or the error.
 type taken struct {
@@ -350,7 +455,12 @@ type taken struct {
 // takeReconcilerLease takes the member's Lease as the reconciler and returns
 // it. A claimed member, or one another reconciler works on, is skipped with a
 // reason (and a nil Lease); so is a failure to take the Lease, with the error.
-func (e *Engine) takeReconcilerLease(ctx context.Context, m *Member, now time.Time) (held *coordinationv1.Lease, skipped string, err error) {
+//
+// The Lease is stamped with the clock read now, as it is taken, never with
+// the time the reconcile started: a Lease taken late in a long run must not
+// look stale to a second reconciler while this one still works.
+func (e *Engine) takeReconcilerLease(ctx context.Context, m *Member) (held *coordinationv1.Lease, skipped string, err error) {
+	now := e.Now()
 	switch {
 	case m.Claimed:
 		return nil, "claimed by " + fmt.Sprintf("%q", m.Claim.Holder), nil

@@ -101,13 +101,14 @@ func TestReleaseStuckTerminating(t *testing.T) {
 	e.WaitTimeout = 10 * time.Millisecond
 	f.terminating = true
 	_, err := e.Release(context.Background(), "desk", "desk-1", "alice", false)
-	if err == nil || err.Error() != `release desk-1: Pod desk-1 still exists after 10ms (stuck Terminating? check its finalizers); the claim was given back to "alice"` {
+	if err == nil || err.Error() != `release desk-1: Pod desk-1 still exists after 10ms (stuck Terminating? check its finalizers); the release is not undone: desk-1 stays under maintenance and a reconcile finishes it once the reconciler Lease is stale (2025-06-01T12:10:00Z)` {
 		t.Fatalf("Release = %v", err)
 	}
 	if hasAct(f.writes(), "create", kPod, "desk-1") {
 		t.Fatal("recreated a member that is still terminating")
 	}
-	assertHeldBy(t, f, "desk-1", "alice")
+	// The user's "I am done" is never undone: the member stays in maintenance.
+	assertHeldBy(t, f, "desk-1", ReconcilerIdentity)
 }
 
 func TestReleaseWhoMay(t *testing.T) {
@@ -321,29 +322,111 @@ func TestReleaseRefusals(t *testing.T) {
 	}
 }
 
+// A release that fails while destroying is never undone: the Lease stays
+// with the reconciler (maintenance), nobody is handed the old data, and a
+// reconcile finishes the job once the Lease is stale (and not before).
 func TestReleaseDestroyFails(t *testing.T) {
+	tests := []struct {
+		name   string
+		inject func(f *fakeCluster)
+		want   string
+	}{
+		{"PVC delete fails", func(f *fakeCluster) { f.fail("delete", kPVC, "desk-1-data", errBoom, 0) }, "release desk-1: delete PVC: boom"},
+		{"Pod delete fails", func(f *fakeCluster) { f.fail("delete", kPod, "desk-1", errBoom, 0) }, "release desk-1: delete Pod: boom"},
+		{"console Service delete fails", func(f *fakeCluster) { f.fail("delete", kSvc, "desk-1-console", errBoom, 0) }, "release desk-1: delete console Service: boom"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e, f := releaseFixture(t)
+			tt.inject(f)
+			res, err := e.Release(context.Background(), "desk", "desk-1", "alice", false)
+			if err == nil || !strings.HasPrefix(err.Error(), tt.want+"; the release is not undone: desk-1 stays under maintenance") || res.Recreated {
+				t.Fatalf("Release = %+v, %v", res, err)
+			}
+			if hasAct(f.writes(), "create", kPod, "desk-1") || hasAct(f.writes(), "create", kPVC, "desk-1-data") {
+				t.Fatal("recreated a member whose old objects could not be deleted")
+			}
+			assertHeldBy(t, f, "desk-1", ReconcilerIdentity)
+			if f.pvc("desk-1-data").Annotations[AnnotationReleased] != "true" {
+				t.Fatal("the half-released PVC is not marked released")
+			}
+			snap, _ := f.Snapshot(context.Background(), "desk")
+			v := Observe(snap, testNow)
+			if m := v.Member("desk-1"); !m.Maintenance || m.Claimed || m.Free {
+				t.Fatalf("half-released member: maintenance=%v claimed=%v free=%v", m.Maintenance, m.Claimed, m.Free)
+			}
+			ctx := context.Background()
+			if r, err := e.Claim(ctx, "desk", "bob"); err == nil && r.Member == "desk-1" {
+				t.Fatal("a second user was given the half-released member")
+			}
+			if _, err := e.Release(ctx, "desk", "desk-1", "alice", false); !errors.Is(err, ErrMaintenance) {
+				t.Fatalf("second release = %v, want ErrMaintenance", err)
+			}
+			f.clearFailures()
+
+			// Before the Lease is stale a reconcile leaves the member alone.
+			e.Now = fixedClock(testNow.Add(ReconcilerLeaseTTL - time.Second))
+			if _, err := e.Reconcile(ctx, "desk"); err != nil {
+				t.Fatal(err)
+			}
+			assertHeldBy(t, f, "desk-1", ReconcilerIdentity)
+			if f.pvc("desk-1-data").Annotations[AnnotationReleased] != "true" {
+				t.Fatal("the member was rebuilt before its maintenance Lease was stale")
+			}
+			// Once stale, the next reconcile finishes the release: a fresh
+			// member, no Lease.
+			e.Now = fixedClock(testNow.Add(ReconcilerLeaseTTL + time.Second))
+			if _, err := e.Reconcile(ctx, "desk"); err != nil {
+				t.Fatal(err)
+			}
+			if f.lease(LeaseName("desk-1")) != nil {
+				t.Fatalf("Lease left: %+v", f.lease(LeaseName("desk-1")))
+			}
+			if c := f.pvc("desk-1-data"); c == nil || c.Annotations[AnnotationReleased] != "" || c.Annotations[AnnotationAssignedTo] != "" {
+				t.Fatalf("member not rebuilt: PVC %+v", c)
+			}
+			if f.pod("desk-1") == nil {
+				t.Fatal("member rebuilt without a Pod")
+			}
+		})
+	}
+}
+
+// A failure before anything is destroyed gives the claim back.
+func TestReleaseFailsBeforeDestroying(t *testing.T) {
 	e, f := releaseFixture(t)
-	f.fail("delete", kPVC, "desk-1-data", errBoom, 0)
-	res, err := e.Release(context.Background(), "desk", "desk-1", "alice", false)
-	if err == nil || err.Error() != `release desk-1: delete PVC: boom; the claim was given back to "alice"` || res.Recreated {
-		t.Fatalf("Release = %+v, %v", res, err)
+	f.fail("patch", kPVC, "desk-1-data", errBoom, 0)
+	_, err := e.Release(context.Background(), "desk", "desk-1", "alice", false)
+	if err == nil || err.Error() != `release desk-1: mark PVC released: boom; nothing was destroyed and the claim was given back to "alice"` {
+		t.Fatalf("Release = %v", err)
 	}
-	if hasAct(f.writes(), "create", kPod, "desk-1") || hasAct(f.writes(), "create", kPVC, "desk-1-data") {
-		t.Fatal("recreated a member whose old PVC could not be deleted")
-	}
-	// The previous user's data is never handed to someone else: the claim is
-	// back with its holder, and the PVC is marked so the member is rebuilt.
 	assertHeldBy(t, f, "desk-1", "alice")
-	if f.pvc("desk-1-data").Annotations[AnnotationReleased] != "true" {
-		t.Fatal("the half-released PVC is not marked released")
+	if hasAct(f.writes(), "delete", kPod, "desk-1") {
+		t.Fatal("deleted the Pod after the release failed")
 	}
-	snap, _ := f.Snapshot(context.Background(), "desk")
-	v := Observe(snap, testNow)
-	if m := v.Member("desk-1"); !m.Drift || m.Free {
-		t.Fatalf("half-released member: drift=%v free=%v", m.Drift, m.Free)
-	}
-	if r, err := e.Claim(context.Background(), "desk", "bob"); err == nil && r.Member == "desk-1" {
-		t.Fatal("a second user was given the half-released member")
+}
+
+// Releasing a member under maintenance says when its Lease is stale.
+func TestReleaseUnderMaintenanceSaysWhen(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		age  time.Duration
+		want string
+	}{
+		{"fresh", 2 * time.Minute, "member is under maintenance by the reconciler: desk-1 (its Lease is stale at 2025-06-01T12:08:00Z, in 8m0s; a reconcile then finishes the work, or try again when the reconciler is done)"},
+		{"stale", 11 * time.Minute, "member is under maintenance by the reconciler: desk-1 (its Lease is stale since 2025-06-01T11:59:00Z: the next reconcile takes it over and finishes the work)"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e, f := releaseFixture(t)
+			f.mu.Lock()
+			delete(f.leases, LeaseName("desk-1"))
+			f.mu.Unlock()
+			f.add(ReconcilerLease(testNS, "desk", "desk-1", testNow.Add(-tt.age)))
+			_, err := e.Release(context.Background(), "desk", "desk-1", "alice", false)
+			if !errors.Is(err, ErrMaintenance) || err.Error() != tt.want {
+				t.Fatalf("Release = %v\nwant %s", err, tt.want)
+			}
+		})
 	}
 }
 

@@ -119,6 +119,10 @@ func (r *Runtime) Validate() error {
 		if r.TTLSeconds != nil && *r.TTLSeconds < 0 {
 			return &InvalidError{Field: "runtime.ttlSeconds", Value: strconv.FormatInt(*r.TTLSeconds, 10), Reason: "must not be negative (" + sandboxdDefaultTTLReason + ")"}
 		}
+		if r.TTLSeconds != nil && *r.TTLSeconds > maxSandboxdTTLSeconds {
+			return &InvalidError{Field: "runtime.ttlSeconds", Value: strconv.FormatInt(*r.TTLSeconds, 10),
+				Reason: fmt.Sprintf("must be at most %d: sandboxd's maximum for an ordinary claim", maxSandboxdTTLSeconds)}
+		}
 		return only(BackendSandboxd, map[string]bool{
 			"runtimeClassName": r.RuntimeClassName != "", "pool": r.Pool != "", "image": r.Image != "", "mode": r.Mode != "", "os": r.OS != "",
 		})

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -194,4 +195,38 @@ func hasControl(s string) bool {
 		}
 	}
 	return false
+}
+
+// LocateSpecError returns err's text with the line of data it is about: the
+// decoder names the line itself; for a field error (unknown or invalid
+// field) the line where the field's key stands is added.
+func LocateSpecError(data string, err error) string {
+	msg := err.Error()
+	if strings.Contains(msg, "line ") {
+		return msg
+	}
+	field := ""
+	var inv *InvalidError
+	if errors.As(err, &inv) {
+		field = inv.Field
+	}
+	if i := strings.Index(msg, `unknown field "`); i >= 0 {
+		rest := msg[i+len(`unknown field "`):]
+		if j := strings.IndexByte(rest, '"'); j >= 0 {
+			field = rest[:j]
+		}
+	}
+	if k := strings.LastIndexByte(field, '.'); k >= 0 {
+		field = field[k+1:]
+	}
+	if field == "" || field == "spec" {
+		return msg
+	}
+	for n, line := range strings.Split(data, "\n") {
+		key, _, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if ok && strings.Trim(key, `"'`) == field {
+			return fmt.Sprintf("%s (line %d: %s)", msg, n+1, strings.TrimSpace(line))
+		}
+	}
+	return msg
 }

@@ -93,13 +93,34 @@ func (c *Cluster) CreateConfigMap(ctx context.Context, cm *corev1.ConfigMap) (*c
 	return out, MapError(err)
 }
 
-// UpdateConfigMap is a compare-and-swap on the ConfigMap's resourceVersion.
-func (c *Cluster) UpdateConfigMap(ctx context.Context, cm *corev1.ConfigMap) (*corev1.ConfigMap, error) {
-	if cm.ResourceVersion == "" {
-		return nil, fmt.Errorf("update ConfigMap %s: no resourceVersion to compare with", cm.Name)
+// PatchConfigMap merge-patches labels and data keys; the patch carries rv,
+// which the API server checks as a precondition (409 Conflict when the
+// ConfigMap changed), so it is a compare-and-swap that needs only the patch
+// verb.
+func (c *Cluster) PatchConfigMap(ctx context.Context, name, rv string, labels, data map[string]string) error {
+	if rv == "" {
+		return fmt.Errorf("patch ConfigMap %s: no resourceVersion to compare with", name)
 	}
-	out, err := c.Client.CoreV1().ConfigMaps(c.Namespace).Update(ctx, cm, metav1.UpdateOptions{})
-	return out, MapError(err)
+	meta := map[string]any{"resourceVersion": rv}
+	if len(labels) > 0 {
+		meta["labels"] = labels
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": meta, "data": data})
+	if err != nil {
+		return fmt.Errorf("patch ConfigMap %s: %w", name, err)
+	}
+	_, err = c.Client.CoreV1().ConfigMaps(c.Namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+	return MapError(err)
+}
+
+// ListLeases lists the pool's Leases fresh from the API server (never from
+// Reader).
+func (c *Cluster) ListLeases(ctx context.Context, pool string) ([]*coordinationv1.Lease, error) {
+	list, err := c.Client.CoordinationV1().Leases(c.Namespace).List(ctx, metav1.ListOptions{LabelSelector: PoolSelector(pool)})
+	if err != nil {
+		return nil, MapError(err)
+	}
+	return ptrs(list.Items), nil
 }
 
 // PatchConfigMapData merge-patches one data key.

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -283,9 +284,8 @@ func TestClusterWrites(t *testing.T) {
 		if _, err := c.UpdateLease(ctx, l); err == nil || !strings.Contains(err.Error(), "no resourceVersion to compare with") {
 			t.Fatalf("UpdateLease without rv = %v", err)
 		}
-		cm := engine.BuildConfigMap(clusterNS, "desk", clusterSpec(1))
-		if _, err := c.UpdateConfigMap(ctx, cm); err == nil || !strings.Contains(err.Error(), "no resourceVersion to compare with") {
-			t.Fatalf("UpdateConfigMap without rv = %v", err)
+		if err := c.PatchConfigMap(ctx, engine.ConfigMapName("desk"), "", nil, map[string]string{engine.KeySpec: "x"}); err == nil || !strings.Contains(err.Error(), "no resourceVersion to compare with") {
+			t.Fatalf("PatchConfigMap without rv = %v", err)
 		}
 	})
 }
@@ -330,6 +330,26 @@ func TestClusterSendsPreconditions(t *testing.T) {
 	l.ResourceVersion = "7"
 	if _, err := c.UpdateLease(ctx, l); !errors.Is(err, engine.ErrConflict) || !apierrors.IsConflict(err) {
 		t.Fatalf("UpdateLease = %v, want ErrConflict", err)
+	}
+
+	// The definition is written with a merge patch that carries the
+	// resourceVersion read (the API server's compare-and-swap), not an update.
+	var patch string
+	cs.PrependReactor("patch", "configmaps", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		pa := a.(k8stesting.PatchAction)
+		if pa.GetPatchType() != types.MergePatchType {
+			t.Errorf("patch type %s", pa.GetPatchType())
+		}
+		patch = string(pa.GetPatch())
+		return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "configmaps"}, pa.GetName(), errors.New("the object has been modified"))
+	})
+	err := c.PatchConfigMap(ctx, engine.ConfigMapName("desk"), "41", map[string]string{engine.LabelPool: "desk"}, map[string]string{engine.KeySpec: "image: x\n"})
+	if !errors.Is(err, engine.ErrConflict) {
+		t.Fatalf("PatchConfigMap = %v, want ErrConflict", err)
+	}
+	want := `{"data":{"spec":"image: x\n"},"metadata":{"labels":{"corral.dev/vdi-ct-pool":"desk"},"resourceVersion":"41"}}`
+	if patch != want {
+		t.Fatalf("patch\n got %s\nwant %s", patch, want)
 	}
 }
 

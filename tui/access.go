@@ -134,7 +134,7 @@ func (k *keyMap) actionBindings() []struct {
 		kind actionKind
 	}{
 		{&k.Reconcile, actReconcile}, {&k.Resize, actResize}, {&k.Delete, actDelete},
-		{&k.Release, actRelease}, {&k.ForceRelease, actForceRelease},
+		{&k.Release, actForceRelease}, {&k.ForceRelease, actForceRelease},
 		{&k.Assign, actClaim}, {&k.Console, actConsole}, {&k.Logs, actLogs},
 	}
 }

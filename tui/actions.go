@@ -268,7 +268,11 @@ func (m *Model) actionKey(msg tea.KeyMsg, pool string, mm *engine.Member) tea.Cm
 			m.setNote(clean(mm.Name)+" has no claim: nothing to release", levelWarn)
 			return nil
 		}
-		m.dialog = newReleaseDialog(v, mm, force, m.now)
+		// The dashboard has no claim identity of its own: releasing a claim
+		// from it always releases another identity's claim, which is a
+		// force-release (the same permission check, confirmation and audit
+		// as f and release --force).
+		m.dialog = newReleaseDialog(v, mm, true, m.now)
 	}
 	return nil
 }

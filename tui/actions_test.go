@@ -67,16 +67,18 @@ func TestForceReleaseNeedsConfirmation(t *testing.T) {
 	}
 }
 
-func TestReleaseUsesHolder(t *testing.T) {
+// Releasing a user's claim from the dashboard is a force-release, whichever
+// key asks: the dashboard is never the claim's holder.
+func TestReleaseIsAForceRelease(t *testing.T) {
 	m, acts := openDesk(t, testOpts{})
 	press(m, "down", "down") // desk-3, carol
 	press(m, "x")
-	if m.dialog == nil || m.dialog.req.kind != actRelease {
+	if m.dialog == nil || m.dialog.req.kind != actForceRelease || !strings.HasPrefix(m.dialog.title, "Force-release") {
 		t.Fatalf("x: dialog %+v", m.dialog)
 	}
 	cmd := press(m, "right", "enter")
 	m.Update(waitMsg[actionDoneMsg](t, cmd))
-	want := []call{{op: "release", pool: "desk", member: "desk-3", identity: "carol@example.com"}}
+	want := []call{{op: "release", pool: "desk", member: "desk-3", identity: "", force: true}}
 	if got := acts.Calls(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("calls %+v, want %+v", got, want)
 	}

@@ -177,8 +177,11 @@ func (m *Model) detailView() string {
 	for _, p := range mm.Problems {
 		addStyled("Problem", m.st.Error, m.st.Error, p)
 	}
+	// The cluster's own words come first and whole (for an Unschedulable
+	// member, the scheduler's message); the diagnosis follows on lines of its
+	// own, and its evidence only when it is not that same message.
 	dg := diagnose(v, mm, m.detail.events, m.side.nodes)
-	if mm.Message != "" && mm.Message != dg.Evidence {
+	if mm.Message != "" {
 		add("Message", mm.Message)
 	}
 	if dg.Reason != "" || dg.ClaimID != "" {
@@ -188,7 +191,7 @@ func (m *Model) detailView() string {
 		if dg.Fix != "" {
 			add("Fix", dg.Fix)
 		}
-		if dg.Evidence != "" {
+		if dg.Evidence != "" && dg.Evidence != mm.Message {
 			add("Evidence", dg.Evidence)
 		}
 		if dg.ClaimID != "" {

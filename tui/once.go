@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"time"
 
@@ -20,7 +21,8 @@ const (
 
 // OnceOptions configure RenderOnce.
 type OnceOptions struct {
-	// Format is "table" (default) or "json".
+	// Format is "table" (default), "wide" (the table with every message
+	// and diagnosis whole) or "json".
 	Format string
 	// Pool limits the output to one pool.
 	Pool string
@@ -82,10 +84,16 @@ type OnceMember struct {
 	Maintenance  bool       `json:"maintenance"`
 	Drift        bool       `json:"drift"`
 	AboveSize    bool       `json:"aboveSize"`
-	Message      string     `json:"message,omitempty"`
-	Node         string     `json:"node,omitempty"`
-	Created      *time.Time `json:"created,omitempty"`
-	Problems     []string   `json:"problems,omitempty"`
+	// Message is the cluster's own words, whole: the scheduler's message
+	// for an Unschedulable member, the failure for a Failed one.
+	Message string `json:"message,omitempty"`
+	// headline is Message's first sentence (engine.FirstSentence), cut
+	// before sanitising turns line breaks into spaces: the narrow table's
+	// MESSAGE.
+	headline string
+	Node     string     `json:"node,omitempty"`
+	Created  *time.Time `json:"created,omitempty"`
+	Problems []string   `json:"problems,omitempty"`
 	// Diagnosis is why a member that is not Ready and fine is so, and the fix.
 	Diagnosis *OnceDiagnosis `json:"diagnosis,omitempty"`
 }
@@ -159,6 +167,7 @@ func onceMember(mm *engine.Member, now time.Time) OnceMember {
 	o := OnceMember{
 		Name: clean(mm.Name), State: string(mm.State), Free: mm.Free, Holder: clean(mm.Holder()), Maintenance: mm.Maintenance,
 		Drift: mm.Drift, AboveSize: mm.AboveSize, Message: clean(mm.Message), Node: clean(mm.Node),
+		headline: clean(engine.FirstSentence(mm.Message)),
 	}
 	if len(mm.Problems) > 0 {
 		o.Problems = cleanAll(mm.Problems)
@@ -191,7 +200,7 @@ func cleanAll(in []string) []string {
 	return out
 }
 
-// RenderOnce writes the pools once, as a table or as JSON (opts.Format),
+// RenderOnce writes the pools once, as a table, a wide table or JSON (opts.Format),
 // and returns the exit code: ExitOK, or ExitAttention when a pool is
 // exhausted, has recorded errors or problems, or opts.Pool names no pool.
 // The output never holds colour or escape sequences: every piece of cluster
@@ -206,12 +215,16 @@ func RenderOnce(w io.Writer, views []engine.PoolView, opts OnceOptions) int {
 		}
 		return code
 	}
-	writeTable(w, r)
+	writeTable(w, r, strings.EqualFold(opts.Format, "wide"))
 	return code
 }
 
-// writeTable writes the pools table, then each pool's members.
-func writeTable(w io.Writer, r OnceReport) {
+// writeTable writes the pools table, then each pool's members. A member's
+// MESSAGE is the cluster's own words (the scheduler's message for an
+// Unschedulable member), cut to its first sentence unless wide; DIAGNOSIS is
+// engine.Diagnose's reason, in a column of its own so that it never stands in
+// for the cluster's message.
+func writeTable(w io.Writer, r OnceReport, wide bool) {
 	if r.Error != "" {
 		fmt.Fprintln(w, sanitize.Sanitize(r.Error))
 		return
@@ -229,7 +242,7 @@ func writeTable(w io.Writer, r OnceReport) {
 		rows = append(rows, []string{p.Name, orWord(p.Backend, "-"), fmt.Sprint(p.Size), fmt.Sprint(p.Ready), fmt.Sprint(p.Claimed),
 			fmt.Sprint(p.Free), fmt.Sprint(p.Unschedulable), fmt.Sprint(p.Drifted), fmt.Sprint(p.Failed), p.Status, last})
 	}
-	writeRows(w, rows)
+	writeRows(w, rows, wide)
 	for _, p := range r.Pools {
 		fmt.Fprintf(w, "\n%s (%s, image %s)\n", sanitize.Sanitize(p.Name), sanitize.Sanitize(orWord(p.Backend, "no definition")), sanitize.Sanitize(orWord(p.Image, "-")))
 		for _, e := range p.Problems {
@@ -242,7 +255,7 @@ func writeTable(w io.Writer, r OnceReport) {
 			fmt.Fprintln(w, "  no members")
 			continue
 		}
-		rows := [][]string{{"  MEMBER", "STATE", "HOLDER", "EXPIRES", "MARKS", "NODE", "MESSAGE"}}
+		rows := [][]string{{"  MEMBER", "STATE", "HOLDER", "EXPIRES", "MARKS", "NODE", "DIAGNOSIS", "MESSAGE"}}
 		for _, m := range p.Members {
 			holder, expires := "-", ""
 			if m.Holder != "" {
@@ -267,22 +280,30 @@ func writeTable(w io.Writer, r OnceReport) {
 			if len(m.Problems) > 0 {
 				marks = append(marks, "problems")
 			}
-			msg := m.Message
+			diagnosis := ""
 			if m.Diagnosis != nil {
-				msg = m.Diagnosis.Reason
+				diagnosis = m.Diagnosis.Reason
+			}
+			msg := m.headline
+			if wide {
+				msg = m.Message
 			}
 			if msg == "" {
 				msg = strings.Join(m.Problems, "; ")
 			}
-			rows = append(rows, []string{"  " + m.Name, m.State, holder, expires, strings.Join(marks, ","), m.Node, msg})
+			rows = append(rows, []string{"  " + m.Name, m.State, holder, expires, strings.Join(marks, ","), m.Node, diagnosis, msg})
 		}
-		writeRows(w, rows)
+		writeRows(w, rows, wide)
 	}
 }
 
-// writeRows aligns sanitised cells on display width (the last column is not padded).
-func writeRows(w io.Writer, rows [][]string) {
-	const maxCell = 60
+// writeRows aligns sanitised cells on display width (the last column is not
+// padded). Unless wide, a cell is cut at 60 columns and the last one at 200.
+func writeRows(w io.Writer, rows [][]string, wide bool) {
+	maxCell, maxLast := 60, 200
+	if wide {
+		maxCell, maxLast = math.MaxInt, math.MaxInt
+	}
 	widths := make([]int, len(rows[0]))
 	for _, row := range rows {
 		for i, c := range row[:len(row)-1] {
@@ -293,7 +314,7 @@ func writeRows(w io.Writer, rows [][]string) {
 		var b strings.Builder
 		for i, c := range row {
 			if i == len(row)-1 {
-				b.WriteString(sanitize.Truncate(c, 200))
+				b.WriteString(sanitize.Truncate(c, maxLast))
 				break
 			}
 			b.WriteString(sanitize.Fit(c, widths[i]))

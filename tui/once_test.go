@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/ctpool-tui/ctpool-tui/engine"
 )
 
 func TestRenderOnceTable(t *testing.T) {
@@ -80,5 +83,107 @@ func TestRenderOnceHostile(t *testing.T) {
 		if format == "table" {
 			golden(t, "once_hostile_table", out)
 		}
+	}
+}
+
+// schedulerMessage is kube-scheduler's message for a Pod that fits no node:
+// the node count with every reason, then the preemption verdict.
+const schedulerMessage = "0/4 nodes are available: 2 Insufficient cpu, 2 node(s) had untolerated taint {virtual-kubelet.io/provider: sandboxd}. " +
+	"preemption: 0/4 nodes are available: 2 No preemption victims found for incoming pod, 2 Preemption is not helpful for scheduling."
+
+// unschedulableCluster is one pool with an Unschedulable member, a crashing
+// one and a drifted Ready one: a diagnosis with a scheduler's message, with a
+// kubelet's, and with none.
+func unschedulableCluster() *cluster {
+	c := &cluster{}
+	s := poolSpec("ghcr.io/example/desktop:2", 3, nil)
+	old := poolSpec("ghcr.io/example/desktop:1", 3, nil)
+	c.pool("desk", s, &engine.Status{UpdatedAt: ptrTime(t0.Add(-12 * time.Second))})
+	c.member("desk", 1, old, age(3*time.Hour))
+	c.member("desk", 2, s, unschedulable(schedulerMessage))
+	c.member("desk", 3, s, onNode("node-b"), crashLoop("back-off 5m0s restarting failed container=desktop pod=desk-3. Check the container's log"))
+	return c
+}
+
+// memberCell is the text of member's row in the column titled title of a
+// --once table: from the column's start to the next column's, or to the end
+// of the row for the last column.
+func memberCell(t *testing.T, out, member, title string) string {
+	t.Helper()
+	var header string
+	for _, line := range strings.Split(out, "\n") {
+		switch {
+		case strings.HasPrefix(line, "  MEMBER "):
+			header = line
+		case header != "" && strings.HasPrefix(line, "  "+member+" "):
+			start := strings.Index(header, " "+title) + 1
+			if start == 0 {
+				t.Fatalf("no column %s in %q", title, header)
+			}
+			end := len(line)
+			if next := strings.IndexFunc(header[start+len(title):], func(r rune) bool { return r != ' ' }); next >= 0 {
+				end = min(start+len(title)+next, len(line))
+			}
+			if start > len(line) {
+				return ""
+			}
+			return strings.TrimSpace(line[start:end])
+		}
+	}
+	t.Fatalf("no row for %s in:\n%s", member, out)
+	return ""
+}
+
+func TestRenderOnceShowsSchedulerMessage(t *testing.T) {
+	firstSentence := "0/4 nodes are available: 2 Insufficient cpu, 2 node(s) had untolerated taint {virtual-kubelet.io/provider: sandboxd}."
+	cases := []struct {
+		format, golden string
+		want           map[string][2]string // member -> DIAGNOSIS, MESSAGE
+	}{
+		{"table", "once_unschedulable_table", map[string][2]string{
+			"desk-1": {"drifted from the pool definition", ""},
+			"desk-2": {"not enough capacity: cpu", firstSentence},
+			"desk-3": {"the desktop container keeps crashing", "CrashLoopBackOff: back-off 5m0s restarting failed container=desktop pod=desk-3."},
+		}},
+		{"wide", "once_unschedulable_wide", map[string][2]string{
+			"desk-1": {"drifted from the pool definition", ""},
+			"desk-2": {"not enough capacity: cpu", schedulerMessage},
+			"desk-3": {"the desktop container keeps crashing", "CrashLoopBackOff: back-off 5m0s restarting failed container=desktop pod=desk-3. Check the container's log"},
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.format, func(t *testing.T) {
+			var b bytes.Buffer
+			RenderOnce(&b, unschedulableCluster().views(), OnceOptions{Format: c.format, Namespace: ns, Now: t0})
+			out := b.String()
+			golden(t, c.golden, out)
+			for member, want := range c.want {
+				if got := memberCell(t, out, member, "DIAGNOSIS"); got != want[0] {
+					t.Errorf("%s DIAGNOSIS %q, want %q", member, got, want[0])
+				}
+				if got := memberCell(t, out, member, "MESSAGE"); got != want[1] {
+					t.Errorf("%s MESSAGE %q, want %q", member, got, want[1])
+				}
+			}
+		})
+	}
+}
+
+func TestRenderOnceJSONCarriesMessageAndDiagnosis(t *testing.T) {
+	var b bytes.Buffer
+	RenderOnce(&b, unschedulableCluster().views(), OnceOptions{Format: "json", Namespace: ns, Now: t0})
+	var r OnceReport
+	if err := json.Unmarshal(b.Bytes(), &r); err != nil {
+		t.Fatal(err)
+	}
+	m := r.Pools[0].Members[1]
+	if m.Name != "desk-2" || m.State != "Unschedulable" {
+		t.Fatalf("member 1: %+v", m)
+	}
+	if m.Message != schedulerMessage {
+		t.Errorf("message %q, want the scheduler's whole message %q", m.Message, schedulerMessage)
+	}
+	if m.Diagnosis == nil || m.Diagnosis.Reason != "not enough capacity: cpu" || m.Diagnosis.Fix == "" {
+		t.Errorf("diagnosis %+v, want its own reason and fix", m.Diagnosis)
 	}
 }

@@ -67,8 +67,8 @@ func (e *env) connect(ctx context.Context, df dashFlags, readOnly bool) (*connec
 }
 
 func runDashboard(ctx context.Context, e *env, df dashFlags, stdin io.Reader) error {
-	if df.output != "table" && df.output != "json" {
-		return usageErr("-o must be table or json (got %q)", df.output)
+	if df.output != "table" && df.output != "wide" && df.output != "json" {
+		return usageErr("-o must be table, wide or json (got %q)", df.output)
 	}
 	if !df.once && (df.output != "table" || df.pool != "") {
 		return usageErr("-o and --pool go with --once")
@@ -162,8 +162,10 @@ func (e *env) dashboardEngine(conn *connection) *engine.Engine {
 }
 
 // dashboardActions is the dashboard's engine with claims (key a) decided on
-// the informer cache the screen shows: a claim then costs two requests (the
-// Lease create and the PVC annotation) instead of four reads more. The Lease
+// the informer cache the screen shows: a claim then costs three requests (the
+// Lease create, a fresh List of the pool's Leases that makes concurrent claims
+// by one identity converge, and the PVC annotation) instead of four reads
+// more. The Lease
 // create stays the authority: a member the cache shows free but someone has
 // just claimed answers AlreadyExists and the claim moves on to the next free
 // member. Everything else (reconcile, release, resize, delete) reads fresh.

@@ -66,7 +66,7 @@ func TestExitCodes(t *testing.T) {
 		{"reserved identity", []string{"claim", "desk", "corral-vdi/reconciler"}, exitUsage, "reserved", "", true},
 		{"control character identity", []string{"claim", "desk", "al\x1bice"}, exitUsage, "control", "", true},
 		{"apply without image", []string{"apply", "desk"}, exitError, "read pool desk", "", true},
-		{"bad -o", []string{"--once", "-o", "xml"}, exitUsage, "-o must be table or json", "", true},
+		{"bad -o", []string{"--once", "-o", "xml"}, exitUsage, "-o must be table, wide or json", "", true},
 		{"-o without --once", []string{"-o", "json"}, exitUsage, "go with --once", "", true},
 		{"bad theme", []string{"--theme", "neon"}, exitUsage, "neon", "", true},
 		{"release without identity", []string{"release", "desk", "desk-1"}, exitUsage, "release takes POOL MEMBER IDENTITY", "", true},
@@ -75,6 +75,9 @@ func TestExitCodes(t *testing.T) {
 		{"rbac viewer", []string{"rbac", "--role", "viewer", "--subject", "User:wall"}, exitOK, "", "kind: Role", false},
 		{"once unreachable", []string{"--once", "--request-timeout", "2s"}, exitError, "cannot read namespace vdi", "", true},
 		{"status unreachable", []string{"status", "desk", "--request-timeout", "2s"}, exitError, "read pool desk", "", true},
+		{"status bad -o", []string{"status", "desk", "-o", "xml"}, exitUsage, "-o must be table, wide, json or yaml", "", true},
+		{"status -o wide unreachable", []string{"status", "desk", "-o", "wide", "--request-timeout", "2s"}, exitError, "read pool desk", "", true},
+		{"once -o wide unreachable", []string{"--once", "-o", "wide", "--request-timeout", "2s"}, exitError, "cannot read namespace vdi", "", true},
 		{"negative size", []string{"reconcile", "desk", "--watch", "--interval", "-1s"}, exitUsage, "--interval must be positive", "", true},
 	}
 	for _, tc := range cases {

@@ -30,7 +30,11 @@ func (e *env) engineFor() (*engine.Engine, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	return &engine.Engine{Cluster: kube.NewCluster(cs, ns), Namespace: ns, Now: time.Now, Audit: auditor(cs, ns).Record}, ns, nil
+	return &engine.Engine{
+		Cluster: kube.NewCluster(cs, ns), Namespace: ns, Now: time.Now, Audit: auditor(cs, ns).Record,
+		// A force-release asks the API server first, as in the dashboard.
+		Authorize: (&kube.Access{Client: cs, Namespace: ns}).Authorize,
+	}, ns, nil
 }
 
 // clientFor resolves the namespace and connects: the clientset, the config
@@ -79,13 +83,17 @@ func validatePoolArg(pool string) error {
 
 func newApplyCmd(e *env) *cobra.Command {
 	var f applyFlags
+	var replace bool
 	c := &cobra.Command{
 		Use:   "apply POOL",
 		Short: "Create or update a pool definition, then reconcile once",
 		Long: `Create or update a pool definition, then reconcile once.
 
 For a new pool --image is required. For an existing pool, only the flags you
-give change; the others keep their current values. Changing a source field
+give change; the others keep their current values. A stored definition that
+does not parse, or says mode: persistent, is refused with the field and line
+at fault and nothing is written, unless --replace is given: then the whole
+definition is written from the flags and the defaults. Changing a source field
 (image, cpu, memory, disk, storage class, privileged, init, runtime) makes the
 members drift: unclaimed ones are replaced, claimed ones stay until released.`,
 		Example: `  ctpool-tui apply desk --image ghcr.io/example/desktop:1 --size 3 --mem 2Gi
@@ -97,25 +105,23 @@ members drift: unclaimed ones are replaced, claimed ones stay until released.`,
 			if err := validatePoolArg(pool); err != nil {
 				return err
 			}
+			if replace && !cmd.Flags().Changed("image") {
+				return usageErr("--replace writes the whole definition: --image is required with it")
+			}
 			eng, ns, err := e.engineFor()
 			if err != nil {
 				return opErr(err)
 			}
-			snap, err := eng.Cluster.Snapshot(cmd.Context(), pool)
-			if err != nil {
-				return opErr(fmt.Errorf("read pool %s: %w", pool, err))
+			var spec engine.Spec
+			res, err := eng.ApplyEdit(cmd.Context(), pool, func(stored *engine.Spec) (engine.Spec, error) {
+				s, err := f.spec(cmd, stored)
+				spec = s
+				return s, err
+			}, replace)
+			var ce *codeError
+			if errors.As(err, &ce) {
+				return err // bad flags: nothing was written
 			}
-			var cur *engine.Spec
-			if snap.ConfigMap != nil {
-				if s, err := engine.ParseSpec(snap.ConfigMap.Data[engine.KeySpec]); err == nil {
-					cur = &s
-				}
-			}
-			spec, err := f.spec(cmd, cur)
-			if err != nil {
-				return err
-			}
-			res, err := eng.Apply(cmd.Context(), pool, spec)
 			for _, w := range res.Warnings {
 				fmt.Fprintln(e.stderr, "warning: "+oneLine(w))
 			}
@@ -134,6 +140,7 @@ members drift: unclaimed ones are replaced, claimed ones stay until released.`,
 		},
 	}
 	f.register(c)
+	c.Flags().BoolVar(&replace, "replace", false, "replace the whole stored definition with the flags given and the defaults (for a definition that does not parse)")
 	return c
 }
 

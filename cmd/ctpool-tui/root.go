@@ -52,7 +52,7 @@ The namespace is -n, else the kubeconfig context's namespace, else "corral".`,
 	f.BoolVar(&df.once, "once", false, "print the pools and members once and exit")
 	f.BoolVar(&df.readonly, "readonly", false, "wall display: no actions, and no write request of any kind")
 	f.BoolVar(&df.demo, "demo", false, "run on an embedded simulated cluster (clearly labelled DEMO)")
-	f.StringVarP(&df.output, "output", "o", "table", "with --once: table or json")
+	f.StringVarP(&df.output, "output", "o", "table", "with --once: table, wide (whole messages) or json")
 	f.StringVar(&df.pool, "pool", "", "with --once: only this pool")
 	f.StringVar(&df.theme, "theme", "dark", "colour theme: dark, light or high-contrast (NO_COLOR disables colour)")
 

@@ -20,16 +20,20 @@ func newStatusCmd(e *env) *cobra.Command {
 		Short: "Show the live state of each member of a pool (changes nothing)",
 		Long: `Show the live state of a pool and each member, computed now from the
 cluster (not the status the last reconcile recorded). It changes nothing.
--o json and -o yaml print the same documented schema as --once -o json.`,
-		Example: "  ctpool-tui status desk\n  ctpool-tui status desk -o yaml",
+A member's MESSAGE is the cluster's own words (for an Unschedulable member the
+scheduler's message), cut to its first sentence; DIAGNOSIS says what it means.
+-o wide prints every message and diagnosis whole. -o json and -o yaml print the
+same documented schema as --once -o json: message is the whole message,
+diagnosis its reason and fix.`,
+		Example: "  ctpool-tui status desk\n  ctpool-tui status desk -o wide\n  ctpool-tui status desk -o yaml",
 		Args:    exactArgs(1, "POOL"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			pool := args[0]
 			if err := validatePoolArg(pool); err != nil {
 				return err
 			}
-			if output != "table" && output != "json" && output != "yaml" {
-				return usageErr("-o must be table, json or yaml (got %q)", output)
+			if output != "table" && output != "wide" && output != "json" && output != "yaml" {
+				return usageErr("-o must be table, wide, json or yaml (got %q)", output)
 			}
 			ns, err := e.opts.Namespace()
 			if err != nil {
@@ -69,6 +73,6 @@ cluster (not the status the last reconcile recorded). It changes nothing.
 			return err
 		},
 	}
-	c.Flags().StringVarP(&output, "output", "o", "table", "table, json or yaml")
+	c.Flags().StringVarP(&output, "output", "o", "table", "table, wide, json or yaml")
 	return c
 }

@@ -253,24 +253,4 @@ func (r *recordingReader) Snapshot(ctx context.Context, pool string) (engine.Sna
 // step (claimed members, members another reconciler holds). It only chooses
 // where the reconcile reads from (see ReadHybrid), never what it does: were
 // it wrong, the engine would act on the cache, which is safe, only staler.
-func needsWork(v engine.PoolView) bool {
-	for i := range v.Members {
-		m := &v.Members[i]
-		if m.Index == 0 || m.State == engine.StateTerminating {
-			continue
-		}
-		if m.Claimed || (m.Lease != nil && !m.MaintenanceStale) {
-			continue // the engine would skip it
-		}
-		switch {
-		case m.AboveSize:
-			if m.Exists() || (m.Lease != nil && m.Maintenance) {
-				return true
-			}
-		case m.State == engine.StateMissing, m.Drift, m.State == engine.StateFailed,
-			m.State == engine.StateStopped, m.MaintenanceStale:
-			return true
-		}
-	}
-	return false
-}
+func needsWork(v engine.PoolView) bool { return engine.NeedsWork(v) }

@@ -257,7 +257,8 @@ func TestNeedsWorkAgreesWithTheEngine(t *testing.T) {
 		{"drifted unclaimed", drifted(), true},
 		{"drifted, all claimed", append(drifted(), claim,
 			engine.ClaimLease(testNS, "desk", "desk-2", "bob", testNow), engine.ClaimLease(testNS, "desk", "desk-3", "carol", testNow)), false},
-		{"claimed member is missing its Pod", append(with(base(), "desk-1"), claim), false},
+		// A claimed member that lost its Pod is started again for its user.
+		{"claimed member is missing its Pod", append(with(base(), "desk-1"), claim), true},
 		{"above size", append(base(), member("desk", 4, testSpec("registry.example/desktop:1", 3))...), true},
 		{"stale reconciler lease", append(base(), staleLock), true},
 		{"fresh reconciler lease on a stopped member", append(with(base(), "desk-1"), freshLock), false},
