@@ -145,6 +145,13 @@ type objEvent struct {
 	gap      bool      // made up from a relist after the watch lost its place
 }
 
+func shortUID(u types.UID) string {
+	if len(u) > 8 {
+		return string(u[:8])
+	}
+	return string(u)
+}
+
 func rvOf(m metav1.Object) int64 {
 	n, _ := strconv.ParseInt(m.GetResourceVersion(), 10, 64)
 	return n
@@ -403,7 +410,9 @@ type replay struct {
 	held         map[string]map[string]bool // identity -> members it holds
 	byTest       map[types.UID]bool         // Pods and PVCs the test deleted itself
 	seenDel      map[types.UID]bool
-	doubles      int // an identity came to hold two members
+	seenPod      map[types.UID]bool
+	recent       map[string][]string // member -> its last events, for the messages
+	doubles      int                 // an identity came to hold two members
 	maxHeld      int
 	leaseChanges int
 	deletions    int
@@ -413,11 +422,27 @@ func newReplay() *replay {
 	return &replay{
 		holder: map[string]string{}, stamp: map[string]time.Time{}, pvc: map[string]pvcState{},
 		held: map[string]map[string]bool{}, byTest: map[types.UID]bool{}, seenDel: map[types.UID]bool{},
+		seenPod: map[types.UID]bool{}, recent: map[string][]string{},
 	}
 }
 
 func (p *replay) apply(e objEvent, bad func(format string, a ...any)) {
 	m := e.member
+	desc := fmt.Sprintf("rv %d %s %s", e.rv, e.kind, shortUID(e.uid))
+	switch {
+	case e.gone:
+		desc += " gone"
+	case e.deleting:
+		desc += " deleting"
+	}
+	if e.kind == "Lease" {
+		desc += fmt.Sprintf(" holder %q", e.holder)
+	}
+	p.recent[m] = append(p.recent[m], desc)
+	if n := len(p.recent[m]); n > 14 {
+		p.recent[m] = p.recent[m][n-14:]
+	}
+	history := func() string { return "\n\t\thistory of " + m + ": " + strings.Join(p.recent[m], "; ") }
 	switch e.kind {
 	case "Lease":
 		if m == "" {
@@ -445,7 +470,7 @@ func (p *replay) apply(e objEvent, bad func(format string, a ...any)) {
 				}
 				p.maxHeld = max(p.maxHeld, len(p.held[next]))
 				if c := p.pvc[m]; c.uid != "" && c.deleting && !p.byTest[c.uid] {
-					bad("rv %d: %s was given to %q while its PVC (uid %s) was being deleted: a release's destruction was handed back to a user", e.rv, m, next, c.uid)
+					bad("rv %d: %s was given to %q while its PVC (uid %s) was being deleted: a release's destruction was handed back to a user%s", e.rv, m, next, c.uid, history())
 				}
 			}
 		}
@@ -465,11 +490,17 @@ func (p *replay) apply(e objEvent, bad func(format string, a ...any)) {
 				p.pvc[m] = pvcState{uid: e.uid, deleting: e.deleting}
 			}
 		}
+		if e.kind == "Pod" && !e.gone && !e.deleting && !p.seenPod[e.uid] {
+			p.seenPod[e.uid] = true
+			if c := p.pvc[m]; c.uid != "" && c.deleting && !p.byTest[c.uid] {
+				bad("rv %d: a Pod of %s was created while its PVC (uid %s) was being deleted (holder %q)%s", e.rv, m, c.uid, p.holder[m], history())
+			}
+		}
 		if (e.gone || e.deleting) && !p.seenDel[e.uid] {
 			p.seenDel[e.uid] = true
 			p.deletions++
 			if h := p.holder[m]; !p.byTest[e.uid] && h != engine.ReconcilerIdentity {
-				bad("rv %d: %s of %s (uid %s) deleted while its Lease holder was %q (want the reconciler, as a release or a reconcile holds it)", e.rv, e.kind, m, e.uid, h)
+				bad("rv %d: %s of %s (uid %s) deleted while its Lease holder was %q (want the reconciler, as a release or a reconcile holds it)%s", e.rv, e.kind, m, e.uid, h, history())
 			}
 		}
 	}
@@ -713,6 +744,19 @@ func (h *chaosHarness) runOp(ctx context.Context, rng *rand.Rand, op string) {
 			h.mu.Lock()
 			h.releases[m.Name]++
 			h.mu.Unlock()
+		} else if m.PVC != nil {
+			// A release that failed while destroying stays in maintenance
+			// until a reconcile finishes it: followed like the test's own.
+			if v, verr := h.view(ctx); verr == nil {
+				if after := v.Member(m.Name); after != nil && after.Maintenance && (after.PVC == nil || after.PVC.UID == m.PVC.UID) {
+					h.mu.Lock()
+					if h.failed[m.Name] == nil {
+						h.failed[m.Name] = &failedRelease{member: m.Name, identity: m.Holder(), pvcUID: m.PVC.UID, batch: h.batch}
+					}
+					h.mu.Unlock()
+					h.count(op+": failed while destroying", nil)
+				}
+			}
 		}
 		h.count(op, err)
 	case "failing-release":
