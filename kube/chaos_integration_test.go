@@ -953,15 +953,17 @@ func (h *chaosHarness) startController(ctx context.Context) (stop func()) {
 
 // runBatch runs n operations from the workers at once, with the controller
 // running throughout; during (when set) runs beside them, on the calling
-// goroutine.
+// goroutine, and the batch goes on until it returns.
 func (h *chaosHarness) runBatch(ctx context.Context, n, workers int, seed uint64, during func()) {
 	stop := h.startController(ctx)
 	var next atomic.Int64
+	var besideDone atomic.Bool // the workers go on until during returns
+	besideDone.Store(during == nil)
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(seed, uint64(w)))
-			for next.Add(1) <= int64(n) {
+			for next.Add(1) <= int64(n) || !besideDone.Load() {
 				op := pickOp(rng)
 				h.runOp(ctx, rng, op)
 				h.add("operations", 1)
@@ -969,7 +971,10 @@ func (h *chaosHarness) runBatch(ctx context.Context, n, workers int, seed uint64
 		})
 	}
 	if during != nil {
-		during() // on the test's goroutine: it may fail the test
+		func() {
+			defer besideDone.Store(true)
+			during() // on the test's goroutine: it may fail the test
+		}()
 	}
 	wg.Wait()
 	stop()
