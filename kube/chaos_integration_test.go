@@ -963,10 +963,17 @@ func (h *chaosHarness) runBatch(ctx context.Context, n, workers int, seed uint64
 	for w := range workers {
 		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(seed, uint64(w)))
-			for next.Add(1) <= int64(n) || !besideDone.Load() {
-				op := pickOp(rng)
-				h.runOp(ctx, rng, op)
-				h.add("operations", 1)
+			for {
+				i := next.Add(1)
+				if i > int64(n) && besideDone.Load() {
+					return
+				}
+				h.runOp(ctx, rng, pickOp(rng))
+				if i <= int64(n) {
+					h.add("operations", 1)
+				} else {
+					h.add("operations beyond the batch while the restart ran", 1)
+				}
 			}
 		})
 	}
