@@ -18,7 +18,9 @@ const chaosOutageOps = 240
 func TestIntegrationRandomizedConcurrencyOutage(t *testing.T) {
 	ops := chaosOps(t, chaosOutageOps)
 	runChaos(t, ops, ops/60, func(h *chaosHarness) {
-		count := func() int { return h.counted("operations") + h.counted("operations beyond the batch while the restart ran") }
+		count := func() int {
+			return h.counted("operations") + h.counted("operations beyond the batch while the restart ran")
+		}
 		at := count()
 		if err := waitUntil(t.Context(), time.Now().Add(time.Minute), func() bool { return count() >= at+8 }); err != nil {
 			t.Fatalf("no operation before the outage: %v", err)
