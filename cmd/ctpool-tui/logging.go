@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"strconv"
+	"sync"
+	"sync/atomic"
 
 	"github.com/spf13/pflag"
 	"k8s.io/klog/v2"
@@ -66,12 +69,82 @@ func (l *logFlags) setup(stderr io.Writer, screen bool) (*slog.Logger, func(), e
 	return logger, closeFn, nil
 }
 
-// routeKlog sends klog's output through logger, at verbosity v.
+// routeKlog sends klog's output through logger, at verbosity v. klog's
+// logger is process-wide and read by client-go at any time, so it is set
+// once, to a handler that forwards to the current one.
 func routeKlog(logger *slog.Logger, v int) {
-	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
-	klog.InitFlags(fs)
-	_ = fs.Set("v", strconv.Itoa(v))
-	klog.SetSlogLogger(logger)
+	klogHandler.set(logger.Handler())
+	klogOnce.Do(func() {
+		klog.SetSlogLogger(slog.New(klogHandler))
+	})
+	klogLevel.Lock()
+	defer klogLevel.Unlock()
+	if klogLevel.v != v {
+		fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+		klog.InitFlags(fs)
+		_ = fs.Set("v", strconv.Itoa(v))
+		klogLevel.v = v
+	}
+}
+
+var (
+	klogOnce    sync.Once
+	klogHandler = &switchHandler{}
+	klogLevel   struct {
+		sync.Mutex
+		v int
+	}
+)
+
+// switchHandler forwards to a handler that can be replaced at any time.
+// The handlers that WithAttrs and WithGroup return keep those calls, in
+// order, and apply them to the current handler on each record.
+type switchHandler struct {
+	cur  atomic.Pointer[slog.Handler]
+	ops  []func(slog.Handler) slog.Handler
+	root *switchHandler
+}
+
+func (s *switchHandler) set(h slog.Handler) { s.cur.Store(&h) }
+
+func (s *switchHandler) handler() slog.Handler {
+	r := s
+	if s.root != nil {
+		r = s.root
+	}
+	p := r.cur.Load()
+	if p == nil {
+		return slog.DiscardHandler
+	}
+	h := *p
+	for _, op := range s.ops {
+		h = op(h)
+	}
+	return h
+}
+
+func (s *switchHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return s.handler().Enabled(ctx, l)
+}
+
+func (s *switchHandler) Handle(ctx context.Context, r slog.Record) error {
+	return s.handler().Handle(ctx, r)
+}
+
+func (s *switchHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return s.with(func(h slog.Handler) slog.Handler { return h.WithAttrs(as) })
+}
+
+func (s *switchHandler) WithGroup(name string) slog.Handler {
+	return s.with(func(h slog.Handler) slog.Handler { return h.WithGroup(name) })
+}
+
+func (s *switchHandler) with(op func(slog.Handler) slog.Handler) *switchHandler {
+	root := s.root
+	if root == nil {
+		root = s
+	}
+	return &switchHandler{ops: append(append([]func(slog.Handler) slog.Handler(nil), s.ops...), op), root: root}
 }
 
 // discardLogger logs nothing (the default until the flags are parsed).
