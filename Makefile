@@ -46,6 +46,12 @@ test-unit: ## unit and golden tests only (no control plane)
 test-integration: ## integration tests against a running plane (make cluster-up first)
 	CI=$${CI:-1} $(GO) test -race -count=1 -timeout 30m -tags integration -run Integration $(PKGS)
 
+CHAOS_OPS ?= 10000
+
+.PHONY: chaos
+chaos: ## the randomized concurrency run with CHAOS_OPS operations (default 10000) on the running plane; prints its counts
+	CI=$${CI:-1} CTPOOL_CHAOS_OPS=$(CHAOS_OPS) $(GO) test -count=1 -timeout 120m -tags integration -run '^TestIntegrationRandomizedConcurrency$$' -v ./kube/
+
 .PHONY: fuzz
 fuzz: ## run each fuzz target for FUZZTIME (default 10s)
 	@set -e; for pkg in $$($(GO) list ./...); do \
