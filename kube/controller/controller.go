@@ -145,9 +145,10 @@ func New(opts Options) (*Controller, error) {
 		}
 	}
 	c := &Controller{opts: opts, client: opts.Client}
-	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(opts.RateLimiter,
-		workqueue.TypedRateLimitingQueueConfig[Key]{Name: "ctpool-pools"})
 	c.metrics = newMetrics(c)
+	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(opts.RateLimiter, workqueue.TypedRateLimitingQueueConfig[Key]{
+		Name: queueName, MetricsProvider: c.metrics.queue,
+	})
 	c.set = newInformerSet(opts.Client, opts.Namespace, cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.onAdd,
 		UpdateFunc: c.onUpdate,
