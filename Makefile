@@ -21,8 +21,9 @@ demo: ## run the dashboard on the embedded simulated cluster
 	$(GO) run ./cmd/ctpool-tui --demo
 
 .PHONY: lint
-lint: ## gofmt and go vet (with the integration tag too)
+lint: ## gofmt, go.mod and go.sum tidy, and go vet (with the integration tags too)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@$(GO) mod tidy -diff >/dev/null 2>&1 || { echo "go.mod/go.sum are not tidy: run go mod tidy"; $(GO) mod tidy -diff; exit 1; }
 	$(GO) vet $(PKGS)
 	$(GO) vet -tags integration $(PKGS)
 	$(GO) vet -tags 'integration outage' $(PKGS)

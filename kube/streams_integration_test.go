@@ -28,7 +28,7 @@ type watchCounter struct {
 }
 
 func (c *watchCounter) wrap(rt http.RoundTripper) http.RoundTripper {
-	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+	return watchRoundTrip(func(req *http.Request) (*http.Response, error) {
 		if kube.LongRunning(req) && req.URL.Query().Get("watch") != "" {
 			parts := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
 			c.mu.Lock()
@@ -49,9 +49,9 @@ func (c *watchCounter) counts() map[string]int {
 	return out
 }
 
-type roundTripFunc func(*http.Request) (*http.Response, error)
+type watchRoundTrip func(*http.Request) (*http.Response, error)
 
-func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+func (f watchRoundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // The dashboard's informers and the reconciler's (reconcile --all --watch)
 // keep their watches open on an idle namespace, even with a request timeout
