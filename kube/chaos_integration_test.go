@@ -1110,7 +1110,7 @@ const planeArtifact = "bound to non-existent persistentvolume"
 func (h *chaosHarness) repairPlaneArtifacts(ctx context.Context, v engine.PoolView) {
 	for i := range v.Members {
 		m := &v.Members[i]
-		if m.State != engine.StateUnschedulable || !strings.Contains(m.Message, planeArtifact) || m.Pod == nil || m.PVC == nil || m.Maintenance {
+		if m.State != engine.StateUnschedulable || !lostVolume(m.Message, h.notReady[m.Name]) || m.Pod == nil || m.PVC == nil || m.Maintenance {
 			continue
 		}
 		h.replay.byTest[m.Pod.UID], h.replay.byTest[m.PVC.UID] = true, true
@@ -1122,12 +1122,28 @@ func (h *chaosHarness) repairPlaneArtifacts(ctx context.Context, v engine.PoolVi
 			h.t.Errorf("repairing %s (%s): %v", m.Name, m.Message, err)
 			continue
 		}
-		h.counts["plane artifacts repaired (a PVC bound to a lost PV)"]++
+		h.counts["plane artifacts repaired (a PVC whose volume the plane lost)"]++
 		delete(h.notReady, m.Name)
 		if m.Claimed && h.vanished[m.Name] == nil {
 			h.vanished[m.Name] = &vanished{member: m.Name, identity: m.Holder(), pvcUID: m.PVC.UID, withPVC: true, batch: h.batch, releases: h.releases[m.Name]}
 		}
 	}
+}
+
+// lostVolume tells, from the scheduler's message, a member the plane left
+// without a volume: a PVC bound to a PV that is gone, or (not Ready at the
+// batch end before too) a PVC that kwok never provisioned. A PVC is
+// provisioned within milliseconds on this plane.
+func lostVolume(msg string, notReadyBefore int) bool {
+	switch {
+	case strings.Contains(msg, planeArtifact):
+		return true
+	case strings.Contains(msg, `persistentvolume "`) && strings.Contains(msg, "not found"):
+		return true
+	case strings.Contains(msg, "unbound immediate PersistentVolumeClaims"):
+		return notReadyBefore >= 1
+	}
+	return false
 }
 
 func (h *chaosHarness) violateLocked(format string, a ...any) {
