@@ -53,8 +53,9 @@ demo: ## run the dashboard on the embedded simulated cluster
 	$(GO) run ./cmd/ctpool-tui --demo
 
 .PHONY: lint
-lint: ## gofmt and go vet (with the integration tag too)
+lint: ## gofmt, go.mod and go.sum tidy, and go vet (with the integration tags too)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@$(GO) mod tidy -diff >/dev/null 2>&1 || { echo "go.mod/go.sum are not tidy: run go mod tidy"; $(GO) mod tidy -diff; exit 1; }
 	$(GO) vet $(PKGS)
 	$(GO) vet -tags integration $(PKGS)
 	$(GO) vet -tags 'integration outage' $(PKGS)
@@ -77,6 +78,12 @@ test-unit: ## unit and golden tests only (no control plane)
 .PHONY: test-integration
 test-integration: ## integration tests against a running plane (make cluster-up first)
 	CI=$${CI:-1} $(GO) test -race -count=1 -timeout 30m -tags integration -run Integration $(PKGS)
+
+CHAOS_OPS ?= 10000
+
+.PHONY: chaos
+chaos: ## the randomized concurrency run with CHAOS_OPS operations (default 10000) on the running plane; prints its counts
+	CI=$${CI:-1} CTPOOL_CHAOS_OPS=$(CHAOS_OPS) $(GO) test -count=1 -timeout 120m -tags integration -run '^TestIntegrationRandomizedConcurrency$$' -v ./kube/
 
 .PHONY: fuzz
 fuzz: ## run each fuzz target for FUZZTIME (default 10s)

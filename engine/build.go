@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -10,14 +11,25 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// rootfsMarker guards the one-time copy of the image's root file system onto
-// the PVC of a privileged member.
 const (
-	rootfsMarker    = ".ctpool-rootfs-ready"
-	rootfsMount     = "/rootfs"
+	// rootMount is where the init container of a privileged member mounts
+	// the PVC to copy the image's root directories onto it.
+	rootMount = "/ctpool-root"
+	// rootMarker, at the top of the PVC, is written last, once every root
+	// directory has been copied. (A PVC of the earlier chroot design, with the
+	// whole root at its top and another marker, is taken over as it is: its
+	// directories are kept and the ones it lacks are created.)
+	rootMarker      = ".ctpool-root-ready"
 	dataMount       = "/data"
 	gracePeriodSecs = 10
+	// rootInitContainer is the name of the init container that copies the root.
+	rootInitContainer = "rootfs"
 )
+
+// rootDirs are the directories of the image that a privileged member keeps on
+// its PVC: each is a sub-directory of the PVC mounted over the same path. The
+// runtime's own /proc, /sys, /dev, /run and /tmp stay as they are.
+var rootDirs = []string{"etc", "home", "opt", "root", "srv", "usr", "var"}
 
 // PoolLabels are the labels every object of a pool carries.
 func PoolLabels(pool string) map[string]string { return map[string]string{LabelPool: pool} }
@@ -57,11 +69,13 @@ func BuildPVC(namespace, pool string, n int, spec Spec) *corev1.PersistentVolume
 	return pvc
 }
 
-// BuildPod returns the Pod of member n. An unprivileged member runs the image
-// (sleep infinity unless init) with its PVC at /data. A privileged member keeps
-// its root file system on the PVC: an init container copies the image's root
-// onto the PVC once, and the privileged container runs chrooted into it
-// (sleep infinity, or /sbin/init with init).
+// BuildPod returns the Pod of member n. The desktop container runs the image's
+// own entrypoint with init, and sleep infinity without. An unprivileged member
+// mounts its PVC at /data. A privileged member keeps its root file system on
+// the PVC: an init container from the same image copies the image's rootDirs
+// onto the PVC once, and the privileged container mounts each of those PVC
+// sub-directories over the same path, so its entrypoint, every console session
+// (exec runs in this container) and every process see one persistent root.
 func BuildPod(namespace, pool string, n int, spec Spec) *corev1.Pod {
 	member := MemberName(pool, n)
 	cpu := resource.MustParse(orDefault(spec.CPU, DefaultCPU))
@@ -74,9 +88,13 @@ func BuildPod(namespace, pool string, n int, spec Spec) *corev1.Pod {
 	grace := int64(gracePeriodSecs)
 	no := false
 	c := corev1.Container{
-		Name:      ContainerName,
-		Image:     spec.Image,
-		Resources: res,
+		Name:         ContainerName,
+		Image:        spec.Image,
+		Resources:    res,
+		VolumeMounts: []corev1.VolumeMount{{Name: DataVolume, MountPath: dataMount}},
+	}
+	if !spec.Init {
+		c.Command = []string{"sleep", "infinity"}
 	}
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: member, Namespace: namespace, Labels: labels, Annotations: map[string]string{}},
@@ -101,24 +119,18 @@ func BuildPod(namespace, pool string, n int, spec Spec) *corev1.Pod {
 	if spec.Privileged {
 		yes := true
 		c.SecurityContext = &corev1.SecurityContext{Privileged: &yes}
-		c.VolumeMounts = []corev1.VolumeMount{{Name: DataVolume, MountPath: rootfsMount}}
-		entry := "sleep infinity"
-		if spec.Init {
-			entry = "/sbin/init"
-		}
-		c.Command = []string{"chroot", rootfsMount, "/bin/sh", "-c", "exec " + entry}
+		c.VolumeMounts = rootMounts()
+		// The copy keeps ownership, so it runs as root whatever the image's
+		// user; it needs no privilege beyond a root container's defaults.
+		root := int64(0)
 		pod.Spec.InitContainers = []corev1.Container{{
-			Name:         "rootfs",
-			Image:        spec.Image,
-			Command:      []string{"/bin/sh", "-c", rootfsCopyScript},
-			Resources:    res,
-			VolumeMounts: []corev1.VolumeMount{{Name: DataVolume, MountPath: rootfsMount}},
+			Name:            rootInitContainer,
+			Image:           spec.Image,
+			Command:         []string{"/bin/sh", "-c", rootCopyScript("", rootMount)},
+			Resources:       res,
+			SecurityContext: &corev1.SecurityContext{RunAsUser: &root, RunAsGroup: &root},
+			VolumeMounts:    []corev1.VolumeMount{{Name: DataVolume, MountPath: rootMount}},
 		}}
-	} else {
-		c.VolumeMounts = []corev1.VolumeMount{{Name: DataVolume, MountPath: dataMount}}
-		if !spec.Init {
-			c.Command = []string{"sleep", "infinity"}
-		}
 	}
 	pod.Spec.Containers = []corev1.Container{c}
 	rt := spec.Runtime
@@ -129,12 +141,42 @@ func BuildPod(namespace, pool string, n int, spec Spec) *corev1.Pod {
 	return pod
 }
 
-// rootfsCopyScript copies the image's root file system onto the PVC once.
-var rootfsCopyScript = fmt.Sprintf(`set -e
-if [ -e %[1]s/%[2]s ]; then exit 0; fi
-tar -C / --one-file-system --exclude=.%[1]s --exclude=./proc --exclude=./sys --exclude=./dev -cf - . | tar -C %[1]s -xpf -
-mkdir -p %[1]s/proc %[1]s/sys %[1]s/dev
-touch %[1]s/%[2]s`, rootfsMount, rootfsMarker)
+// rootMounts mounts each of the PVC's rootDirs over the same path.
+func rootMounts() []corev1.VolumeMount {
+	m := make([]corev1.VolumeMount, 0, len(rootDirs))
+	for _, d := range rootDirs {
+		m = append(m, corev1.VolumeMount{Name: DataVolume, MountPath: "/" + d, SubPath: d})
+	}
+	return m
+}
+
+// rootCopyScript returns the /bin/sh script that copies the rootDirs found
+// under src ("" for the image's own root) into the directory dst, once. Each
+// directory is copied into a staging directory and renamed into place, so a
+// copy cut short is redone and a directory already renamed is kept; the marker
+// is written last. `cp -a` keeps ownership, modes, symbolic and hard links and
+// times with GNU coreutils and busybox, and extended attributes with GNU
+// coreutils. A directory that is a symbolic link in the image is copied as the
+// directory it points to. A
+// directory the image lacks becomes an empty one, so its subPath mount works.
+func rootCopyScript(src, dst string) string {
+	return fmt.Sprintf(`set -eu
+src=%s
+root=%s
+if [ -e "$root/%s" ]; then exit 0; fi
+for d in %s; do
+  if [ -d "$root/$d" ]; then continue; fi
+  stage="$root/.$d.partial"
+  rm -rf "$stage"
+  if [ -d "$src/$d" ]; then cp -a "$src/$d/." "$stage"; else mkdir -m 755 "$stage"; fi
+  mv "$stage" "$root/$d"
+done
+sync
+touch "$root/%s"`, shellQuote(src), shellQuote(dst), rootMarker, strings.Join(rootDirs, " "), rootMarker)
+}
+
+// shellQuote quotes s as one /bin/sh word.
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // ClaimLease returns the Lease of a new claim by identity.
 func ClaimLease(namespace, pool, member, identity string, now time.Time) *coordinationv1.Lease {

@@ -20,6 +20,8 @@ func backendSpecs() map[string]Spec {
 		"standard":   {Image: "ghcr.io/example/desktop:1", Size: 3},
 		"kata":       {Image: "ghcr.io/example/desktop:1", Size: 3, Runtime: &Runtime{Backend: BackendStandard, RuntimeClassName: "kata"}},
 		"privileged": {Image: "ghcr.io/example/desktop:1", Size: 3, Privileged: true},
+		// The image's own entrypoint over the persistent root.
+		"privileged-init": {Image: "ghcr.io/example/desktop:1", Size: 3, Privileged: true, Init: true},
 		"sandboxd": {Image: "ghcr.io/cocoonstack/sandbox/rt:24.04", Size: 3, Runtime: &Runtime{
 			Backend: BackendSandboxd, Template: "ghcr.io/cocoonstack/sandbox/rt:24.04", Net: "none", Size: "small", TTLSeconds: ttl(3600)}},
 		"cocoon": {Image: "ubuntu-dev-base", Size: 3, Runtime: &Runtime{Backend: BackendCocoon, Image: "ubuntu-dev-base"}},

@@ -55,19 +55,30 @@ func TestBuildPodCommonFields(t *testing.T) {
 }
 
 func TestBuildPodModes(t *testing.T) {
+	sleep := []string{"sleep", "infinity"}
+	data := []corev1.VolumeMount{{Name: DataVolume, MountPath: "/data"}}
+	root := []corev1.VolumeMount{
+		{Name: DataVolume, MountPath: "/etc", SubPath: "etc"},
+		{Name: DataVolume, MountPath: "/home", SubPath: "home"},
+		{Name: DataVolume, MountPath: "/opt", SubPath: "opt"},
+		{Name: DataVolume, MountPath: "/root", SubPath: "root"},
+		{Name: DataVolume, MountPath: "/srv", SubPath: "srv"},
+		{Name: DataVolume, MountPath: "/usr", SubPath: "usr"},
+		{Name: DataVolume, MountPath: "/var", SubPath: "var"},
+	}
 	tests := []struct {
 		name           string
 		privileged     bool
 		init           bool
-		wantCommand    []string
-		wantMount      string
-		wantInit       bool
+		wantCommand    []string // nil: the image's own entrypoint
+		wantMounts     []corev1.VolumeMount
+		wantCopy       bool
 		wantPrivileged bool
 	}{
-		{name: "unprivileged", wantCommand: []string{"sleep", "infinity"}, wantMount: "/data"},
-		{name: "unprivileged init", init: true, wantCommand: nil, wantMount: "/data"},
-		{name: "privileged", privileged: true, wantCommand: []string{"chroot", "/rootfs", "/bin/sh", "-c", "exec sleep infinity"}, wantMount: "/rootfs", wantInit: true, wantPrivileged: true},
-		{name: "privileged init", privileged: true, init: true, wantCommand: []string{"chroot", "/rootfs", "/bin/sh", "-c", "exec /sbin/init"}, wantMount: "/rootfs", wantInit: true, wantPrivileged: true},
+		{name: "unprivileged", wantCommand: sleep, wantMounts: data},
+		{name: "unprivileged init", init: true, wantCommand: nil, wantMounts: data},
+		{name: "privileged", privileged: true, wantCommand: sleep, wantMounts: root, wantCopy: true, wantPrivileged: true},
+		{name: "privileged init", privileged: true, init: true, wantCommand: nil, wantMounts: root, wantCopy: true, wantPrivileged: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -75,34 +86,67 @@ func TestBuildPodModes(t *testing.T) {
 			spec.Privileged, spec.Init = tt.privileged, tt.init
 			pod := BuildPod(testNS, "desk", 1, spec)
 			c := pod.Spec.Containers[0]
-			if !reflect.DeepEqual(c.Command, tt.wantCommand) {
-				t.Errorf("command = %q, want %q", c.Command, tt.wantCommand)
+			if !reflect.DeepEqual(c.Command, tt.wantCommand) || c.Args != nil {
+				t.Errorf("command = %q args = %q, want command %q and no args", c.Command, c.Args, tt.wantCommand)
 			}
-			if len(c.VolumeMounts) != 1 || c.VolumeMounts[0].MountPath != tt.wantMount || c.VolumeMounts[0].Name != DataVolume {
-				t.Errorf("mounts = %+v, want %s at %s", c.VolumeMounts, DataVolume, tt.wantMount)
+			if !reflect.DeepEqual(c.VolumeMounts, tt.wantMounts) {
+				t.Errorf("mounts = %+v, want %+v", c.VolumeMounts, tt.wantMounts)
 			}
 			gotPriv := c.SecurityContext != nil && c.SecurityContext.Privileged != nil && *c.SecurityContext.Privileged
 			if gotPriv != tt.wantPrivileged {
 				t.Errorf("privileged = %v, want %v", gotPriv, tt.wantPrivileged)
 			}
-			if got := len(pod.Spec.InitContainers) == 1; got != tt.wantInit {
-				t.Fatalf("init containers = %d, want init %v", len(pod.Spec.InitContainers), tt.wantInit)
+			if got := len(pod.Spec.InitContainers) == 1; got != tt.wantCopy {
+				t.Fatalf("init containers = %d, want the copy %v", len(pod.Spec.InitContainers), tt.wantCopy)
 			}
-			if !tt.wantInit {
+			if !tt.wantCopy {
+				if len(pod.Spec.InitContainers) != 0 {
+					t.Errorf("unprivileged member has init containers %+v", pod.Spec.InitContainers)
+				}
 				return
 			}
 			ic := pod.Spec.InitContainers[0]
-			if ic.Image != spec.Image || len(ic.VolumeMounts) != 1 || ic.VolumeMounts[0].MountPath != "/rootfs" {
-				t.Errorf("init container %+v does not copy the image onto /rootfs", ic)
+			wantICMounts := []corev1.VolumeMount{{Name: DataVolume, MountPath: "/ctpool-root"}}
+			if ic.Name != "rootfs" || ic.Image != spec.Image || !reflect.DeepEqual(ic.VolumeMounts, wantICMounts) {
+				t.Errorf("init container %s image %s mounts %+v, want rootfs from %s with the whole PVC at /ctpool-root", ic.Name, ic.Image, ic.VolumeMounts, spec.Image)
 			}
-			script := strings.Join(ic.Command, " ")
-			if !strings.Contains(script, "/rootfs/.ctpool-rootfs-ready") || !strings.Contains(script, "exit 0") {
-				t.Errorf("the copy is not guarded by the marker file: %s", script)
+			if len(ic.Command) != 3 || ic.Command[0] != "/bin/sh" || ic.Command[1] != "-c" || ic.Command[2] != rootCopyScript("", "/ctpool-root") {
+				t.Errorf("init container command = %q, want /bin/sh -c and the copy script", ic.Command)
 			}
-			if ic.SecurityContext != nil && ic.SecurityContext.Privileged != nil && *ic.SecurityContext.Privileged {
+			if !reflect.DeepEqual(ic.Resources, c.Resources) {
+				t.Errorf("init container resources %+v, want the member's %+v", ic.Resources, c.Resources)
+			}
+			sc := ic.SecurityContext
+			if sc == nil || sc.RunAsUser == nil || *sc.RunAsUser != 0 {
+				t.Errorf("the copy does not run as root (security context %+v), so it cannot keep ownership", sc)
+			}
+			if sc != nil && sc.Privileged != nil && *sc.Privileged {
 				t.Errorf("the copy runs privileged")
 			}
+			// Every mounted sub-directory is one the copy creates.
+			for _, m := range c.VolumeMounts {
+				if !strings.Contains(ic.Command[2], " "+m.SubPath) || m.MountPath != "/"+m.SubPath {
+					t.Errorf("mount %+v: the copy does not create %s, or it is not mounted over its own path", m, m.SubPath)
+				}
+			}
 		})
+	}
+}
+
+// The source hash is of the spec fields only: the Pod template is not hashed.
+func TestBuildPodSourceHashIsSpecOnly(t *testing.T) {
+	for _, priv := range []bool{false, true} {
+		spec := baseSpec(1)
+		spec.Privileged = priv
+		pod := BuildPod(testNS, "desk", 1, spec)
+		if got, want := pod.Labels[LabelSource], spec.SourceHash(); got != want {
+			t.Errorf("privileged %v: source label %s, want the spec's hash %s", priv, got, want)
+		}
+	}
+	a, b := baseSpec(1), baseSpec(1)
+	b.Privileged = true
+	if a.SourceHash() == b.SourceHash() {
+		t.Errorf("privileged is not part of the source hash")
 	}
 }
 

@@ -381,3 +381,63 @@ func TestReconcilerLeaseStampedWhenTaken(t *testing.T) {
 		t.Fatal("stale after 9 minutes of holding")
 	}
 }
+
+// A Pod that runs on a data PVC being deleted (created while a release
+// destroyed the member) never makes the member free; an unclaimed one is
+// rebuilt once its maintenance Lease is stale.
+func TestPodOnADeletedPVCIsNeverFree(t *testing.T) {
+	e, f := newEngine()
+	spec := baseSpec(1)
+	f.add(BuildConfigMap(testNS, "desk", spec))
+	p, c := readyMember("desk", 1, spec)
+	now := metav1.NewTime(testNow)
+	c.DeletionTimestamp = &now
+	c.Finalizers = []string{"kubernetes.io/pvc-protection"}
+	f.add(p, c, ReconcilerLease(testNS, "desk", "desk-1", testNow.Add(-time.Minute)))
+	snap, _ := f.Snapshot(context.Background(), "desk")
+	v := Observe(snap, testNow)
+	m := v.Member("desk-1")
+	if m.State != StateReady || !m.Drift || m.Free || len(m.Problems) == 0 {
+		t.Fatalf("state %s drift %v free %v problems %v", m.State, m.Drift, m.Free, m.Problems)
+	}
+	// Stale maintenance: the next reconcile replaces it (the Pod goes, so the
+	// PVC can go; the fake then finishes the deletes).
+	e.Now = fixedClock(testNow.Add(ReconcilerLeaseTTL + time.Minute))
+	if _, err := e.Reconcile(context.Background(), "desk"); err != nil {
+		t.Fatal(err)
+	}
+	if !hasAct(f.writes(), "delete", kPod, "desk-1") || f.lease(LeaseName("desk-1")) != nil {
+		t.Fatalf("not replaced: %v", f.writes())
+	}
+}
+
+// A claimed member is started without a reconciler Lease, so the claim is
+// read again just before: one a release took over meanwhile is skipped.
+func TestClaimedStartSkipsAClaimTakenOverMeanwhile(t *testing.T) {
+	e, f := newEngine()
+	spec := baseSpec(1)
+	f.add(BuildConfigMap(testNS, "desk", spec))
+	seedMember(f, 1, spec, StateStopped)
+	f.add(claimAt("desk", "desk-1", "alice", testNow))
+	f.hook = func(a act) {
+		if a == (act{"list", kLease, "desk"}) {
+			f.hook = nil
+			// alice's release swaps the Lease to the reconciler now.
+			f.mu.Lock()
+			l := f.leases[LeaseName("desk-1")]
+			l.Spec.HolderIdentity = ptrTo(ReconcilerIdentity)
+			l.ResourceVersion = f.nextRV()
+			f.mu.Unlock()
+		}
+	}
+	res, err := e.Reconcile(context.Background(), "desk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hasAct(f.writes(), "create", kPod, "desk-1") {
+		t.Fatal("started a member whose claim was taken over")
+	}
+	if i := memberAction(res, "desk-1"); i < 0 || res.Actions[i].Skipped != "claim changed meanwhile" {
+		t.Fatalf("actions %+v", res.Actions)
+	}
+}

@@ -303,9 +303,17 @@ func observeMember(pool, name string, o *memberObjects, size int, source string,
 		}
 	}
 	m.Drift = source != "" && m.Exists() && m.Source != source
-	if o.pvc != nil && o.pvc.Annotations[AnnotationReleased] != "" && o.pvc.DeletionTimestamp == nil {
+	switch {
+	case o.pvc != nil && o.pvc.Annotations[AnnotationReleased] != "" && o.pvc.DeletionTimestamp == nil:
 		m.Drift = true
 		m.Problems = append(m.Problems, "a release of this member did not finish: its data is rebuilt, never reused")
+	case o.pvc != nil && o.pvc.DeletionTimestamp != nil && m.State != StateTerminating:
+		// A Pod still runs on a data PVC that is being deleted (a Pod
+		// created while a release destroyed the member keeps the PVC
+		// Terminating): that data is going, so the member is never free and
+		// is rebuilt when unclaimed.
+		m.Drift = true
+		m.Problems = append(m.Problems, "its data PVC "+o.pvc.Name+" is being deleted while a Pod still uses it: the member is rebuilt, never handed out")
 	}
 
 	if o.lease != nil {

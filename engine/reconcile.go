@@ -174,6 +174,8 @@ func (e *Engine) reconcile(ctx context.Context, snap Snapshot, spec Spec, size i
 		}
 	}
 
+	claimedCreates, claimedStarts = e.stillClaimed(ctx, snap.Pool, claimedCreates, claimedStarts, add)
+
 	ns := snap.Namespace
 	// timed runs a step when it has members and records how long it took.
 	timed := func(step Step, members []*Member, fn func(context.Context, *Member) error) {
@@ -426,6 +428,37 @@ func (e *Engine) runStep(ctx context.Context, step Step, members []*Member, add 
 	}
 	workers.Wait()
 	removals.Wait()
+}
+
+// stillClaimed reads the pool's Leases fresh and keeps the claimed members
+// whose claim is unchanged since the snapshot. A claimed member is worked on
+// without a reconciler Lease; should a release have taken its Lease over
+// since the snapshot was read, starting it would put a Pod on data that is
+// being destroyed. The others are skipped.
+func (e *Engine) stillClaimed(ctx context.Context, pool string, creates, starts []*Member, add func(Action)) ([]*Member, []*Member) {
+	if len(creates)+len(starts) == 0 {
+		return creates, starts
+	}
+	leases, err := e.Cluster.ListLeases(ctx, pool)
+	rv := make(map[string]string, len(leases))
+	for _, l := range leases {
+		rv[l.Name] = l.ResourceVersion
+	}
+	keep := func(step Step, ms []*Member) []*Member {
+		out := ms[:0:0]
+		for _, m := range ms {
+			switch {
+			case err != nil:
+				add(Action{Step: step, Member: m.Name, Err: fmt.Errorf("check the claim: %w", err)})
+			case rv[m.Lease.Name] != m.Lease.ResourceVersion:
+				add(Action{Step: step, Member: m.Name, Skipped: "claim changed meanwhile"})
+			default:
+				out = append(out, m)
+			}
+		}
+		return out
+	}
+	return keep(StepCreate, creates), keep(StepStart, starts)
 }
 
 // forEach calls fn for each member, at most e.Concurrency at once, and

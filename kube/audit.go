@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -92,11 +93,13 @@ func (a *Auditor) Record(ctx context.Context, e engine.AuditEntry) {
 		Type:                typ,
 		Source:              corev1.EventSource{Component: AuditComponent},
 		ReportingController: AuditComponent,
-		ReportingInstance:   actor,
-		Action:              e.Action,
-		FirstTimestamp:      metav1.NewTime(t),
-		LastTimestamp:       metav1.NewTime(t),
-		Count:               1,
+		// The instance of the program that wrote it; the person is named in
+		// the message.
+		ReportingInstance: Instance(),
+		Action:            e.Action,
+		FirstTimestamp:    metav1.NewTime(t),
+		LastTimestamp:     metav1.NewTime(t),
+		Count:             1,
 	}
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
@@ -128,4 +131,16 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n-3] + "..."
+}
+
+// Instance names this run of the program for the Events it writes: the Pod's
+// name in a cluster (POD_NAME from the downward API), else the host's name.
+func Instance() string {
+	if p := os.Getenv("POD_NAME"); p != "" {
+		return p
+	}
+	if h, err := os.Hostname(); err == nil && h != "" {
+		return h
+	}
+	return "ctpool-tui"
 }

@@ -37,7 +37,7 @@ type Options struct {
 // NewOptions returns Options with the defaults.
 func NewOptions() *Options {
 	f := genericclioptions.NewConfigFlags(true)
-	timeout := "10s"
+	timeout := "0"
 	f.Timeout = &timeout
 	return &Options{Flags: f, QPS: DefaultQPS, Burst: DefaultBurst, UserAgent: "ctpool-tui"}
 }
@@ -45,6 +45,10 @@ func NewOptions() *Options {
 // AddFlags registers the flags on fs.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.Flags.AddFlags(fs)
+	if f := fs.Lookup("request-timeout"); f != nil {
+		f.Usage = "bound of each ordinary API request (e.g. 10s, 1m; 0: the built-in " + DefaultRequestBound.String() +
+			"). Watches, followed logs and console sessions are never cut by it"
+	}
 	fs.Float32Var(&o.QPS, "qps", o.QPS, "client-side limit of API requests per second")
 	fs.IntVar(&o.Burst, "burst", o.Burst, "client-side burst of API requests")
 }
@@ -64,6 +68,15 @@ func (o *Options) RESTConfig() (*rest.Config, error) {
 	}
 	cfg.QPS, cfg.Burst = o.QPS, o.Burst
 	cfg.UserAgent = o.UserAgent
+	// --request-timeout bounds ordinary requests only. client-go would make
+	// it the http.Client's timeout, which also cuts every watch, informer
+	// and followed log after that long; those are never bounded here.
+	bound, err := o.RequestTimeout()
+	if err != nil {
+		return nil, err
+	}
+	cfg.Timeout = 0
+	cfg.Wrap(BoundOrdinaryRequests(bound))
 	// Built-in types speak protobuf: smaller and faster to decode than JSON.
 	cfg.ContentType = "application/vnd.kubernetes.protobuf"
 	cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"

@@ -133,6 +133,8 @@ func TestOptionsFlagsAndRESTConfig(t *testing.T) {
 		{name: "zero qps", args: []string{"--qps", "0"}, wantErr: "--qps and --burst must be greater than zero"},
 		{name: "negative burst", args: []string{"--burst", "-1"}, wantErr: "--qps and --burst must be greater than zero"},
 		{name: "unknown context", args: []string{"--context", "nope"}, wantErr: "load kubeconfig"},
+		{name: "request timeout", args: []string{"--request-timeout", "5"}, wantQPS: DefaultQPS, wantBurst: DefaultBurst, wantNS: "team-a"},
+		{name: "bad request timeout", args: []string{"--request-timeout", "soon"}, wantErr: "Invalid timeout value"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -155,8 +157,9 @@ func TestOptionsFlagsAndRESTConfig(t *testing.T) {
 			if cfg.QPS != tt.wantQPS || cfg.Burst != tt.wantBurst || cfg.UserAgent != "ctpool-tui" || cfg.Host != "https://127.0.0.1:6443" {
 				t.Fatalf("config qps %v burst %d agent %q host %q", cfg.QPS, cfg.Burst, cfg.UserAgent, cfg.Host)
 			}
-			if cfg.ContentType != "application/vnd.kubernetes.protobuf" || cfg.Timeout.String() != "10s" {
-				t.Fatalf("content type %q timeout %v", cfg.ContentType, cfg.Timeout)
+			// No client-wide timeout: it would cut every watch and followed log.
+			if cfg.ContentType != "application/vnd.kubernetes.protobuf" || cfg.Timeout != 0 || cfg.WrapTransport == nil {
+				t.Fatalf("content type %q timeout %v wrapped %v", cfg.ContentType, cfg.Timeout, cfg.WrapTransport != nil)
 			}
 			if ns, _ := o.Namespace(); ns != tt.wantNS {
 				t.Fatalf("namespace %q, want %q", ns, tt.wantNS)

@@ -5,6 +5,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -51,7 +52,7 @@ func TestIntegrationReconcileWatchAndAll(t *testing.T) {
 	var wout, werr bytes.Buffer
 	done := make(chan int, 1)
 	go func() {
-		done <- run(rctx, []string{"-n", ns, "reconcile", "desk", "--watch", "--interval", "2s"}, strings.NewReader(""), &wout, &werr)
+		done <- run(rctx, []string{"-n", ns, "reconcile", "desk", "--watch", "--interval", "2s", "--log-format", "json"}, strings.NewReader(""), &wout, &werr)
 	}()
 	if err := env.Client.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, "art-1-data", deleteNow()); err != nil {
 		t.Fatal(err)
@@ -76,8 +77,25 @@ func TestIntegrationReconcileWatchAndAll(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("reconcile --watch did not stop")
 	}
-	if !strings.Contains(werr.String(), "stopping: interrupted") || !strings.Contains(wout.String(), "reconcile: ") {
-		t.Errorf("watch output:\nstdout:\n%s\nstderr:\n%s", wout.String(), werr.String())
+	// Its log: one JSON object a line, with start, the change that brought
+	// desk-1 back (pool, actions, duration) and the stop.
+	seen := map[string]map[string]any{}
+	for l := range strings.SplitSeq(strings.TrimSpace(werr.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("a log line is not JSON: %q", l)
+		}
+		if msg, _ := m["msg"].(string); msg != "" {
+			seen[msg] = m
+		}
+	}
+	for _, msg := range []string{"starting the reconciler", "informer caches synced", "reconciled", "stopping: interrupted"} {
+		if seen[msg] == nil {
+			t.Errorf("no %q in the log:\n%s", msg, werr.String())
+		}
+	}
+	if r := seen["reconciled"]; r != nil && (r["pool"] != ns+"/desk" || r["actions"] == "" || r["duration"] == nil) {
+		t.Errorf("reconciled line %v", r)
 	}
 	if strings.Contains(wout.String()+werr.String(), "art-") || strings.Contains(wout.String()+werr.String(), "/art") {
 		t.Errorf("the single-pool reconciler touched art:\n%s\n%s", wout.String(), werr.String())

@@ -265,7 +265,7 @@ func reconcilerAsServiceAccount(t *testing.T, allNamespaces bool) {
 	if h := lease.Spec.HolderIdentity; h != nil && *h != "" {
 		t.Errorf("the Lease is still held by %q after the stop", *h)
 	}
-	for _, want := range []string{"leading as ctpool-tui-reconciler-test", "released", "stopping: interrupted"} {
+	for _, want := range []string{"msg=leading identity=ctpool-tui-reconciler-test", "Lease released", "stopping: interrupted"} {
 		if !strings.Contains(errb.String(), want) {
 			t.Errorf("stderr lacks %q:\n%s", want, errb.String())
 		}
@@ -279,8 +279,8 @@ func reconcilerAsServiceAccount(t *testing.T, allNamespaces bool) {
 		}
 	}
 	for _, ns := range namespaces {
-		if !strings.Contains(out.String(), ns+"/desk reconcile: 2 created") {
-			t.Errorf("stdout lacks the create line of %s:\n%s", ns, out.String())
+		if !strings.Contains(errb.String(), "msg=reconciled pool="+ns+`/desk actions="2 create"`) {
+			t.Errorf("the log lacks the create line of %s:\n%s", ns, errb.String())
 		}
 	}
 }

@@ -111,9 +111,18 @@ func outage(t *testing.T, scope []string) {
 	default:
 	}
 
+	// Its log says the API server is unreachable (a /livez probe failed) ...
+	env.WaitFor(t, 60*time.Second, "the reconciler to log the outage", func() (bool, error) {
+		return strings.Contains(rErr.String(), "the API server is unreachable"), nil
+	})
+
 	env.StartPlane(t)
 	restarted = true
 	back := time.Now()
+	// ... and that it answers again.
+	env.WaitFor(t, 60*time.Second, "the reconciler to log the recovery", func() (bool, error) {
+		return strings.Contains(rErr.String(), "the API server answers again"), nil
+	})
 	// A change after the outage: the member's Pod goes, reconcile brings it back.
 	if err := env.Client.CoreV1().Pods(ns).Delete(context.Background(), "out-1", metav1.DeleteOptions{}); err != nil {
 		t.Fatalf("delete out-1 after the restart: %v", err)

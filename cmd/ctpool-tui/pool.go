@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -21,6 +22,20 @@ type env struct {
 	opts   *kube.Options
 	stdout io.Writer
 	stderr io.Writer
+	// log is the program's logger (set up from the logging flags before a
+	// command runs); closeLog closes its file.
+	logFlags logFlags
+	log      *slog.Logger
+	closeLog func()
+}
+
+// logger returns the program's logger, or one that logs nothing before the
+// flags are parsed.
+func (e *env) logger() *slog.Logger {
+	if e.log == nil {
+		return discardLogger()
+	}
+	return e.log
 }
 
 // engineFor connects to the cluster and returns an engine for the namespace

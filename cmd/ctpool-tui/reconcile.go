@@ -7,7 +7,6 @@ import (
 	"net"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -145,30 +144,21 @@ func runController(ctx context.Context, e *env, f reconcileFlags, pool string) e
 	if f.allNamespaces {
 		scope = metav1.NamespaceAll
 	}
-	stamp := func() string { return time.Now().Format(time.RFC3339) }
-	var mu sync.Mutex // the workers report at once; keep lines whole
+	log := e.logger()
+	where := "namespace " + ns
+	switch {
+	case pool != "":
+		where = "pool " + ns + "/" + pool
+	case f.allNamespaces:
+		where = "every namespace"
+	}
+	// Every reconcile that changes something, every failure (with its pool
+	// and step), leadership and outages are logged by the controller.
+	rec, stopEvents := controller.NewRecorder(cs, kube.Instance())
+	defer stopEvents()
 	opts := controller.Options{
 		Client: cs, Namespace: scope, Pool: pool, Workers: f.workers, Resync: f.interval,
-		Logf: func(format string, a ...any) {
-			mu.Lock()
-			defer mu.Unlock()
-			fmt.Fprintf(e.stderr, "%s %s\n", stamp(), oneLine(fmt.Sprintf(format, a...)))
-		},
-		Report: func(k controller.Key, res engine.ReconcileResult, err error, _ time.Duration) {
-			mu.Lock()
-			defer mu.Unlock()
-			who := ""
-			if pool == "" {
-				who = k.String() + " "
-			}
-			if err != nil {
-				fmt.Fprintf(e.stderr, "%s %serror: %s\n", stamp(), who, oneLine(err.Error()))
-			}
-			if res.Done() > 0 || res.StatusWritten || err == nil && len(res.Actions) > 0 {
-				fmt.Fprintf(e.stdout, "%s %s", stamp(), who)
-				printReconcile(e.stdout, res)
-			}
-		},
+		Logger: log, Recorder: rec,
 	}
 	if pool != "" {
 		// One pool: read it fresh on every interval, so that a cache left
@@ -197,11 +187,17 @@ func runController(ctx context.Context, e *env, f reconcileFlags, pool string) e
 		served := make(chan error, 1)
 		go func() { served <- ctrl.Serve(sctx, l) }()
 		defer func() { stop(); <-served }()
-		opts.Logf("serving /metrics, /healthz and /readyz on %s", l.Addr())
+		log.Info("serving /metrics, /healthz and /readyz", "addr", l.Addr().String())
 	}
+	log.Info("starting the reconciler", "scope", where, "workers", f.workers, "interval", f.interval, "leaderElect", f.leaderElect)
 	err = ctrl.Run(ctx)
-	if ctx.Err() != nil {
-		opts.Logf("stopping: interrupted")
+	switch {
+	case ctx.Err() != nil:
+		log.Info("stopping: interrupted")
+	case err != nil:
+		log.Error("stopping", "err", err)
+	default:
+		log.Info("stopping")
 	}
 	if errors.Is(err, controller.ErrLeadershipLost) {
 		return &codeError{code: exitError, err: err}

@@ -71,6 +71,17 @@ The namespace is -n, else the kubeconfig context's namespace, else "corral".`,
 	})
 	pf := root.PersistentFlags()
 	e.opts.AddFlags(pf)
+	e.logFlags.register(pf)
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		// The dashboard owns the terminal: its logs go to --log-file or nowhere.
+		screen := cmd == root && !df.once
+		logger, closeLog, err := e.logFlags.setup(stderr, screen)
+		if err != nil {
+			return err
+		}
+		e.log, e.closeLog = logger, closeLog
+		return nil
+	}
 	f := root.Flags()
 	f.BoolVar(&df.once, "once", false, "print the pools and members once and exit")
 	f.BoolVar(&df.readonly, "readonly", false, "wall display: no actions, and no write request of any kind")

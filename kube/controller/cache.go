@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -67,9 +68,9 @@ func poolSelector() labels.Selector {
 }
 
 // newInformerSet builds the informers of namespace (metav1.NamespaceAll for
-// every namespace) and registers h on each. List and watch errors go to logf
+// every namespace) and registers h on each. List and watch errors go to log
 // (each distinct message once in a row). Nothing is read until start.
-func newInformerSet(client kubernetes.Interface, namespace string, h cache.ResourceEventHandler, logf func(string, ...any)) *informerSet {
+func newInformerSet(client kubernetes.Interface, namespace string, h cache.ResourceEventHandler, log *slog.Logger) *informerSet {
 	sel := poolSelector().String()
 	f := informers.NewSharedInformerFactoryWithOptions(client, 0,
 		informers.WithNamespace(namespace),
@@ -97,7 +98,7 @@ func newInformerSet(client kubernetes.Interface, namespace string, h cache.Resou
 			defer mu.Unlock()
 			if msg := err.Error(); msg != last {
 				last = msg
-				logf("list/watch %s: %s", r.TypeDescription(), msg)
+				log.Warn("list/watch failed; retrying", "resource", r.TypeDescription(), "err", msg)
 			}
 		})
 	}

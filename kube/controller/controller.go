@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
@@ -77,7 +79,15 @@ type Options struct {
 	LeaderElection *LeaderElection
 	// Report is told of every reconcile (from the worker goroutines).
 	Report func(k Key, res engine.ReconcileResult, err error, took time.Duration)
-	// Logf receives the controller's own messages (sync, leadership).
+	// Recorder, when set, gets a Warning Event on the pool ConfigMap for each
+	// failed step (see NewRecorder).
+	Recorder record.EventRecorder
+	// Logger receives the controller's structured log: start and stop,
+	// caches, leadership, outages, failed reconciles (pool and step) and
+	// every reconcile that changed something (pool, actions, duration); at
+	// level -2 (verbosity 2) every reconcile.
+	Logger *slog.Logger
+	// Logf, when set and Logger is not, receives the same lines as text.
 	Logf func(format string, a ...any)
 }
 
@@ -123,8 +133,8 @@ func New(opts Options) (*Controller, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	if opts.Logf == nil {
-		opts.Logf = func(string, ...any) {}
+	if opts.Logger == nil {
+		opts.Logger = loggerFromLogf(opts.Logf)
 	}
 	if opts.RateLimiter == nil {
 		opts.RateLimiter = DefaultRateLimiter(opts.Resync)
@@ -135,14 +145,15 @@ func New(opts Options) (*Controller, error) {
 		}
 	}
 	c := &Controller{opts: opts, client: opts.Client}
-	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(opts.RateLimiter,
-		workqueue.TypedRateLimitingQueueConfig[Key]{Name: "ctpool-pools"})
 	c.metrics = newMetrics(c)
+	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(opts.RateLimiter, workqueue.TypedRateLimitingQueueConfig[Key]{
+		Name: queueName, MetricsProvider: c.metrics.queue,
+	})
 	c.set = newInformerSet(opts.Client, opts.Namespace, cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.onAdd,
 		UpdateFunc: c.onUpdate,
 		DeleteFunc: c.onDelete,
-	}, opts.Logf)
+	}, opts.Logger)
 	return c, nil
 }
 
@@ -205,11 +216,13 @@ func (c *Controller) enqueueAll() {
 func (c *Controller) probed(err error) {
 	if err != nil {
 		c.set.watchFailed(time.Now())
-		c.unreachable.Store(true)
+		if !c.unreachable.Swap(true) {
+			c.opts.Logger.Error("the API server is unreachable", "err", err)
+		}
 		return
 	}
 	if c.unreachable.Swap(false) {
-		c.opts.Logf("the API server answers again: reconciling every pool")
+		c.opts.Logger.Info("the API server answers again: reconciling every pool")
 		c.enqueueAll()
 	}
 }
@@ -224,7 +237,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	defer c.queue.ShutDown()
 	c.set.start(ctx)
 	go kube.Probe(ctx, c.client, kube.DefaultProbeInterval, c.probed)
-	c.opts.Logf("waiting for the informer caches of %s", c.scope())
+	c.opts.Logger.Info("waiting for the informer caches", "scope", c.scope())
 	if !c.set.waitForSync(ctx) {
 		if ctx.Err() != nil {
 			return nil
@@ -233,9 +246,9 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 	c.synced.Store(true)
 	if c.opts.Pool == "" {
-		c.opts.Logf("informer caches synced: %d pools", len(c.set.pools()))
+		c.opts.Logger.Info("informer caches synced", "pools", len(c.set.pools()))
 	} else {
-		c.opts.Logf("informer caches synced")
+		c.opts.Logger.Info("informer caches synced")
 	}
 	if c.opts.LeaderElection == nil {
 		c.runWorkers(ctx)
@@ -354,6 +367,8 @@ func (c *Controller) done(ctx context.Context, k Key, res engine.ReconcileResult
 		return // abandoned at shutdown: neither a result nor an error
 	}
 	c.metrics.record(k, res, err, last, seen, c.opts.Now(), took)
+	c.logResult(k, res, err, took)
+	c.recordFailures(res, err, last)
 	if c.opts.Report != nil {
 		c.opts.Report(k, res, err, took)
 	}

@@ -240,18 +240,56 @@ func checkGauges(t *testing.T, env *kubetest.Env, in *instance, pool string) err
 	now := time.Now()
 	v := observe(t, env, pool)
 	st := v.Status
-	want := map[string]float64{
-		"ctpool_pool_desired": float64(st.Desired), "ctpool_pool_ready": float64(st.Ready),
-		"ctpool_pool_claimed": float64(st.Claimed), "ctpool_pool_free": float64(st.Free),
-		"ctpool_pool_unschedulable": float64(st.Unschedulable), "ctpool_pool_drifted": float64(st.Drifted),
-		"ctpool_pool_failed": float64(st.Failed), "ctpool_pool_exhausted": map[bool]float64{true: 1}[st.Exhausted],
-		"ctpool_pool_claims_expiring": float64(controller.ClaimsExpiring(v, now)),
+	members := func(state string) string {
+		return fmt.Sprintf(`ctpool_pool_members{namespace="%s",pool="%s",state="%s"}`, env.Namespace, pool, state)
 	}
-	for name, w := range want {
-		key := fmt.Sprintf(`%s{namespace="%s",pool="%s"}`, name, env.Namespace, pool)
+	gauge := func(name string) string {
+		return fmt.Sprintf(`%s{namespace="%s",pool="%s"}`, name, env.Namespace, pool)
+	}
+	want := map[string]float64{
+		gauge("ctpool_pool_desired_members"): float64(st.Desired),
+		members("ready"):                     float64(st.Ready),
+		members("claimed"):                   float64(st.Claimed),
+		members("free"):                      float64(st.Free),
+		members("unschedulable"):             float64(st.Unschedulable),
+		members("drifted"):                   float64(st.Drifted),
+		members("failed"):                    float64(st.Failed),
+		gauge("ctpool_pool_exhausted"):       map[bool]float64{true: 1}[st.Exhausted],
+		gauge("ctpool_pool_claims_expiring"): float64(controller.ClaimsExpiring(v, now)),
+		// The deprecated names, kept one release.
+		gauge("ctpool_pool_desired"): float64(st.Desired),
+		gauge("ctpool_pool_ready"):   float64(st.Ready),
+		gauge("ctpool_pool_claimed"): float64(st.Claimed),
+		gauge("ctpool_pool_free"):    float64(st.Free),
+		gauge("ctpool_pool_failed"):  float64(st.Failed),
+	}
+	for key, w := range want {
 		got, ok := m[key]
 		if !ok || got != w {
 			return fmt.Errorf("%s = %v (present %v), status says %v", key, got, ok, w)
+		}
+	}
+	return nil
+}
+
+// checkQueue checks a scrape of in's /metrics for the work queue's series of
+// an instance that has reconciled: pools were added, taken and finished.
+func checkQueue(in *instance) error {
+	m, err := scrapeURL(in.srv.URL + "/metrics")
+	if err != nil {
+		return err
+	}
+	for _, name := range []string{"ctpool_workqueue_adds_total", "ctpool_workqueue_queue_duration_seconds_count",
+		"ctpool_workqueue_work_duration_seconds_count", "ctpool_workqueue_work_duration_seconds_sum"} {
+		key := name + `{name="ctpool-pools"}`
+		if m[key] <= 0 {
+			return fmt.Errorf("%s = %v, want > 0", key, m[key])
+		}
+	}
+	for _, name := range []string{"ctpool_workqueue_depth", "ctpool_workqueue_retries_total",
+		"ctpool_workqueue_unfinished_work_seconds", "ctpool_workqueue_longest_running_processor_seconds"} {
+		if _, ok := m[name+`{name="ctpool-pools"}`]; !ok {
+			return fmt.Errorf("no series %s", name)
 		}
 	}
 	return nil

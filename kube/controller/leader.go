@@ -133,9 +133,9 @@ func (c *Controller) runElected(ctx context.Context) error {
 			OnStoppedLeading: func() {},
 			OnNewLeader: func(id string) {
 				if id == cfg.Identity {
-					c.opts.Logf("leading as %s (Lease %s/%s)", id, cfg.Namespace, cfg.Name)
+					c.opts.Logger.Info("leading", "identity", id, "lease", cfg.Namespace+"/"+cfg.Name)
 				} else {
-					c.opts.Logf("standing by as %s: the leader is %s", cfg.Identity, id)
+					c.opts.Logger.Info("standing by", "identity", cfg.Identity, "leader", id)
 				}
 			},
 		},
@@ -144,7 +144,7 @@ func (c *Controller) runElected(ctx context.Context) error {
 		return fmt.Errorf("leader election: %w", err)
 	}
 	c.elector.Store(elector)
-	c.opts.Logf("campaigning as %s for Lease %s/%s", cfg.Identity, cfg.Namespace, cfg.Name)
+	c.opts.Logger.Info("campaigning", "identity", cfg.Identity, "lease", cfg.Namespace+"/"+cfg.Name)
 	ran := make(chan struct{})
 	go func() {
 		defer close(ran)
@@ -166,9 +166,10 @@ func (c *Controller) runElected(ctx context.Context) error {
 		leCancel() // release the Lease now that nothing writes
 		<-ran
 		if ctx.Err() != nil {
-			c.opts.Logf("stopped; Lease %s/%s released", cfg.Namespace, cfg.Name)
+			c.opts.Logger.Info("stopped leading; Lease released", "lease", cfg.Namespace+"/"+cfg.Name)
 			return nil
 		}
+		c.opts.Logger.Error("leadership lost", "identity", cfg.Identity, "lease", cfg.Namespace+"/"+cfg.Name)
 		return ErrLeadershipLost
 	}
 }

@@ -98,6 +98,9 @@ func TestIntegrationLeaderElectionOneWriterAndTakeover(t *testing.T) {
 	env.WaitFor(t, 20*time.Second, "the leader's gauges to match the status", func() (bool, error) {
 		return checkGauges(t, env, leader, "desk") == nil, untouched()
 	})
+	if err := checkQueue(leader); err != nil {
+		t.Errorf("the leader's work queue metrics: %v", err)
+	}
 	fm, err := scrapeURL(follower.srv.URL + "/metrics")
 	if err != nil {
 		t.Fatal(err)
@@ -106,6 +109,9 @@ func TestIntegrationLeaderElectionOneWriterAndTakeover(t *testing.T) {
 		if strings.HasPrefix(k, "ctpool_pool_") || strings.HasPrefix(k, "ctpool_reconcile_duration") {
 			t.Errorf("the standby exports %s", k)
 		}
+	}
+	if n := fm[`ctpool_workqueue_work_duration_seconds_count{name="ctpool-pools"}`]; n != 0 {
+		t.Errorf("the standby's workers took %v pools from its queue", n)
 	}
 	if w := follower.api.get("write"); w != 0 {
 		t.Fatalf("the standby made %d write requests: %s", w, follower.api)

@@ -67,7 +67,7 @@ func Manifests(o ManifestOptions) ([]runtime.Object, error) {
 		return nil, err
 	}
 	role.Name, role.Labels = AppName, labels
-	role.Rules = append(role.Rules, LeaderElectionRules(LeaseName)...)
+	role.Rules = append(append(role.Rules, LeaderElectionRules(LeaseName)...), EventRules...)
 	binding.Name, binding.Labels, binding.RoleRef.Name = AppName, labels, AppName
 	if !o.AllNamespaces {
 		return []runtime.Object{sa, role, binding, deployment(o, labels, sa.Name)}, nil
@@ -80,7 +80,7 @@ func Manifests(o ManifestOptions) ([]runtime.Object, error) {
 	crole := &rbacv1.ClusterRole{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
 		ObjectMeta: metav1.ObjectMeta{Name: AppName, Labels: labels},
-		Rules:      append(kube.Rules(ps), LeaderElectionRules(LeaseName)...),
+		Rules:      append(append(kube.Rules(ps), LeaderElectionRules(LeaseName)...), EventRules...),
 	}
 	cbinding := &rbacv1.ClusterRoleBinding{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"},

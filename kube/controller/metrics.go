@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,50 +19,90 @@ import (
 
 // metrics are the controller's Prometheus metrics, on a registry of its own.
 type metrics struct {
-	reg      *prometheus.Registry
-	gauges   []*prometheus.GaugeVec // every per-pool gauge, for removal
+	reg *prometheus.Registry
+	// members is ctpool_pool_members{state}.
+	members  *prometheus.GaugeVec
 	desired  *prometheus.GaugeVec
-	ready    *prometheus.GaugeVec
-	claimed  *prometheus.GaugeVec
-	free     *prometheus.GaugeVec
-	unsched  *prometheus.GaugeVec
-	drifted  *prometheus.GaugeVec
-	failed   *prometheus.GaugeVec
 	exhaust  *prometheus.GaugeVec
 	expiring *prometheus.GaugeVec
-	duration *prometheus.HistogramVec
-	steps    *prometheus.HistogramVec
-	errors   *prometheus.CounterVec
-	actions  *prometheus.CounterVec
+	// deprecated are the gauges of one state each, by state, that
+	// ctpool_pool_members replaces, and deprecatedDesired the one
+	// ctpool_pool_desired_members replaces: ctpool_pool_<state> and
+	// ctpool_pool_desired, kept one release as aliases.
+	deprecated        map[string]*prometheus.GaugeVec
+	deprecatedDesired *prometheus.GaugeVec
+	duration          *prometheus.HistogramVec
+	steps             *prometheus.HistogramVec
+	errors            *prometheus.CounterVec
+	actions           *prometheus.CounterVec
+	queue             queueMetrics
 }
 
 var poolLabels = []string{"namespace", "pool"}
 
+// stateCount is one series of ctpool_pool_members: a member state and how
+// many members are in it.
+type stateCount struct {
+	state string
+	n     int
+}
+
+// memberStates are the states of ctpool_pool_members, each a count of
+// engine.Status, in the README's order. They overlap: a member can be ready,
+// claimed and drifted at once.
+func memberStates(st engine.Status) []stateCount {
+	return []stateCount{
+		{"ready", st.Ready}, {"claimed", st.Claimed}, {"free", st.Free},
+		{"unschedulable", st.Unschedulable}, {"drifted", st.Drifted}, {"failed", st.Failed},
+	}
+}
+
+// queueName names the work queue: the name label of the ctpool_workqueue_
+// metrics.
+const queueName = "ctpool-pools"
+
+// reconcileBuckets are the buckets of every duration histogram: 1ms to 262s.
+var reconcileBuckets = prometheus.ExponentialBuckets(0.001, 4, 10)
+
 func newMetrics(c *Controller) *metrics {
-	m := &metrics{reg: prometheus.NewRegistry()}
-	gauge := func(name, help string) *prometheus.GaugeVec {
-		g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, poolLabels)
-		m.gauges = append(m.gauges, g)
+	m := &metrics{reg: prometheus.NewRegistry(), deprecated: map[string]*prometheus.GaugeVec{}}
+	m.members = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "ctpool_pool_members",
+		Help: "Members of the pool in a state, as engine.Observe counts them after each reconcile: ready (the Pod is Running and Ready), claimed (by a user, expired claims included), free (a claim can be given to it now), unschedulable (the scheduler cannot place its Pod), drifted (built from another source than the definition's), failed. States overlap: do not sum them.",
+	}, []string{"namespace", "pool", "state"})
+	m.desired = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "ctpool_pool_desired_members",
+		Help: "Members the pool definition asks for (its size).",
+	}, poolLabels)
+	m.exhaust = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "ctpool_pool_exhausted",
+		Help: "1 when the pool has members but none is free.",
+	}, poolLabels)
+	m.expiring = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "ctpool_pool_claims_expiring",
+		Help: "Claims that expire within 10 minutes (not yet expired).",
+	}, poolLabels)
+	alias := func(name, use string) *prometheus.GaugeVec {
+		g := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: name,
+			Help: "Deprecated: use " + use + " instead; this name goes in the next release.",
+		}, poolLabels)
+		m.reg.MustRegister(g)
 		return g
 	}
-	m.desired = gauge("ctpool_pool_desired", "Members the pool definition asks for (its size).")
-	m.ready = gauge("ctpool_pool_ready", "Members whose Pod is Running and Ready.")
-	m.claimed = gauge("ctpool_pool_claimed", "Members claimed by a user (expired claims included).")
-	m.free = gauge("ctpool_pool_free", "Members a claim can be given to now.")
-	m.unsched = gauge("ctpool_pool_unschedulable", "Members whose Pod the scheduler cannot place.")
-	m.drifted = gauge("ctpool_pool_drifted", "Members built from another source than the definition's.")
-	m.failed = gauge("ctpool_pool_failed", "Members in the Failed state.")
-	m.exhaust = gauge("ctpool_pool_exhausted", "1 when the pool has members but none is free.")
-	m.expiring = gauge("ctpool_pool_claims_expiring", "Claims that expire within 10 minutes (not yet expired).")
+	for _, ms := range memberStates(engine.Status{}) {
+		m.deprecated[ms.state] = alias("ctpool_pool_"+ms.state, `ctpool_pool_members{state="`+ms.state+`"}`)
+	}
+	m.deprecatedDesired = alias("ctpool_pool_desired", "ctpool_pool_desired_members")
 	m.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "ctpool_reconcile_duration_seconds",
 		Help:    "Time one reconcile of a pool took, reads included.",
-		Buckets: prometheus.ExponentialBuckets(0.001, 4, 10),
+		Buckets: reconcileBuckets,
 	}, poolLabels)
 	m.steps = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "ctpool_reconcile_step_duration_seconds",
 		Help:    "Time one step of a pool's reconcile took: read (the first read of the pool), create, start, replace, delete and status (engine.Step names); a step with nothing to do is not observed.",
-		Buckets: prometheus.ExponentialBuckets(0.001, 4, 10),
+		Buckets: reconcileBuckets,
 	}, []string{"namespace", "pool", "step"})
 	m.errors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "ctpool_reconcile_errors_total",
@@ -70,21 +112,17 @@ func newMetrics(c *Controller) *metrics {
 		Name: "ctpool_reconcile_actions_total",
 		Help: "Member actions reconciles took, by step.",
 	}, []string{"namespace", "pool", "step"})
-	for _, g := range m.gauges {
-		m.reg.MustRegister(g)
-	}
-	m.reg.MustRegister(m.duration, m.steps, m.errors, m.actions,
+	m.queue = newQueueMetrics()
+	m.reg.MustRegister(m.members, m.desired, m.exhaust, m.expiring,
+		m.duration, m.steps, m.errors, m.actions,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "ctpool_reconciler_leader",
 			Help: "1 while this instance runs the workers (the leader, or the only instance).",
 		}, func() float64 { return b2f(c.Leading()) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "ctpool_workqueue_depth",
-			Help: "Pools waiting to be reconciled.",
-		}, func() float64 { return float64(c.QueueLen()) }),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
+	m.queue.register(m.reg)
 	return m
 }
 
@@ -142,16 +180,16 @@ func (m *metrics) record(k Key, res engine.ReconcileResult, err error, last *eng
 		v = engine.Observe(*last, now)
 	}
 	st := v.Status
-	set := func(g *prometheus.GaugeVec, x float64) { g.WithLabelValues(k.Namespace, k.Pool).Set(x) }
-	set(m.desired, float64(st.Desired))
-	set(m.ready, float64(st.Ready))
-	set(m.claimed, float64(st.Claimed))
-	set(m.free, float64(st.Free))
-	set(m.unsched, float64(st.Unschedulable))
-	set(m.drifted, float64(st.Drifted))
-	set(m.failed, float64(st.Failed))
-	set(m.exhaust, b2f(st.Exhausted))
-	set(m.expiring, float64(ClaimsExpiring(v, now)))
+	for _, ms := range memberStates(st) {
+		m.members.WithLabelValues(k.Namespace, k.Pool, ms.state).Set(float64(ms.n))
+	}
+	m.desired.WithLabelValues(k.Namespace, k.Pool).Set(float64(st.Desired))
+	m.exhaust.WithLabelValues(k.Namespace, k.Pool).Set(b2f(st.Exhausted))
+	m.expiring.WithLabelValues(k.Namespace, k.Pool).Set(float64(ClaimsExpiring(v, now)))
+	for _, ms := range memberStates(st) {
+		m.deprecated[ms.state].WithLabelValues(k.Namespace, k.Pool).Set(float64(ms.n))
+	}
+	m.deprecatedDesired.WithLabelValues(k.Namespace, k.Pool).Set(float64(st.Desired))
 }
 
 // ClaimsExpiring counts the user claims of a view that have not expired but
@@ -170,7 +208,8 @@ func ClaimsExpiring(v engine.PoolView, now time.Time) int {
 // forget removes every series of a pool.
 func (m *metrics) forget(k Key) {
 	l := prometheus.Labels{"namespace": k.Namespace, "pool": k.Pool}
-	for _, g := range m.gauges {
+	gauges := []*prometheus.GaugeVec{m.members, m.desired, m.exhaust, m.expiring, m.deprecatedDesired}
+	for _, g := range append(gauges, slices.Collect(maps.Values(m.deprecated))...) {
 		g.DeletePartialMatch(l)
 	}
 	m.duration.DeletePartialMatch(l)

@@ -2,8 +2,10 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/util/workqueue"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
 	"github.com/ctpool-tui/ctpool-tui/kube"
@@ -56,32 +60,52 @@ func TestMetricsGaugesEqualObserve(t *testing.T) {
 	v := engine.Observe(snap, testNow)
 	st := v.Status
 	m := scrape(t, srv.URL+"/metrics")
-	gauge := func(name string) float64 {
+	gauge := func(key string) float64 {
 		t.Helper()
-		x, ok := m[series(name, testNS, "desk")]
+		x, ok := m[key]
 		if !ok {
-			t.Fatalf("no series %s", series(name, testNS, "desk"))
+			t.Fatalf("no series %s", key)
 		}
 		return x
 	}
 	for _, g := range []struct {
-		name      string
-		observed  int
-		literally int
+		name, state string // the series: name{namespace, pool[, state]}
+		alias       string // its deprecated name, or ""
+		observed    int
+		literally   int
 	}{
-		{"ctpool_pool_desired", st.Desired, 5},
-		{"ctpool_pool_ready", st.Ready, 3},
-		{"ctpool_pool_claimed", st.Claimed, 3},
-		{"ctpool_pool_free", st.Free, 1},
-		{"ctpool_pool_unschedulable", st.Unschedulable, 1},
-		{"ctpool_pool_drifted", st.Drifted, 1},
-		{"ctpool_pool_failed", st.Failed, 1},
-		{"ctpool_pool_exhausted", map[bool]int{true: 1}[st.Exhausted], 0},
-		{"ctpool_pool_claims_expiring", ClaimsExpiring(v, testNow), 1},
+		{"ctpool_pool_desired_members", "", "ctpool_pool_desired", st.Desired, 5},
+		{"ctpool_pool_members", "ready", "ctpool_pool_ready", st.Ready, 3},
+		{"ctpool_pool_members", "claimed", "ctpool_pool_claimed", st.Claimed, 3},
+		{"ctpool_pool_members", "free", "ctpool_pool_free", st.Free, 1},
+		{"ctpool_pool_members", "unschedulable", "ctpool_pool_unschedulable", st.Unschedulable, 1},
+		{"ctpool_pool_members", "drifted", "ctpool_pool_drifted", st.Drifted, 1},
+		{"ctpool_pool_members", "failed", "ctpool_pool_failed", st.Failed, 1},
+		{"ctpool_pool_exhausted", "", "", map[bool]int{true: 1}[st.Exhausted], 0},
+		{"ctpool_pool_claims_expiring", "", "", ClaimsExpiring(v, testNow), 1},
 	} {
-		if got := gauge(g.name); got != float64(g.observed) || got != float64(g.literally) {
-			t.Errorf("%s = %v; Observe says %d, want %d", g.name, got, g.observed, g.literally)
+		key := series(g.name, testNS, "desk")
+		if g.state != "" {
+			key = series(g.name, testNS, "desk", "state", g.state)
 		}
+		got := gauge(key)
+		if got != float64(g.observed) || got != float64(g.literally) {
+			t.Errorf("%s = %v; Observe says %d, want %d", key, got, g.observed, g.literally)
+		}
+		if g.alias != "" {
+			if old := gauge(series(g.alias, testNS, "desk")); old != got {
+				t.Errorf("deprecated %s = %v, %s = %v", g.alias, old, key, got)
+			}
+		}
+	}
+	members := 0
+	for k := range m {
+		if strings.HasPrefix(k, "ctpool_pool_members{") {
+			members++
+		}
+	}
+	if members != 6 {
+		t.Errorf("%d ctpool_pool_members series, want one per state (6)", members)
 	}
 	if n := m[series("ctpool_reconcile_duration_seconds_count", testNS, "desk")]; n != 1 {
 		t.Errorf("reconcile count %v, want 1", n)
@@ -144,4 +168,208 @@ func TestHealthAndReadiness(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestDeprecatedGaugesSayWhatReplacesThem: every gauge of one state has a
+// HELP that marks it deprecated and names a metric the registry exports.
+func TestDeprecatedGaugesSayWhatReplacesThem(t *testing.T) {
+	c := newTestController(t, fake.NewClientset(seededPool()...), nil)
+	if _, err := c.sync(context.Background(), Key{testNS, "desk"}); err != nil {
+		t.Fatalf("reconcile: %v", err)
+	}
+	fams, err := c.metrics.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	help := map[string]string{}
+	for _, f := range fams {
+		help[f.GetName()] = f.GetHelp()
+	}
+	for _, tc := range []struct{ old, use string }{
+		{"ctpool_pool_desired", "ctpool_pool_desired_members"},
+		{"ctpool_pool_ready", `ctpool_pool_members{state="ready"}`},
+		{"ctpool_pool_claimed", `ctpool_pool_members{state="claimed"}`},
+		{"ctpool_pool_free", `ctpool_pool_members{state="free"}`},
+		{"ctpool_pool_unschedulable", `ctpool_pool_members{state="unschedulable"}`},
+		{"ctpool_pool_drifted", `ctpool_pool_members{state="drifted"}`},
+		{"ctpool_pool_failed", `ctpool_pool_members{state="failed"}`},
+	} {
+		h, ok := help[tc.old]
+		if !ok {
+			t.Errorf("%s is not exported", tc.old)
+			continue
+		}
+		if !strings.HasPrefix(h, "Deprecated: use "+tc.use+" ") {
+			t.Errorf("HELP of %s = %q, want it deprecated for %s", tc.old, h, tc.use)
+		}
+		if name, _, _ := strings.Cut(tc.use, "{"); strings.HasPrefix(help[name], "Deprecated") || help[name] == "" {
+			t.Errorf("%s names %s as its replacement, which is not exported or deprecated too", tc.old, name)
+		}
+	}
+	for name, h := range help {
+		if strings.HasPrefix(h, "Deprecated") && !strings.HasPrefix(name, "ctpool_pool_") {
+			t.Errorf("%s is deprecated unexpectedly", name)
+		}
+	}
+}
+
+// wq names one series of a work queue metric of the controller's queue.
+func wq(name string) string { return name + `{name="` + queueName + `"}` }
+
+// TestWorkQueueMetrics runs the workers on two pools, one of which fails its
+// first Pod create, and checks the queue's series once it is idle: every add
+// was taken and finished, every failed reconcile was one retry.
+func TestWorkQueueMetrics(t *testing.T) {
+	spec := testSpec("img:1", 2)
+	client := fake.NewClientset(append(convergedPool("art", 1), engine.BuildConfigMap(testNS, "desk", spec))...)
+	var failedOnce atomic.Bool
+	client.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		p := a.(k8stesting.CreateAction).GetObject().(*corev1.Pod)
+		if strings.HasPrefix(p.Name, "desk-") && failedOnce.CompareAndSwap(false, true) {
+			return true, nil, errors.New("boom: quota exceeded")
+		}
+		return false, nil, nil
+	})
+	var failed, reconciled atomic.Int64
+	c, err := New(Options{
+		Client: client, Namespace: testNS, Workers: 2, Resync: time.Hour, Settle: -1,
+		RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[Key](time.Millisecond, time.Second),
+		Report: func(_ Key, _ engine.ReconcileResult, err error, _ time.Duration) {
+			reconciled.Add(1)
+			if err != nil {
+				failed.Add(1)
+			}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := serve(t, c)
+	// Before any work: the series exist, at zero.
+	m := scrape(t, srv.URL+"/metrics")
+	for _, name := range []string{"ctpool_workqueue_depth", "ctpool_workqueue_adds_total", "ctpool_workqueue_retries_total",
+		"ctpool_workqueue_queue_duration_seconds_count", "ctpool_workqueue_work_duration_seconds_count",
+		"ctpool_workqueue_unfinished_work_seconds", "ctpool_workqueue_longest_running_processor_seconds"} {
+		if v, ok := m[wq(name)]; !ok || v != 0 {
+			t.Errorf("before Run: %s = %v (present %v), want 0", wq(name), v, ok)
+		}
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	// Idle: desk has both Pods (the retry made the one that failed), nothing
+	// waits, and every add counted was taken (queue duration) and finished
+	// (work duration).
+	// The Pods are listed before the scrape: a scrape that shows the queue
+	// idle then comes after the retry's reconcile finished.
+	waitFor(t, 10*time.Second, "the work queue to be idle with desk's 2 Pods", func() bool {
+		pods, err := client.CoreV1().Pods(testNS).List(ctx, metav1.ListOptions{LabelSelector: engine.LabelPool + "=desk"})
+		if err != nil || len(pods.Items) != 2 {
+			return false
+		}
+		m = scrape(t, srv.URL+"/metrics")
+		adds := m[wq("ctpool_workqueue_adds_total")]
+		return m[wq("ctpool_workqueue_depth")] == 0 &&
+			m[wq("ctpool_workqueue_queue_duration_seconds_count")] == adds &&
+			m[wq("ctpool_workqueue_work_duration_seconds_count")] == adds &&
+			float64(reconciled.Load()) == adds
+	})
+	for _, tc := range []struct {
+		series string
+		want   func(float64) bool
+		what   string
+	}{
+		{wq("ctpool_workqueue_depth"), func(v float64) bool { return v == 0 }, "0"},
+		// art, desk at the first resync, desk's retry at least.
+		{wq("ctpool_workqueue_adds_total"), func(v float64) bool { return v >= 3 }, ">= 3"},
+		{wq("ctpool_workqueue_queue_duration_seconds_count"), func(v float64) bool { return v >= 3 }, ">= 3"},
+		{wq("ctpool_workqueue_work_duration_seconds_count"), func(v float64) bool { return v >= 3 }, ">= 3"},
+		{wq("ctpool_workqueue_work_duration_seconds_sum"), func(v float64) bool { return v > 0 }, "> 0"},
+		// With no settle delay, the only delayed adds are the retries.
+		{wq("ctpool_workqueue_retries_total"), func(v float64) bool { return v == float64(failed.Load()) && v >= 1 }, "the failed reconciles (>= 1)"},
+		{series("ctpool_reconcile_errors_total", testNS, "desk", "step", "create"), func(v float64) bool { return v == 1 }, "1"},
+		// Set every 500ms by the queue: present here, exercised by
+		// TestWorkQueueShowsAStuckReconcile.
+		{wq("ctpool_workqueue_unfinished_work_seconds"), func(v float64) bool { return v >= 0 }, "present"},
+		{wq("ctpool_workqueue_longest_running_processor_seconds"), func(v float64) bool { return v >= 0 }, "present"},
+	} {
+		v, ok := m[tc.series]
+		if !ok || !tc.want(v) {
+			t.Errorf("%s = %v (present %v), want %s", tc.series, v, ok, tc.what)
+		}
+	}
+	// The histograms' buckets are cumulative up to +Inf, which is the count.
+	for _, h := range []string{"ctpool_workqueue_queue_duration_seconds", "ctpool_workqueue_work_duration_seconds"} {
+		inf := m[h+`_bucket{name="`+queueName+`",le="+Inf"}`]
+		if inf != m[wq(h+"_count")] {
+			t.Errorf("%s: +Inf bucket %v, count %v", h, inf, m[wq(h+"_count")])
+		}
+	}
+}
+
+// TestWorkQueueShowsAStuckReconcile: while a reconcile hangs (a Pod create
+// that does not answer), the unfinished-work gauges grow; once it returns,
+// they fall back to zero.
+func TestWorkQueueShowsAStuckReconcile(t *testing.T) {
+	client := fake.NewClientset(engine.BuildConfigMap(testNS, "desk", testSpec("img:1", 1)))
+	hang, entered := make(chan struct{}), make(chan struct{}, 1)
+	client.PrependReactor("create", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		select {
+		case entered <- struct{}{}:
+		default:
+		}
+		<-hang
+		return false, nil, nil
+	})
+	c, err := New(Options{Client: client, Namespace: testNS, Workers: 1, Resync: time.Hour, Settle: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := serve(t, c)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			close(hang)
+		}
+	}
+	defer func() {
+		release()
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	select {
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no Pod create within 10s")
+	}
+	unfinished, longest := wq("ctpool_workqueue_unfinished_work_seconds"), wq("ctpool_workqueue_longest_running_processor_seconds")
+	var m map[string]float64
+	waitFor(t, 10*time.Second, "the unfinished work to show", func() bool {
+		m = scrape(t, srv.URL+"/metrics")
+		return m[longest] > 0
+	})
+	if m[unfinished] < m[longest] {
+		t.Errorf("unfinished work %vs is less than the longest reconcile's %vs", m[unfinished], m[longest])
+	}
+	if m[wq("ctpool_workqueue_work_duration_seconds_count")] != 0 {
+		t.Errorf("a reconcile finished while the only worker hangs: %v", m)
+	}
+	release()
+	waitFor(t, 10*time.Second, "the unfinished work to go back to 0", func() bool {
+		m = scrape(t, srv.URL+"/metrics")
+		return m[wq("ctpool_workqueue_work_duration_seconds_count")] >= 1 && m[unfinished] == 0 && m[longest] == 0
+	})
 }

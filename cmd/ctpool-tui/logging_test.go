@@ -1,0 +1,52 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"k8s.io/klog/v2"
+)
+
+// klog (client-go's reflectors and leader election) writes through the
+// program's logger, in its format and at its verbosity, and follows the
+// logger of the latest setup.
+func TestKlogFollowsTheProgramsLogger(t *testing.T) {
+	var first, second bytes.Buffer
+	l := logFlags{format: "json"}
+	if _, _, err := l.setup(&first, false); err != nil {
+		t.Fatal(err)
+	}
+	klog.ErrorS(nil, "watch failed", "resource", "pods")
+	klog.V(2).InfoS("not at verbosity 0")
+	l2 := logFlags{format: "text", verbosity: 2}
+	if _, _, err := l2.setup(&second, false); err != nil {
+		t.Fatal(err)
+	}
+	klog.V(2).InfoS("now at verbosity 2", "pool", "desk")
+	var m map[string]any
+	if err := json.Unmarshal(bytes.TrimSpace(first.Bytes()), &m); err != nil || m["msg"] != "watch failed" || m["resource"] != "pods" {
+		t.Fatalf("first logger got %q (%v)", first.String(), err)
+	}
+	if !strings.Contains(second.String(), `msg="now at verbosity 2" pool=desk`) || strings.Contains(first.String()+second.String(), "not at verbosity 0") {
+		t.Fatalf("second logger got %q, first %q", second.String(), first.String())
+	}
+	// The dashboard's screen never gets a line.
+	var screen bytes.Buffer
+	l3 := logFlags{format: "text"}
+	logger, _, err := l3.setup(&screen, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger.Error("an error the screen must not show")
+	klog.ErrorS(nil, "neither this")
+	if screen.Len() != 0 {
+		t.Fatalf("the screen got %q", screen.String())
+	}
+	if _, _, err := (&logFlags{format: "xml"}).setup(&screen, false); err == nil {
+		t.Fatal("--log-format xml accepted")
+	}
+	slog.SetDefault(slog.New(slog.DiscardHandler))
+}

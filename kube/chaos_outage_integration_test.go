@@ -1,0 +1,38 @@
+//go:build integration && outage
+
+package kube_test
+
+import (
+	"testing"
+	"time"
+)
+
+// chaosOutageOps is the size of the outage run (CTPOOL_CHAOS_OPS overrides it).
+const chaosOutageOps = 240
+
+// The randomized run of TestIntegrationRandomizedConcurrency with the API
+// server stopped and started again in the middle of one batch, while the
+// operations, the command-line reconciles and the controller run: the
+// operations of the outage fail, the watches of the recorder resume, and
+// every invariant still holds, before, across and after the outage.
+func TestIntegrationRandomizedConcurrencyOutage(t *testing.T) {
+	ops := chaosOps(t, chaosOutageOps)
+	runChaos(t, ops, ops/60, func(h *chaosHarness) {
+		count := func() int {
+			return h.counted("operations") + h.counted("operations beyond the batch while the restart ran")
+		}
+		at := count()
+		if err := waitUntil(t.Context(), time.Now().Add(time.Minute), func() bool { return count() >= at+8 }); err != nil {
+			t.Fatalf("no operation before the outage: %v", err)
+		}
+		h.env.StopComponent(t, "kube-apiserver")
+		down := count()
+		// Operations keep going against the stopped server and fail.
+		waitErr := waitUntil(t.Context(), time.Now().Add(time.Minute), func() bool { return count() >= down+6 })
+		h.env.StartPlane(t)
+		if waitErr != nil {
+			t.Errorf("no operation ended during the outage: %v", waitErr)
+		}
+		h.add("API server restarts", 1)
+	})
+}
