@@ -516,7 +516,7 @@ type failedRelease struct {
 	pvcUID   types.UID
 	held     bool
 	batch    int
-	jumped   int // the batch end at which the clock made its Lease stale (0: not yet)
+	jumped   int    // the batch end at which the clock made its Lease stale (0: not yet)
 	why      string // the release's error, for the messages
 }
 
