@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -439,5 +440,54 @@ func TestClaimedStartSkipsAClaimTakenOverMeanwhile(t *testing.T) {
 	}
 	if i := memberAction(res, "desk-1"); i < 0 || res.Actions[i].Skipped != "claim changed meanwhile" {
 		t.Fatalf("actions %+v", res.Actions)
+	}
+}
+
+// cancelAfterLeaseWrite applies a Lease write, then answers as a client
+// whose context ended while it waited for the answer.
+type cancelAfterLeaseWrite struct {
+	*fakeCluster
+	cancel context.CancelFunc
+}
+
+func (c cancelAfterLeaseWrite) CreateLease(ctx context.Context, l *coordinationv1.Lease) (*coordinationv1.Lease, error) {
+	_, _ = c.fakeCluster.CreateLease(ctx, l)
+	c.cancel()
+	return nil, ctx.Err()
+}
+
+func (c cancelAfterLeaseWrite) UpdateLease(ctx context.Context, l *coordinationv1.Lease) (*coordinationv1.Lease, error) {
+	_, _ = c.fakeCluster.UpdateLease(ctx, l)
+	c.cancel()
+	return nil, ctx.Err()
+}
+
+// A take whose answer the reconcile stopped waiting for (it was stopped)
+// may have been written all the same: the Lease is removed, not left for ten
+// minutes with no reconciler working on the member.
+func TestReconcilerTakeCancelledLeavesNoLease(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		stale bool // a stale maintenance Lease is taken over (else one is created)
+	}{
+		{"create", false},
+		{"take over a stale Lease", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, f := newEngine()
+			f.add(BuildConfigMap(testNS, "desk", baseSpec(1)))
+			if tc.stale {
+				f.add(ReconcilerLease(testNS, "desk", "desk-1", testNow.Add(-ReconcilerLeaseTTL-time.Minute)))
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			e.Cluster = cancelAfterLeaseWrite{fakeCluster: f, cancel: cancel}
+			if _, err := e.Reconcile(ctx, "desk"); err == nil {
+				t.Fatal("a cancelled reconcile reported success")
+			}
+			if l := f.lease(LeaseName("desk-1")); l != nil {
+				t.Fatalf("Lease left behind: holder %q renewed %v", *l.Spec.HolderIdentity, l.Spec.RenewTime)
+			}
+		})
 	}
 }

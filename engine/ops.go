@@ -291,6 +291,16 @@ func (e *Engine) Release(ctx context.Context, pool, member, identity string, for
 			err = fmt.Errorf("%w; the release is not undone: %s stays under maintenance and a reconcile finishes it once the reconciler Lease is stale (%s)", err, member, leaseStale(held, e.Now()).UTC().Format(time.RFC3339))
 		}
 	}()
+	// A claimed member is started without a Lease (Reconcile details): a
+	// start that checked the claim before this take may have created a Pod
+	// since the pool was read. Destroy what the member has now, or that Pod
+	// would stay on the released data and keep its PVC from going.
+	if fresh, ferr := e.Cluster.Snapshot(ctx, pool); ferr == nil {
+		fv := Observe(fresh, e.Now())
+		if cur := fv.Member(member); cur != nil {
+			m.Pod, m.PVC = cur.Pod, cur.PVC
+		}
+	}
 	// Mark the data as released first: should the delete fail or the process
 	// die, the member counts as drifted and is rebuilt, never handed out.
 	if m.PVC != nil {

@@ -511,9 +511,32 @@ func (e *Engine) takeReconcilerLease(ctx context.Context, m *Member) (held *coor
 		}
 	}
 	if err != nil {
+		if ctx.Err() != nil {
+			// The caller stopped waiting for the answer: the API server may
+			// have taken the write all the same, and nobody would remove
+			// that Lease before it is stale.
+			e.undoTake(ctx, m, now)
+		}
 		return nil, "", fmt.Errorf("take lease: %w", err)
 	}
 	return held, "", nil
+}
+
+// undoTake removes the member's Lease when it is the one a take stamped at
+// stamp (a reconciler Lease with that renew time), with a context of its own.
+func (e *Engine) undoTake(ctx context.Context, m *Member, stamp time.Time) {
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+	defer cancel()
+	leases, err := e.Cluster.ListLeases(uctx, m.Pool)
+	if err != nil {
+		return
+	}
+	for _, l := range leases {
+		if l.Name == LeaseName(m.Name) && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity == ReconcilerIdentity &&
+			l.Spec.RenewTime != nil && l.Spec.RenewTime.Time.Truncate(time.Microsecond).Equal(stamp.Truncate(time.Microsecond)) {
+			_ = e.Cluster.DeleteLease(uctx, l.Name, l.ResourceVersion)
+		}
+	}
 }
 
 // unlock deletes a Lease the engine holds, with its own short deadline so that

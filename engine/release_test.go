@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // releaseFixture is pool desk of size 2, both members Ready, desk-1 claimed by alice.
@@ -435,5 +437,53 @@ func assertHeldBy(t *testing.T, f *fakeCluster, member, holder string) {
 	l := f.lease(LeaseName(member))
 	if l == nil || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != holder {
 		t.Fatalf("Lease of %s = %+v, want it held by %q", member, l, holder)
+	}
+}
+
+// A claimed member is started without a Lease: a start that checked the claim
+// before the release took it may create a Pod after the release read the
+// pool. The release destroys the Pod the member has when the Lease is taken,
+// not only the one it read, so no Pod stays on the released data.
+func TestReleaseDestroysAPodStartedBeforeTheTake(t *testing.T) {
+	spec := baseSpec(1)
+	for _, tc := range []struct {
+		name  string
+		start bool // a claimed start lands between the read and the take
+	}{
+		{"no start meanwhile", false},
+		{"a claimed start lands before the take", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, f := newEngine()
+			f.add(BuildConfigMap(testNS, "desk", spec))
+			seedMember(f, 1, spec, StateStopped)
+			f.add(claimAt("desk", "desk-1", "alice", testNow))
+			var started *corev1.Pod
+			f.hook = func(a act) {
+				if tc.start && a == (act{"update", kLease, LeaseName("desk-1")}) {
+					f.hook = nil
+					p, _ := readyMember("desk", 1, spec)
+					f.add(p)
+					started = f.pod("desk-1")
+				}
+			}
+			if _, err := e.Release(context.Background(), "desk", "desk-1", "alice", false); err != nil {
+				t.Fatalf("Release: %v", err)
+			}
+			if started != nil {
+				if !hasAct(f.writes(), "delete", kPod, "desk-1") {
+					t.Fatal("the Pod started before the take was not deleted")
+				}
+				if p := f.pod("desk-1"); p != nil && p.UID == started.UID {
+					t.Fatal("the Pod started before the take survived the release")
+				}
+			}
+			if p, c := f.pod("desk-1"), f.pvc("desk-1-data"); p == nil || c == nil || c.Annotations[AnnotationReleased] != "" {
+				t.Fatalf("the member was not rebuilt (Pod %v, PVC %v)", p != nil, c != nil)
+			}
+			if f.lease(LeaseName("desk-1")) != nil {
+				t.Fatal("the Lease is still there")
+			}
+		})
 	}
 }

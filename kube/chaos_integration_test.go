@@ -436,7 +436,7 @@ func (p *replay) apply(e objEvent, bad func(format string, a ...any)) {
 		desc += " deleting"
 	}
 	if e.kind == "Lease" {
-		desc += fmt.Sprintf(" holder %q", e.holder)
+		desc += fmt.Sprintf(" holder %q stamp %s", e.holder, e.stamp.Format("15:04:05.000"))
 	}
 	p.recent[m] = append(p.recent[m], desc)
 	if n := len(p.recent[m]); n > 14 {
@@ -516,7 +516,8 @@ type failedRelease struct {
 	pvcUID   types.UID
 	held     bool
 	batch    int
-	jumped   int // the batch end at which the clock made its Lease stale (0: not yet)
+	jumped   int    // the batch end at which the clock made its Lease stale (0: not yet)
+	why      string // the release's error, for the messages
 }
 
 // vanished is a claimed member whose Pod (or Pod and PVC) the test deleted.
@@ -744,14 +745,17 @@ func (h *chaosHarness) runOp(ctx context.Context, rng *rand.Rand, op string) {
 			h.mu.Lock()
 			h.releases[m.Name]++
 			h.mu.Unlock()
-		} else if m.PVC != nil {
+		} else if m.PVC != nil && !errors.Is(err, engine.ErrConflict) && !errors.Is(err, engine.ErrNotFound) &&
+			!errors.Is(err, engine.ErrMaintenance) && !errors.Is(err, engine.ErrNotHolder) {
 			// A release that failed while destroying stays in maintenance
 			// until a reconcile finishes it: followed like the test's own.
+			// (One refused before it took the claim destroyed nothing; the
+			// member may be in maintenance then for a reconciler's work.)
 			if v, verr := h.view(ctx); verr == nil {
 				if after := v.Member(m.Name); after != nil && after.Maintenance && (after.PVC == nil || after.PVC.UID == m.PVC.UID) {
 					h.mu.Lock()
 					if h.failed[m.Name] == nil {
-						h.failed[m.Name] = &failedRelease{member: m.Name, identity: m.Holder(), pvcUID: m.PVC.UID, batch: h.batch}
+						h.failed[m.Name] = &failedRelease{member: m.Name, identity: m.Holder(), pvcUID: m.PVC.UID, batch: h.batch, why: fmt.Sprintf("%s at %s: %v", op, h.clk.Now().Format("15:04:05.000"), err)}
 					}
 					h.mu.Unlock()
 					h.count(op+": failed while destroying", nil)
@@ -833,9 +837,12 @@ func (h *chaosHarness) failingRelease(ctx context.Context, rng *rand.Rand) {
 	h.holds[m.PVC.UID] = m.Name
 	h.mu.Unlock()
 	f := &failedRelease{member: m.Name, identity: m.Holder(), pvcUID: m.PVC.UID, held: true, batch: h.batchNo()}
-	_, err := h.failing.Release(ctx, chaosPool, m.Name, m.Holder(), false)
-	if err == nil {
-		h.violate("release of %s succeeded although its PVC was held Terminating", m.Name)
+	res, err := h.failing.Release(ctx, chaosPool, m.Name, m.Holder(), false)
+	if err == nil && !res.NoOp {
+		h.mu.Lock()
+		hist := h.historyOf(m.Name)
+		h.mu.Unlock()
+		h.violate("release of %s succeeded although its PVC was held Terminating (%+v)%s", m.Name, res, hist)
 	}
 	v, verr := h.view(ctx)
 	after := (*engine.Member)(nil)
@@ -843,7 +850,10 @@ func (h *chaosHarness) failingRelease(ctx context.Context, rng *rand.Rand) {
 		after = v.Member(m.Name)
 	}
 	switch {
-	case errors.Is(err, engine.ErrNotHolder) || errors.Is(err, engine.ErrConflict) || errors.Is(err, engine.ErrNotFound) || errors.Is(err, engine.ErrMaintenance) ||
+	// res.NoOp: the claim the pick saw was gone when the release read the
+	// pool (a concurrent claim of the same identity gave it back), so the
+	// release rightly did nothing; the PVC was held but never deleted.
+	case res.NoOp || errors.Is(err, engine.ErrNotHolder) || errors.Is(err, engine.ErrConflict) || errors.Is(err, engine.ErrNotFound) || errors.Is(err, engine.ErrMaintenance) ||
 		(after != nil && after.PVC != nil && after.PVC.UID == m.PVC.UID && after.PVC.DeletionTimestamp == nil):
 		// The claim changed before this release took it: nothing was destroyed.
 		h.count("failing-release: claim changed first", nil)
@@ -856,6 +866,7 @@ func (h *chaosHarness) failingRelease(ctx context.Context, rng *rand.Rand) {
 	case after != nil && !after.Maintenance:
 		h.violate("failed release of %s left no maintenance Lease (holder %q, state %s; %v)", m.Name, after.Holder(), after.State, err)
 	}
+	f.why = fmt.Sprintf("failing-release at %s: %v", h.clk.Now().Format("15:04:05.000"), err)
 	h.mu.Lock()
 	h.failed[m.Name] = f
 	h.mu.Unlock()
@@ -1026,7 +1037,7 @@ func (h *chaosHarness) endBatch(ctx context.Context) {
 		m := &v.Members[i]
 		f := h.failed[m.Name]
 		if m.Maintenance && f == nil {
-			h.violateLocked("reconciler Lease on %s left behind with no reconciler running (stamped %s ago)", m.Name, h.clk.Now().Sub(stampOf(m.Lease)).Round(time.Second))
+			h.violateLocked("reconciler Lease on %s left behind with no reconciler running (stamped %s ago)%s", m.Name, h.clk.Now().Sub(stampOf(m.Lease)).Round(time.Second), h.historyOf(m.Name))
 		}
 	}
 	for name, f := range h.failed {
@@ -1036,13 +1047,13 @@ func (h *chaosHarness) endBatch(ctx context.Context) {
 			h.violateLocked("failed release of %s: the claim went back to %q with the data being destroyed", name, m.Holder())
 			delete(h.failed, name)
 		case f.held && (m == nil || !m.Maintenance):
-			h.violateLocked("failed release of %s: its PVC is still held Terminating but the member is not in maintenance", name)
+			h.violateLocked("failed release of %s: its PVC is still held Terminating but the member is not in maintenance (%s)%s", name, f.why, h.historyOf(name))
 			delete(h.failed, name)
 		case m == nil || (!m.Maintenance && (m.PVC == nil || m.PVC.UID != f.pvcUID)):
 			h.counts["failed release finished by a reconcile"]++
 			delete(h.failed, name)
 		case f.jumped > 0 && batch-f.jumped >= settleBatches:
-			h.violateLocked("failed release of %s: its maintenance Lease went stale %d batches ago and no reconcile finished it (state %s)", name, batch-f.jumped, m.State)
+			h.violateLocked("failed release of %s: its maintenance Lease went stale %d batches ago and no reconcile finished it (state %s, stale %v; %s)%s", name, batch-f.jumped, m.State, m.MaintenanceStale, f.why, h.historyOf(name))
 			delete(h.failed, name)
 		}
 	}
@@ -1144,6 +1155,11 @@ func lostVolume(msg string, notReadyBefore int) bool {
 		return notReadyBefore >= 1
 	}
 	return false
+}
+
+// historyOf is the member's last events as the replay saw them (h.mu held).
+func (h *chaosHarness) historyOf(member string) string {
+	return "\n\t\thistory of " + member + " (clock " + h.clk.Now().Format("15:04:05.000") + "): " + strings.Join(h.replay.recent[member], "; ")
 }
 
 func (h *chaosHarness) violateLocked(format string, a ...any) {
