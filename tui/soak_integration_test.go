@@ -25,6 +25,7 @@ import (
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -70,10 +71,11 @@ const (
 	// soakSettle bounds how long the cluster may take to settle and the
 	// dashboard to show it once the traffic stops.
 	soakSettle = 3 * time.Minute
-	// soakMargin is what the run needs beyond the soak: the warm-up and the
-	// settling (each at most soakSettle), the operations still running
-	// when the traffic stops, and the measurements.
-	soakMargin = 10 * time.Minute
+	// soakMargin is what the run needs beyond the soak, at the least: the
+	// warm-up, the operations still running when the traffic stops, the
+	// settling and the measurements (usually well under a minute; the
+	// waits' own deadlines are soakSettle each).
+	soakMargin = 2 * time.Minute
 )
 
 var soakIdentities = []string{"ann@example.com", "ben@example.com", "cat@example.com", "dan@example.com"}
@@ -95,6 +97,9 @@ func soakDuration(t *testing.T) time.Duration {
 type watchCount struct {
 	mu sync.Mutex
 	n  map[string]int
+	// log is each WATCH request's time, resource and query, to show those
+	// of the window.
+	log []string
 }
 
 func (c *watchCount) wrap(rt http.RoundTripper) http.RoundTripper {
@@ -103,6 +108,7 @@ func (c *watchCount) wrap(rt http.RoundTripper) http.RoundTripper {
 			parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
 			c.mu.Lock()
 			c.n[parts[len(parts)-1]]++
+			c.log = append(c.log, time.Now().Format("15:04:05")+" "+parts[len(parts)-1]+"?"+r.URL.RawQuery)
 			c.mu.Unlock()
 		}
 		return rt.RoundTrip(r)
@@ -113,6 +119,19 @@ func (c *watchCount) counts() map[string]int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return copyCounts(c.n)
+}
+
+// since returns the requests logged after the first n.
+func (c *watchCount) since(n int) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.log[min(n, len(c.log)):]...)
+}
+
+func (c *watchCount) logged() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.log)
 }
 
 func copyCounts(m map[string]int) map[string]int {
@@ -223,28 +242,34 @@ func rowsDiff(screen, cluster map[string][]memberRow) string {
 
 // settled reports why the cluster is not yet as the reconciler leaves it
 // ("" when it is): every member Ready and out of maintenance, at least Size
-// members, and no unclaimed one above the size.
-func settled(views []engine.PoolView) string {
+// members, and no unclaimed one above the size. A member whose PVC is Lost
+// is left out and counted: the plane's kwok provisioner can bind a PVC
+// recreated under the same name to the volume of its deleted predecessor
+// (its stage patches the PVC by name), which leaves the new PVC Lost and
+// its Pod unschedulable for good.
+func settled(views []engine.PoolView) (why string, lost []string) {
 	for _, v := range views {
 		if !v.Defined {
-			return "pool " + v.Name + " has no definition"
+			return "pool " + v.Name + " has no definition", lost
 		}
 		for i := range v.Members {
 			m := &v.Members[i]
 			switch {
+			case m.PVC != nil && m.PVC.Status.Phase == corev1.ClaimLost:
+				lost = append(lost, m.Name)
 			case m.State != engine.StateReady:
-				return fmt.Sprintf("%s is %s", m.Name, m.State)
+				return fmt.Sprintf("%s is %s", m.Name, m.State), lost
 			case m.Maintenance:
-				return m.Name + " is in maintenance"
+				return m.Name + " is in maintenance", lost
 			case m.AboveSize && !m.Claimed:
-				return m.Name + " is unclaimed above the size"
+				return m.Name + " is unclaimed above the size", lost
 			}
 		}
 		if len(v.Members) < v.Spec.Size {
-			return fmt.Sprintf("pool %s has %d of %d members", v.Name, len(v.Members), v.Spec.Size)
+			return fmt.Sprintf("pool %s has %d of %d members", v.Name, len(v.Members), v.Spec.Size), lost
 		}
 	}
-	return ""
+	return "", lost
 }
 
 // pollFor calls cond every 100ms until it returns true or an error, or until
@@ -502,7 +527,7 @@ func TestIntegrationSoak(t *testing.T) {
 	env := kubetest.Require(t)
 	soak := soakDuration(t)
 	if dl, ok := t.Deadline(); ok && time.Until(dl) < soak+soakMargin {
-		t.Fatalf("%s=%s does not fit in the test's -timeout: it needs %s more for the setup and the settling", soakEnv, soak, soakMargin)
+		t.Fatalf("%s=%s does not fit in the test's -timeout: it needs at least %s more for the setup and the settling", soakEnv, soak, soakMargin)
 	}
 	port := apiPort(t, env.Config)
 	ctx, cancel := context.WithCancel(t.Context())
@@ -563,6 +588,7 @@ func TestIntegrationSoak(t *testing.T) {
 
 	// compare polls until the cluster is settled and the dashboard shows
 	// exactly what a fresh read of the cluster shows.
+	var lost []string // members on a Lost PVC when compare last read the cluster
 	compare := func(what string) (time.Duration, map[string][]memberRow) {
 		t.Helper()
 		start := time.Now()
@@ -582,7 +608,9 @@ func TestIntegrationSoak(t *testing.T) {
 				return false, nil
 			}
 			views := engine.ObserveAll(snaps, time.Now())
-			if why := settled(views); why != "" || len(views) != soakPools {
+			why, lostNow := settled(views)
+			lost = lostNow
+			if why != "" || len(views) != soakPools {
 				last = fmt.Sprintf("cluster not settled (%d pools): %s", len(views), why)
 				return false, nil
 			}
@@ -616,6 +644,7 @@ func TestIntegrationSoak(t *testing.T) {
 	}
 	windowStart := time.Now()
 	dash0, rec0 := dashWatches.counts(), recWatches.counts()
+	dashLogged, recLogged := dashWatches.logged(), recWatches.logged()
 	t.Logf("warm-up %s; soaking %s at up to %d operations/s over %d pools", time.Since(setupStart).Round(time.Second), soak, soakRate, soakPools)
 
 	traffic := &soakTraffic{env: env, eng: eng, pools: pools, ok: map[string]int{}, fails: map[string]int{}}
@@ -662,6 +691,7 @@ func TestIntegrationSoak(t *testing.T) {
 	fmt.Fprintf(&b, "soak %s (window %s incl. %s to settle after the traffic; warm-up settle %s)\n",
 		soak, window.Round(time.Second), quiet.Round(time.Millisecond), warm.Round(time.Millisecond))
 	fmt.Fprintf(&b, "  operations: %s\n", traffic.summary())
+	fmt.Fprintf(&b, "  members left out of the settling on a Lost PVC (the plane's provisioner): %d %v\n", len(lost), lost)
 	fmt.Fprintf(&b, "  goroutines: start %d, end %d (bound: end <= start + %d)\n", begin.goroutines, end.goroutines, soakGoroutineGrowth)
 	fmt.Fprintf(&b, "  heap (HeapAlloc after GC): start %.1f MiB, end %.1f MiB (bound: end <= %d x start + %d MiB)\n",
 		mib(begin.heap), mib(end.heap), soakHeapFactor, soakHeapSlack>>20)
@@ -682,6 +712,14 @@ func TestIntegrationSoak(t *testing.T) {
 			if n > limit {
 				over = append(over, fmt.Sprintf("%s %s: %d WATCH requests in %s, want at most %d (%d/min)", c.name, r, n, window.Round(time.Second), limit, soakWatchesPerMinute))
 			}
+		}
+	}
+	for _, c := range []struct {
+		name string
+		reqs []string
+	}{{"dashboard", dashWatches.since(dashLogged)}, {"reconciler", recWatches.since(recLogged)}} {
+		for _, r := range c.reqs {
+			fmt.Fprintf(&b, "  WATCH in the window by the %s: %s\n", c.name, r)
 		}
 	}
 	fmt.Fprintf(&b, "  reconciler warnings and errors: %d lines", recLog.lines())
