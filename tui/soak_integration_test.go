@@ -671,8 +671,6 @@ func TestIntegrationSoak(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, r := range cluster[pool] {
-			if pool == "soak1" {
-			}
 			if !screenHas(view, r) {
 				t.Errorf("pool %s: the members screen has no line for %v:\n%s", pool, r, view)
 			}
