@@ -56,8 +56,8 @@ SOAK ?= 30m
 SOAK_TIMEOUT ?= 2h
 
 .PHONY: soak
-soak: ## on the running plane for SOAK (default 30m): the dashboard and the leader-elected reconciler under random traffic, and idle watches with a short request timeout; prints the figures
-	CI=$${CI:-1} CTPOOL_SOAK=$(SOAK) CTPOOL_STREAM_WINDOW=$(SOAK) $(GO) test -count=1 -p 2 -timeout $(SOAK_TIMEOUT) -tags integration \
+soak: ## on the running plane, one after the other, for SOAK each (default 30m): the dashboard and the leader-elected reconciler under random traffic, then idle watches with a short request timeout; prints the figures
+	CI=$${CI:-1} CTPOOL_SOAK=$(SOAK) CTPOOL_STREAM_WINDOW=$(SOAK) $(GO) test -count=1 -p 1 -timeout $(SOAK_TIMEOUT) -tags integration \
 	  -run '^(TestIntegrationSoak|TestIntegrationWatchesOutliveTheRequestTimeout)$$' -v ./tui/ ./kube/
 
 .PHONY: fuzz
