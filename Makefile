@@ -85,6 +85,14 @@ CHAOS_OPS ?= 10000
 chaos: ## the randomized concurrency run with CHAOS_OPS operations (default 10000) on the running plane; prints its counts
 	CI=$${CI:-1} CTPOOL_CHAOS_OPS=$(CHAOS_OPS) $(GO) test -count=1 -timeout 120m -tags integration -run '^TestIntegrationRandomizedConcurrency$$' -v ./kube/
 
+SOAK ?= 30m
+SOAK_TIMEOUT ?= 2h
+
+.PHONY: soak
+soak: ## on the running plane, one after the other, for SOAK each (default 30m): the dashboard and the leader-elected reconciler under random traffic, then idle watches with a short request timeout; prints the figures
+	CI=$${CI:-1} CTPOOL_SOAK=$(SOAK) CTPOOL_STREAM_WINDOW=$(SOAK) $(GO) test -count=1 -p 1 -timeout $(SOAK_TIMEOUT) -tags integration \
+	  -run '^(TestIntegrationSoak|TestIntegrationWatchesOutliveTheRequestTimeout)$$' -v ./tui/ ./kube/
+
 .PHONY: fuzz
 fuzz: ## run each fuzz target for FUZZTIME (default 10s)
 	@set -e; for pkg in $$($(GO) list ./...); do \
