@@ -641,8 +641,10 @@ func TestIntegrationSoak(t *testing.T) {
 	}
 
 	warm, _ := compare("the pools settled and on the dashboard")
-	if !ctrl.Leading() {
-		t.Fatal("the reconciler settled the pools without leading")
+	// apply reconciles each pool itself, so the pools may settle before the
+	// election is won: wait for the reconciler to lead before the soak.
+	if err := pollFor(ctx, soakSettle, func() (bool, error) { return ctrl.Leading(), nil }); err != nil {
+		t.Fatalf("the reconciler did not lead: %v", err)
 	}
 	if !watcher.Synced() || !ctrl.Synced() {
 		t.Fatal("not synced after the warm-up")
