@@ -235,8 +235,20 @@ func (c *Controller) Run(ctx context.Context) error {
 		return errors.New("controller: already running")
 	}
 	defer c.queue.ShutDown()
+	// The informers too end with Run (their watch errors are logged), and
+	// Run waits for them.
+	ctx, stopInformers := context.WithCancel(ctx)
+	defer func() { stopInformers(); c.set.factory.Shutdown() }()
 	c.set.start(ctx)
-	go kube.Probe(ctx, c.client, kube.DefaultProbeInterval, c.probed)
+	// The probe ends with Run (also when the lead is lost and ctx lives on),
+	// so nothing logs after Run returned.
+	pctx, stopProbe := context.WithCancel(ctx)
+	probed := make(chan struct{})
+	go func() {
+		defer close(probed)
+		kube.Probe(pctx, c.client, kube.DefaultProbeInterval, c.probed)
+	}()
+	defer func() { stopProbe(); <-probed }()
 	c.opts.Logger.Info("waiting for the informer caches", "scope", c.scope())
 	if !c.set.waitForSync(ctx) {
 		if ctx.Err() != nil {
