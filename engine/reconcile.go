@@ -86,6 +86,25 @@ func (r *ReconcileResult) timeStep(step Step, start, end time.Time) {
 	r.Timings = append(r.Timings, StepTiming{Step: step, Took: d})
 }
 
+// Counts are the actions that changed something, by step, and the number
+// of members skipped (failed actions are in neither).
+func (r ReconcileResult) Counts() (done map[Step]int, skipped int) {
+	done = map[Step]int{}
+	for _, a := range r.Actions {
+		switch {
+		case a.Err != nil:
+		case a.Skipped != "":
+			skipped++
+		default:
+			done[a.Step]++
+		}
+	}
+	return done, skipped
+}
+
+// MemberSteps are the steps that act on members, in their order.
+var MemberSteps = []Step{StepCreate, StepStart, StepReplace, StepDelete}
+
 // Done counts the actions that changed something.
 func (r ReconcileResult) Done() int {
 	n := 0

@@ -160,19 +160,9 @@ members drift: unclaimed ones are replaced, claimed ones stay until released.`,
 }
 
 func printReconcile(w io.Writer, r engine.ReconcileResult) {
-	counts := map[engine.Step]int{}
-	skipped := 0
-	for _, a := range r.Actions {
-		switch {
-		case a.Err != nil:
-		case a.Skipped != "":
-			skipped++
-		default:
-			counts[a.Step]++
-		}
-	}
+	counts, skipped := r.Counts()
 	var parts []string
-	for _, s := range []engine.Step{engine.StepCreate, engine.StepStart, engine.StepReplace, engine.StepDelete} {
+	for _, s := range engine.MemberSteps {
 		if counts[s] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", counts[s], pastTense(s)))
 		}

@@ -50,19 +50,9 @@ func failedSteps(res engine.ReconcileResult) []string {
 
 // actionSummary counts the actions done by step: "2 create, 1 replace".
 func actionSummary(res engine.ReconcileResult) string {
-	counts := map[engine.Step]int{}
-	skipped := 0
-	for _, a := range res.Actions {
-		switch {
-		case a.Err != nil:
-		case a.Skipped != "":
-			skipped++
-		default:
-			counts[a.Step]++
-		}
-	}
+	counts, skipped := res.Counts()
 	var parts []string
-	for _, s := range []engine.Step{engine.StepCreate, engine.StepStart, engine.StepReplace, engine.StepDelete} {
+	for _, s := range engine.MemberSteps {
 		if counts[s] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", counts[s], s))
 		}
