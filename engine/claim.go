@@ -1,0 +1,179 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+)
+
+// ClaimResult reports a claim.
+type ClaimResult struct {
+	Member string
+	// Existing: the identity already held this member (a second claim gets
+	// the same desktop); Renewed: its expired claim was renewed.
+	Existing bool
+	Renewed  bool
+	// Started: the member had no Pod and one was created.
+	Started bool
+	// Warnings are failures that do not undo the claim (the display annotation).
+	Warnings []string
+}
+
+// Claim gives a free member of the pool to identity: the first writer to
+// create the member's Lease wins. A second claim by the same identity gets the
+// same member and renews it when expired. A member with no Pod is started.
+func (e *Engine) Claim(ctx context.Context, pool, identity string) (res ClaimResult, err error) {
+	defer func() {
+		e.audit(ctx, AuditEntry{Pool: pool, Action: "claim", Member: res.Member, Identity: identity, Err: err})
+	}()
+	if err := ValidateIdentity(identity); err != nil {
+		return res, err
+	}
+	snap, spec, err := e.readPool(ctx, pool)
+	if err != nil {
+		return res, err
+	}
+	now := e.Now()
+	view := Observe(snap, now)
+	if m := heldBy(&view, identity); m != nil {
+		res = ClaimResult{Member: m.Name, Existing: true}
+		if m.Claim.Expired {
+			if _, err := e.Cluster.UpdateLease(ctx, renewLease(m.Lease, now)); err != nil {
+				return res, fmt.Errorf("renew claim on %s: %w", m.Name, err)
+			}
+			res.Renewed = true
+		}
+		if m.Pod == nil && m.Index > 0 && m.State != StateTerminating {
+			if err := e.startClaimed(ctx, snap, spec, m); err != nil {
+				return res, err
+			}
+			res.Started = true
+		}
+		return res, nil
+	}
+
+	var free []*Member
+	for i := range view.Members {
+		if view.Members[i].Free {
+			free = append(free, &view.Members[i])
+		}
+	}
+	rank := map[State]int{StateReady: 0, StateStarting: 1, StateStopped: 2}
+	sort.SliceStable(free, func(i, j int) bool { return rank[free[i].State] < rank[free[j].State] })
+	for _, m := range free {
+		won, err := e.Cluster.CreateLease(ctx, ClaimLease(snap.Namespace, pool, m.Name, identity, e.Now()))
+		if errors.Is(err, ErrAlreadyExists) {
+			continue // someone else was first; try the next free member
+		}
+		if err != nil {
+			return res, fmt.Errorf("claim %s: %w", m.Name, err)
+		}
+		res = ClaimResult{Member: m.Name}
+		// The same identity may be claiming from another place at this very
+		// moment: every racer keeps the identity's earliest claim and gives
+		// its own back when it is not that one, so all answer one member.
+		first, err := e.converge(ctx, pool, identity, won)
+		if err != nil {
+			res.Warnings = append(res.Warnings, err.Error())
+		} else if first != m.Name {
+			return ClaimResult{Member: first, Existing: true}, nil
+		}
+		if m.PVC != nil {
+			who := identity
+			if err := e.Cluster.AnnotatePVC(ctx, m.PVC.Name, AnnotationAssignedTo, &who); err != nil {
+				res.Warnings = append(res.Warnings, fmt.Sprintf("display annotation on %s: %v", m.PVC.Name, err))
+			}
+		}
+		if m.Pod == nil {
+			if err := e.startClaimed(ctx, snap, spec, m); err != nil {
+				return res, err
+			}
+			res.Started = true
+		}
+		return res, nil
+	}
+	st := view.Status
+	return res, &NoFreeMembersError{Desired: st.Desired, Claimed: st.Claimed, Unschedulable: st.Unschedulable}
+}
+
+// startClaimed creates the Pod of a claimed member that has none (its PVC too
+// when that is missing). The claim's Lease protects the member meanwhile.
+func (e *Engine) startClaimed(ctx context.Context, snap Snapshot, spec Spec, m *Member) error {
+	if m.PVC == nil {
+		if err := ignoreExists(e.Cluster.CreatePVC(ctx, BuildPVC(snap.Namespace, snap.Pool, m.Index, spec))); err != nil {
+			return fmt.Errorf("start %s: create PVC: %w", m.Name, err)
+		}
+	}
+	if err := ignoreExists(e.Cluster.CreatePod(ctx, BuildPod(snap.Namespace, snap.Pool, m.Index, spec))); err != nil {
+		return fmt.Errorf("start %s: create Pod: %w", m.Name, err)
+	}
+	return nil
+}
+
+// heldBy returns the member the identity holds (its earliest claim, should
+// it hold several), or nil.
+func heldBy(v *PoolView, identity string) *Member {
+	var held *Member
+	for i := range v.Members {
+		m := &v.Members[i]
+		if m.Claimed && m.Claim.Holder == identity && (held == nil || createdBefore(m.Lease, held.Lease)) {
+			held = m
+		}
+	}
+	return held
+}
+
+// converge runs after a claim won the Lease won. It reads the pool's Leases
+// fresh: when identity holds an earlier claim than won (a concurrent claim by
+// the same identity), won is given back and the earlier member is returned;
+// otherwise won's member. Every racer sees the earliest claim, since it was
+// created before any racer's read, so every racer answers the same member.
+func (e *Engine) converge(ctx context.Context, pool, identity string, won *coordinationv1.Lease) (string, error) {
+	mine, _ := MemberFromLeaseName(won.Name)
+	leases, err := e.Cluster.ListLeases(ctx, pool)
+	if err != nil {
+		return mine, fmt.Errorf("could not check for a concurrent claim by %q (%v): %s is yours", identity, err, mine)
+	}
+	first := won
+	for _, l := range leases {
+		if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != identity || l.Name == won.Name {
+			continue
+		}
+		if _, ok := MemberFromLeaseName(l.Name); ok && createdBefore(l, first) {
+			first = l
+		}
+	}
+	if first == won {
+		return mine, nil
+	}
+	if err := e.unlock(ctx, won); err != nil {
+		return mine, fmt.Errorf("%q already holds another member, but giving %s back failed (%v): %s is yours", identity, mine, err, mine)
+	}
+	name, _ := MemberFromLeaseName(first.Name)
+	return name, nil
+}
+
+// createdBefore orders Leases by creation: the API server's creation time,
+// then (within one second) the resourceVersion, which etcd hands out in one
+// increasing sequence; a claim Lease of one identity is only updated by a
+// renewal, an hour or more after its creation, so the resourceVersion still
+// orders claims created within the same second.
+func createdBefore(a, b *coordinationv1.Lease) bool {
+	if a == nil || b == nil {
+		return b == nil && a != nil
+	}
+	ta, tb := a.CreationTimestamp.Unix(), b.CreationTimestamp.Unix()
+	if ta != tb {
+		return ta < tb
+	}
+	ra, erra := strconv.ParseUint(a.ResourceVersion, 10, 64)
+	rb, errb := strconv.ParseUint(b.ResourceVersion, 10, 64)
+	if erra == nil && errb == nil && ra != rb {
+		return ra < rb
+	}
+	return a.Name < b.Name
+}

@@ -1,0 +1,81 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+)
+
+// taken is the outcome of taking a member's Lease: the Lease held, or why
+// the member is skipped, or the error.
+type taken struct {
+	m       *Member
+	held    *coordinationv1.Lease
+	skipped string
+	err     error
+}
+
+// takeReconcilerLease takes the member's Lease as the reconciler and returns
+// it. A claimed member, or one another reconciler works on, is skipped with a
+// reason (and a nil Lease); so is a failure to take the Lease, with the error.
+//
+// The Lease is stamped with the clock read now, as it is taken, never with
+// the time the reconcile started: a Lease taken late in a long run must not
+// look stale to a second reconciler while this one still works.
+func (e *Engine) takeReconcilerLease(ctx context.Context, m *Member) (held *coordinationv1.Lease, skipped string, err error) {
+	now := e.Now()
+	switch {
+	case m.Claimed:
+		return nil, "claimed by " + fmt.Sprintf("%q", m.Claim.Holder), nil
+	case m.Lease != nil && !m.MaintenanceStale:
+		return nil, "under maintenance by another reconciler", nil
+	case m.Lease != nil:
+		held, err = e.Cluster.UpdateLease(ctx, setLeaseHolder(m.Lease, ReconcilerIdentity, ReconcilerLeaseTTL, now))
+		if errors.Is(err, ErrConflict) || errors.Is(err, ErrNotFound) {
+			return nil, "stale lease changed meanwhile", nil
+		}
+	default:
+		held, err = e.Cluster.CreateLease(ctx, ReconcilerLease(e.Namespace, m.Pool, m.Name, now))
+		if errors.Is(err, ErrAlreadyExists) {
+			return nil, "lease taken meanwhile", nil
+		}
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			// The caller stopped waiting for the answer: the API server may
+			// have taken the write all the same, and nobody would remove
+			// that Lease before it is stale.
+			e.undoTake(ctx, m, now)
+		}
+		return nil, "", fmt.Errorf("take lease: %w", err)
+	}
+	return held, "", nil
+}
+
+// undoTake removes the member's Lease when it is the one a take stamped at
+// stamp (a reconciler Lease with that renew time), with a context of its own.
+func (e *Engine) undoTake(ctx context.Context, m *Member, stamp time.Time) {
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+	defer cancel()
+	leases, err := e.Cluster.ListLeases(uctx, m.Pool)
+	if err != nil {
+		return
+	}
+	for _, l := range leases {
+		if l.Name == LeaseName(m.Name) && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity == ReconcilerIdentity &&
+			l.Spec.RenewTime != nil && l.Spec.RenewTime.Time.Truncate(time.Microsecond).Equal(stamp.Truncate(time.Microsecond)) {
+			_ = e.Cluster.DeleteLease(uctx, l.Name, l.ResourceVersion)
+		}
+	}
+}
+
+// unlock deletes a Lease the engine holds, with its own short deadline so that
+// a cancelled operation still unlocks.
+func (e *Engine) unlock(ctx context.Context, l *coordinationv1.Lease) error {
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+	defer cancel()
+	return e.Cluster.DeleteLease(uctx, l.Name, l.ResourceVersion)
+}

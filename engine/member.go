@@ -1,0 +1,66 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// createMember creates the PVC and the Pod of member n. Objects that already
+// exist are left as they are (another reconciler was faster).
+func (e *Engine) createMember(ctx context.Context, ns, pool string, n int, spec Spec, withPod bool) error {
+	if err := ignoreExists(e.Cluster.CreatePVC(ctx, BuildPVC(ns, pool, n, spec))); err != nil {
+		return fmt.Errorf("create PVC: %w", err)
+	}
+	if !withPod {
+		return nil
+	}
+	if err := ignoreExists(e.Cluster.CreatePod(ctx, BuildPod(ns, pool, n, spec))); err != nil {
+		return fmt.Errorf("create Pod: %w", err)
+	}
+	return nil
+}
+
+// destroyMember deletes the member's Pod, console Service and PVC (each with
+// the UID seen, so a member rebuilt meanwhile is not touched) and waits until
+// they are gone.
+func (e *Engine) destroyMember(ctx context.Context, m *Member) error {
+	if m.Pod != nil {
+		if err := e.Cluster.DeletePod(ctx, m.Pod.Name, m.Pod.UID); err != nil && !errors.Is(err, ErrConflict) {
+			return fmt.Errorf("delete Pod: %w", err)
+		}
+	}
+	if err := e.Cluster.DeleteService(ctx, ConsoleServiceName(m.Name)); err != nil {
+		return fmt.Errorf("delete console Service: %w", err)
+	}
+	if m.PVC != nil {
+		if err := e.Cluster.DeletePVC(ctx, m.PVC.Name, m.PVC.UID); err != nil && !errors.Is(err, ErrConflict) {
+			return fmt.Errorf("delete PVC: %w", err)
+		}
+	}
+	if m.Pod != nil {
+		if err := e.wait(ctx, KindPod, m.Pod.Name, m.Pod.UID); err != nil {
+			return err
+		}
+	}
+	if m.PVC != nil {
+		if err := e.wait(ctx, KindPVC, m.PVC.Name, m.PVC.UID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (e *Engine) wait(ctx context.Context, kind Kind, name string, uid types.UID) error {
+	wctx, cancel := context.WithTimeout(ctx, e.waitTimeout())
+	defer cancel()
+	if err := e.Cluster.WaitGone(wctx, kind, name, uid); err != nil {
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			return fmt.Errorf("%s %s still exists after %s (stuck Terminating? check its finalizers)", kind, name, e.waitTimeout())
+		}
+		return fmt.Errorf("wait for %s %s to go: %w", kind, name, err)
+	}
+	return nil
+}
