@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // ClaimResult reports a claim.
@@ -48,7 +50,7 @@ func (e *Engine) Claim(ctx context.Context, pool, identity string) (res ClaimRes
 			res.Renewed = true
 		}
 		if m.Pod == nil && m.Index > 0 && m.State != StateTerminating {
-			if err := e.startClaimed(ctx, snap, spec, m); err != nil {
+			if err := e.startClaimed(ctx, snap.Namespace, pool, spec, m, identity); err != nil {
 				return res, err
 			}
 			res.Started = true
@@ -89,7 +91,7 @@ func (e *Engine) Claim(ctx context.Context, pool, identity string) (res ClaimRes
 			}
 		}
 		if m.Pod == nil {
-			if err := e.startClaimed(ctx, snap, spec, m); err != nil {
+			if err := e.startClaimed(ctx, snap.Namespace, pool, spec, m, identity); err != nil {
 				return res, err
 			}
 			res.Started = true
@@ -100,18 +102,70 @@ func (e *Engine) Claim(ctx context.Context, pool, identity string) (res ClaimRes
 	return res, &NoFreeMembersError{Desired: st.Desired, Claimed: st.Claimed, Unschedulable: st.Unschedulable}
 }
 
+// errClaimChanged: a claimed member's start found, after creating, that the
+// claim it started for had been taken meanwhile; what it created was removed.
+var errClaimChanged = errors.New("the claim changed meanwhile")
+
 // startClaimed creates the Pod of a claimed member that has none (its PVC too
-// when that is missing). The claim's Lease protects the member meanwhile.
-func (e *Engine) startClaimed(ctx context.Context, snap Snapshot, spec Spec, m *Member) error {
+// when that is missing) for holder's claim, without a reconciler Lease: the
+// claim protects the member.
+//
+// A release may take the claim between the caller's check and these creates.
+// Had the release read the member before they landed, it would not delete
+// them, and the new Pod would keep the released PVC from ever going. So the
+// claim is read again, fresh, after the creates: either the release's read
+// saw the new objects, or this read sees the release's take. In the second
+// case what this call created is deleted again (by UID) and errClaimChanged
+// is returned. When that read fails nothing is deleted: a user's desktop is
+// not stopped on a guess (a release waiting for it fails, and stays in
+// maintenance until a reconcile finishes it).
+func (e *Engine) startClaimed(ctx context.Context, ns, pool string, spec Spec, m *Member, holder string) error {
+	var pvc *corev1.PersistentVolumeClaim
 	if m.PVC == nil {
-		if err := ignoreExists(e.Cluster.CreatePVC(ctx, BuildPVC(snap.Namespace, snap.Pool, m.Index, spec))); err != nil {
+		var err error
+		if pvc, err = e.Cluster.CreatePVC(ctx, BuildPVC(ns, pool, m.Index, spec)); ignoreExists(err) != nil {
 			return fmt.Errorf("start %s: create PVC: %w", m.Name, err)
 		}
 	}
-	if err := ignoreExists(e.Cluster.CreatePod(ctx, BuildPod(snap.Namespace, snap.Pool, m.Index, spec))); err != nil {
-		return fmt.Errorf("start %s: create Pod: %w", m.Name, err)
+	pod, err := e.Cluster.CreatePod(ctx, BuildPod(ns, pool, m.Index, spec))
+	if err = ignoreExists(err); err != nil {
+		err = fmt.Errorf("start %s: create Pod: %w", m.Name, err)
 	}
-	return nil
+	if pvc == nil && pod == nil {
+		return err
+	}
+	if cerr := e.stillHeld(ctx, pool, m.Name, holder, pvc, pod); cerr != nil {
+		return cerr
+	}
+	return err
+}
+
+// stillHeld reads the member's claim fresh; when holder no longer holds it,
+// it deletes pvc and pod (those just created, by UID; either may be nil) and
+// returns errClaimChanged.
+func (e *Engine) stillHeld(ctx context.Context, pool, member, holder string, pvc *corev1.PersistentVolumeClaim, pod *corev1.Pod) error {
+	leases, err := e.Cluster.ListLeases(ctx, pool)
+	if err != nil {
+		return fmt.Errorf("start %s: check the claim after starting: %w", member, err)
+	}
+	for _, l := range leases {
+		if l.Name == LeaseName(member) && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity == holder {
+			return nil
+		}
+	}
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+	defer cancel()
+	var errs []error
+	if pod != nil {
+		errs = append(errs, e.Cluster.DeletePod(dctx, pod.Name, pod.UID))
+	}
+	if pvc != nil {
+		errs = append(errs, e.Cluster.DeletePVC(dctx, pvc.Name, pvc.UID))
+	}
+	if derr := errors.Join(errs...); derr != nil && !errors.Is(derr, ErrConflict) {
+		return fmt.Errorf("start %s: %w (no longer claimed by %q), and removing what was just created failed: %v", member, errClaimChanged, holder, derr)
+	}
+	return fmt.Errorf("start %s: %w (no longer claimed by %q): what was just created was removed", member, errClaimChanged, holder)
 }
 
 // heldBy returns the member the identity holds (its earliest claim, should

@@ -40,8 +40,9 @@ type Writer interface {
 	// DeleteConfigMap deletes with a UID precondition when uid is set.
 	DeleteConfigMap(ctx context.Context, name string, uid types.UID) error
 
-	CreatePod(ctx context.Context, pod *corev1.Pod) error
-	CreatePVC(ctx context.Context, pvc *corev1.PersistentVolumeClaim) error
+	// CreatePod and CreatePVC return the object created (nil on error).
+	CreatePod(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error)
+	CreatePVC(ctx context.Context, pvc *corev1.PersistentVolumeClaim) (*corev1.PersistentVolumeClaim, error)
 	// DeletePod and DeletePVC succeed when the object is already gone and
 	// apply a UID precondition when uid is set.
 	DeletePod(ctx context.Context, name string, uid types.UID) error

@@ -376,36 +376,36 @@ func (f *fakeCluster) DeleteConfigMap(_ context.Context, name string, uid types.
 	return nil
 }
 
-func (f *fakeCluster) CreatePod(_ context.Context, pod *corev1.Pod) error {
+func (f *fakeCluster) CreatePod(_ context.Context, pod *corev1.Pod) (*corev1.Pod, error) {
 	err := f.record("create", kPod, pod.Name)
 	defer f.mu.Unlock()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if f.pods[pod.Name] != nil {
-		return fmt.Errorf("pods %q: %w", pod.Name, ErrAlreadyExists)
+		return nil, fmt.Errorf("pods %q: %w", pod.Name, ErrAlreadyExists)
 	}
 	c := pod.DeepCopy()
 	f.stamp(&c.ObjectMeta)
 	f.pods[c.Name] = c
 	f.notify()
-	return nil
+	return c.DeepCopy(), nil
 }
 
-func (f *fakeCluster) CreatePVC(_ context.Context, pvc *corev1.PersistentVolumeClaim) error {
+func (f *fakeCluster) CreatePVC(_ context.Context, pvc *corev1.PersistentVolumeClaim) (*corev1.PersistentVolumeClaim, error) {
 	err := f.record("create", kPVC, pvc.Name)
 	defer f.mu.Unlock()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if f.pvcs[pvc.Name] != nil {
-		return fmt.Errorf("persistentvolumeclaims %q: %w", pvc.Name, ErrAlreadyExists)
+		return nil, fmt.Errorf("persistentvolumeclaims %q: %w", pvc.Name, ErrAlreadyExists)
 	}
 	c := pvc.DeepCopy()
 	f.stamp(&c.ObjectMeta)
 	f.pvcs[c.Name] = c
 	f.notify()
-	return nil
+	return c.DeepCopy(), nil
 }
 
 // deleteMeta applies the UID precondition and the delete mode to one object;
@@ -645,10 +645,10 @@ func TestFakeCluster(t *testing.T) {
 
 	boom := errors.New("boom")
 	f.fail("create", kPVC, "x-1-data", boom, 1)
-	if err := f.CreatePVC(ctx, BuildPVC(testNS, "x", 1, baseSpec(1))); !errors.Is(err, boom) {
+	if _, err := f.CreatePVC(ctx, BuildPVC(testNS, "x", 1, baseSpec(1))); !errors.Is(err, boom) {
 		t.Fatalf("injected failure: %v", err)
 	}
-	if err := f.CreatePVC(ctx, BuildPVC(testNS, "x", 1, baseSpec(1))); err != nil {
+	if _, err := f.CreatePVC(ctx, BuildPVC(testNS, "x", 1, baseSpec(1))); err != nil {
 		t.Fatalf("failure injected once only: %v", err)
 	}
 	want := wantActs("create Lease corral-vdi-ct-desk-1", "create Lease corral-vdi-ct-desk-1")

@@ -11,13 +11,13 @@ import (
 // createMember creates the PVC and the Pod of member n. Objects that already
 // exist are left as they are (another reconciler was faster).
 func (e *Engine) createMember(ctx context.Context, ns, pool string, n int, spec Spec, withPod bool) error {
-	if err := ignoreExists(e.Cluster.CreatePVC(ctx, BuildPVC(ns, pool, n, spec))); err != nil {
+	if _, err := e.Cluster.CreatePVC(ctx, BuildPVC(ns, pool, n, spec)); ignoreExists(err) != nil {
 		return fmt.Errorf("create PVC: %w", err)
 	}
 	if !withPod {
 		return nil
 	}
-	if err := ignoreExists(e.Cluster.CreatePod(ctx, BuildPod(ns, pool, n, spec))); err != nil {
+	if _, err := e.Cluster.CreatePod(ctx, BuildPod(ns, pool, n, spec)); ignoreExists(err) != nil {
 		return fmt.Errorf("create Pod: %w", err)
 	}
 	return nil

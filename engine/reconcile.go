@@ -216,6 +216,10 @@ func (e *Engine) reconcile(ctx context.Context, snap Snapshot, spec Spec, size i
 			if err == nil {
 				err = fn(ctx, m)
 			}
+			if errors.Is(err, errClaimChanged) {
+				add(Action{Step: step, Member: m.Name, Skipped: "claim changed meanwhile"})
+				return
+			}
 			add(Action{Step: step, Member: m.Name, Err: err})
 		})
 		end := e.Now()
@@ -224,16 +228,19 @@ func (e *Engine) reconcile(ctx context.Context, snap Snapshot, spec Spec, size i
 		mu.Unlock()
 	}
 	startPod := func(ctx context.Context, m *Member) error {
-		return ignoreExists(e.Cluster.CreatePod(ctx, BuildPod(ns, snap.Pool, m.Index, spec)))
+		_, err := e.Cluster.CreatePod(ctx, BuildPod(ns, snap.Pool, m.Index, spec))
+		return ignoreExists(err)
+	}
+	// A claimed member is started for its holder, who may release meanwhile.
+	startClaimed := func(ctx context.Context, m *Member) error {
+		return e.startClaimed(ctx, ns, snap.Pool, spec, m, m.Claim.Holder)
 	}
 	timed(StepCreate, creates, func(ctx context.Context, m *Member) error {
 		return e.createMember(ctx, ns, snap.Pool, m.Index, spec, true)
 	})
-	claimed(StepCreate, claimedCreates, func(ctx context.Context, m *Member) error {
-		return e.createMember(ctx, ns, snap.Pool, m.Index, spec, true)
-	})
+	claimed(StepCreate, claimedCreates, startClaimed)
 	timed(StepStart, starts, startPod)
-	claimed(StepStart, claimedStarts, startPod)
+	claimed(StepStart, claimedStarts, startClaimed)
 	timed(StepStart, unlocks, func(context.Context, *Member) error { return nil })
 	timed(StepReplace, replaces, func(ctx context.Context, m *Member) error {
 		if err := e.destroyMember(ctx, m); err != nil {

@@ -135,16 +135,22 @@ func (c *Cluster) DeleteConfigMap(ctx context.Context, name string, uid types.UI
 	return ignoreNotFound(c.Client.CoreV1().ConfigMaps(c.Namespace).Delete(ctx, name, deleteOptions(uid, "")))
 }
 
-// CreatePod creates a Pod.
-func (c *Cluster) CreatePod(ctx context.Context, pod *corev1.Pod) error {
-	_, err := c.Client.CoreV1().Pods(c.Namespace).Create(ctx, pod, metav1.CreateOptions{})
-	return MapError(err)
+// CreatePod creates a Pod and returns it as created.
+func (c *Cluster) CreatePod(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error) {
+	out, err := c.Client.CoreV1().Pods(c.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		return nil, MapError(err)
+	}
+	return out, nil
 }
 
-// CreatePVC creates a PVC.
-func (c *Cluster) CreatePVC(ctx context.Context, pvc *corev1.PersistentVolumeClaim) error {
-	_, err := c.Client.CoreV1().PersistentVolumeClaims(c.Namespace).Create(ctx, pvc, metav1.CreateOptions{})
-	return MapError(err)
+// CreatePVC creates a PVC and returns it as created.
+func (c *Cluster) CreatePVC(ctx context.Context, pvc *corev1.PersistentVolumeClaim) (*corev1.PersistentVolumeClaim, error) {
+	out, err := c.Client.CoreV1().PersistentVolumeClaims(c.Namespace).Create(ctx, pvc, metav1.CreateOptions{})
+	if err != nil {
+		return nil, MapError(err)
+	}
+	return out, nil
 }
 
 // DeletePod deletes a Pod (UID precondition when set); gone is success.

@@ -221,10 +221,10 @@ func TestClusterWrites(t *testing.T) {
 	})
 
 	t.Run("Create of existing Pod and PVC", func(t *testing.T) {
-		if err := c.CreatePod(ctx, engine.BuildPod(clusterNS, "desk", 1, clusterSpec(1))); !errors.Is(err, engine.ErrAlreadyExists) {
+		if _, err := c.CreatePod(ctx, engine.BuildPod(clusterNS, "desk", 1, clusterSpec(1))); !errors.Is(err, engine.ErrAlreadyExists) {
 			t.Fatalf("CreatePod = %v", err)
 		}
-		if err := c.CreatePVC(ctx, engine.BuildPVC(clusterNS, "desk", 1, clusterSpec(1))); !errors.Is(err, engine.ErrAlreadyExists) {
+		if _, err := c.CreatePVC(ctx, engine.BuildPVC(clusterNS, "desk", 1, clusterSpec(1))); !errors.Is(err, engine.ErrAlreadyExists) {
 			t.Fatalf("CreatePVC = %v", err)
 		}
 	})
