@@ -142,6 +142,7 @@ type objEvent struct {
 	stamp    time.Time
 	seenAt   time.Time // the run's clock when the watch delivered it
 	written  time.Time // the run's clock when the API server took a Lease write
+	writer   string    // the field manager of a Lease's newest write
 	gap      bool      // made up from a relist after the watch lost its place
 }
 
@@ -232,7 +233,7 @@ func (r *recorder) toEvent(kind string, obj runtime.Object, gone bool) (objEvent
 		// and its delivery (jumps wait until the recorder has caught up).
 		for _, f := range o.ManagedFields {
 			if f.Time != nil && f.Time.After(e.written) {
-				e.written = f.Time.Time
+				e.written, e.writer = f.Time.Time, f.Manager
 			}
 		}
 		if e.written.IsZero() {
@@ -448,6 +449,12 @@ func (p *replay) apply(e objEvent, bad func(format string, a ...any)) {
 		if m == "" {
 			return
 		}
+		if !e.gone && e.writer != "" && e.writer != kubetest.UserAgent {
+			// Only this run's engines write the pool's Leases; anything else
+			// (a reconciler of every namespace run by another test) voids
+			// what the run finds.
+			bad("rv %d: the Lease of %s was written by %q, not by this run's engines: another program works in this namespace%s", e.rv, m, e.writer, history())
+		}
 		prev, next := p.holder[m], e.holder
 		if e.gone {
 			next = ""
@@ -549,6 +556,7 @@ type chaosHarness struct {
 	notReady   map[string]int
 	releases   map[string]int       // member -> releases that succeeded
 	holds      map[types.UID]string // PVCs held by holdFinalizer -> member
+	leftBehind map[types.UID]bool   // reconciler Leases reported left behind
 	violations int
 	batch      int
 }
@@ -559,7 +567,7 @@ func newChaosHarness(t *testing.T, size int) *chaosHarness {
 		t: t, env: env, clk: &chaosClock{}, replay: newReplay(),
 		counts: map[string]int{}, errSamples: map[string]string{}, locks: map[string]bool{},
 		failed: map[string]*failedRelease{}, vanished: map[string]*vanished{}, notReady: map[string]int{},
-		releases: map[string]int{}, holds: map[types.UID]string{},
+		releases: map[string]int{}, holds: map[types.UID]string{}, leftBehind: map[types.UID]bool{},
 	}
 	mk := func(wait time.Duration) *engine.Engine {
 		return &engine.Engine{
@@ -1036,7 +1044,9 @@ func (h *chaosHarness) endBatch(ctx context.Context) {
 	for i := range v.Members {
 		m := &v.Members[i]
 		f := h.failed[m.Name]
-		if m.Maintenance && f == nil {
+		if m.Maintenance && f == nil && !h.leftBehind[m.Lease.UID] {
+			// Once per Lease: it stays until stale, batch after batch.
+			h.leftBehind[m.Lease.UID] = true
 			h.violateLocked("reconciler Lease on %s left behind with no reconciler running (stamped %s ago)%s", m.Name, h.clk.Now().Sub(stampOf(m.Lease)).Round(time.Second), h.historyOf(m.Name))
 		}
 	}

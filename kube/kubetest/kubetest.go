@@ -136,9 +136,13 @@ func loadConfig(path string) (*rest.Config, error) {
 	}
 	cfg.QPS = qps
 	cfg.Burst = burst
-	cfg.UserAgent = "ctpool-tui-kubetest"
+	cfg.UserAgent = UserAgent
 	return cfg, nil
 }
+
+// UserAgent is the user agent of the test clients, and so the field manager
+// the API server records for their writes.
+const UserAgent = "ctpool-tui-kubetest"
 
 func ping(ctx context.Context, client kubernetes.Interface) error {
 	ctx, cancel := context.WithTimeout(ctx, reachTimeout)
