@@ -102,8 +102,9 @@ func (e *Engine) Claim(ctx context.Context, pool, identity string) (res ClaimRes
 	return res, &NoFreeMembersError{Desired: st.Desired, Claimed: st.Claimed, Unschedulable: st.Unschedulable}
 }
 
-// errClaimChanged: a claimed member's start found, after creating, that the
-// claim it started for had been taken meanwhile; what it created was removed.
+// errClaimChanged: a claimed member's start found, after creating, that a
+// release (or a reconciler) had taken the member's Lease meanwhile; what the
+// start created was removed.
 var errClaimChanged = errors.New("the claim changed meanwhile")
 
 // startClaimed creates the Pod of a claimed member that has none (its PVC too
@@ -113,12 +114,15 @@ var errClaimChanged = errors.New("the claim changed meanwhile")
 // A release may take the claim between the caller's check and these creates.
 // Had the release read the member before they landed, it would not delete
 // them, and the new Pod would keep the released PVC from ever going. So the
-// claim is read again, fresh, after the creates: either the release's read
-// saw the new objects, or this read sees the release's take. In the second
-// case what this call created is deleted again (by UID) and errClaimChanged
-// is returned. When that read fails nothing is deleted: a user's desktop is
-// not stopped on a guess (a release waiting for it fails, and stays in
-// maintenance until a reconcile finishes it).
+// Lease is read again, fresh, after the creates: either the release's read
+// saw the new objects, or this read sees the release's take. When the
+// reconciler holds the Lease, what this call created is deleted again (by
+// UID) and errClaimChanged is returned. When the Lease is gone or another
+// user holds it, a release has finished meanwhile: it waited for the old PVC
+// to go, which this Pod would have kept, so the Pod is the new member's, on
+// its new data, and stays. When the read fails nothing is deleted: a user's
+// desktop is not stopped on a guess (a release waiting for it fails, and stays
+// in maintenance until a reconcile finishes it).
 func (e *Engine) startClaimed(ctx context.Context, ns, pool string, spec Spec, m *Member, holder string) error {
 	var pvc *corev1.PersistentVolumeClaim
 	if m.PVC == nil {
@@ -140,18 +144,22 @@ func (e *Engine) startClaimed(ctx context.Context, ns, pool string, spec Spec, m
 	return err
 }
 
-// stillHeld reads the member's claim fresh; when holder no longer holds it,
-// it deletes pvc and pod (those just created, by UID; either may be nil) and
+// stillHeld reads the member's Lease fresh; when the reconciler holds it, it
+// deletes pvc and pod (those just created, by UID; either may be nil) and
 // returns errClaimChanged.
 func (e *Engine) stillHeld(ctx context.Context, pool, member, holder string, pvc *corev1.PersistentVolumeClaim, pod *corev1.Pod) error {
 	leases, err := e.Cluster.ListLeases(ctx, pool)
 	if err != nil {
 		return fmt.Errorf("start %s: check the claim after starting: %w", member, err)
 	}
+	taken := false
 	for _, l := range leases {
-		if l.Name == LeaseName(member) && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity == holder {
-			return nil
+		if l.Name == LeaseName(member) && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity == ReconcilerIdentity {
+			taken = true
 		}
+	}
+	if !taken {
+		return nil
 	}
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 	defer cancel()
@@ -163,9 +171,9 @@ func (e *Engine) stillHeld(ctx context.Context, pool, member, holder string, pvc
 		errs = append(errs, e.Cluster.DeletePVC(dctx, pvc.Name, pvc.UID))
 	}
 	if derr := errors.Join(errs...); derr != nil && !errors.Is(derr, ErrConflict) {
-		return fmt.Errorf("start %s: %w (no longer claimed by %q), and removing what was just created failed: %v", member, errClaimChanged, holder, derr)
+		return fmt.Errorf("start %s: %w (released by %q, or taken by a reconciler), and removing what was just created failed: %v", member, errClaimChanged, holder, derr)
 	}
-	return fmt.Errorf("start %s: %w (no longer claimed by %q): what was just created was removed", member, errClaimChanged, holder)
+	return fmt.Errorf("start %s: %w (released by %q, or taken by a reconciler): what was just created was removed", member, errClaimChanged, holder)
 }
 
 // heldBy returns the member the identity holds (its earliest claim, should

@@ -36,11 +36,18 @@ func TestClaimedStartRacesARelease(t *testing.T) {
 		{name: "released meanwhile, member missing (PVC and Pod removed)", state: StateMissing, meanwhile: func(f *fakeCluster) {
 			f.add(setLeaseHolder(f.lease(LeaseName("desk-1")), ReconcilerIdentity, ReconcilerLeaseTTL, testNow))
 		}},
-		{name: "claimed by another identity meanwhile", state: StateStopped, meanwhile: func(f *fakeCluster) {
+		// A release that finished meanwhile waited for the old PVC to go,
+		// which this Pod would have kept: the Pod is the new member's.
+		{name: "released and claimed by another identity meanwhile", state: StateStopped, kept: true, meanwhile: func(f *fakeCluster) {
 			f.mu.Lock()
 			delete(f.leases, LeaseName("desk-1"))
 			f.mu.Unlock()
 			f.add(claimAt("desk", "desk-1", "bob", testNow))
+		}},
+		{name: "released and done meanwhile (no Lease)", state: StateStopped, kept: true, meanwhile: func(f *fakeCluster) {
+			f.mu.Lock()
+			delete(f.leases, LeaseName("desk-1"))
+			f.mu.Unlock()
 		}},
 		{name: "the claim's own start, released by an administrator meanwhile", state: StateStopped, claim: true, wantErr: "claim changed meanwhile", meanwhile: func(f *fakeCluster) {
 			f.add(setLeaseHolder(f.lease(LeaseName("desk-1")), ReconcilerIdentity, ReconcilerLeaseTTL, testNow))
