@@ -52,9 +52,14 @@ image: ## build the container image IMAGE (default ctpool-tui:VERSION) from the 
 demo: ## run the dashboard on the embedded simulated cluster
 	$(GO) run ./cmd/ctpool-tui --demo
 
+.PHONY: generate
+generate: ## regenerate the checked-in generated code (kube/permissions_gen.go, each action's RBAC permissions)
+	$(GO) generate ./kube
+
 .PHONY: lint
-lint: ## gofmt, go.mod and go.sum tidy, and go vet (with the integration tags too)
+lint: ## gofmt, go.mod and go.sum tidy, a stale generated permission table, and go vet (with the integration tags too)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) run ./kube/internal/permgen -check kube/permissions_gen.go
 	@$(GO) mod tidy -diff >/dev/null 2>&1 || { echo "go.mod/go.sum are not tidy: run go mod tidy"; $(GO) mod tidy -diff; exit 1; }
 	$(GO) vet $(PKGS)
 	$(GO) vet -tags integration $(PKGS)

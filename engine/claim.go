@@ -30,7 +30,7 @@ type ClaimResult struct {
 // same member and renews it when expired. A member with no Pod is started.
 func (e *Engine) Claim(ctx context.Context, pool, identity string) (res ClaimResult, err error) {
 	defer func() {
-		e.audit(ctx, AuditEntry{Pool: pool, Action: "claim", Member: res.Member, Identity: identity, Err: err})
+		e.audit(ctx, AuditEntry{Pool: pool, Action: ActionClaim, Member: res.Member, Identity: identity, Err: err})
 	}()
 	if err := ValidateIdentity(identity); err != nil {
 		return res, err

@@ -97,7 +97,7 @@ type Engine struct {
 // AuditEntry describes one operation for the audit trail.
 type AuditEntry struct {
 	Pool           string
-	Action         string // claim, release, force-release, apply, resize, delete, reconcile
+	Action         Action // claim, release, force-release, apply, resize, delete
 	Member         string
 	Identity       string // the claim identity given, when any
 	PreviousHolder string // for a force-release

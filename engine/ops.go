@@ -43,21 +43,31 @@ type ReleaseResult struct {
 // Release ends identity's claim on member: the Lease passes to the reconciler
 // (compare-and-swap), the Pod, console Service and data PVC are deleted and
 // waited for, the member is created again from the current source when its
-// index is within the size, and the Lease is deleted. With force, the claim
-// of another identity is released (identity may then be empty). A member
-// without a claim is left alone.
-func (e *Engine) Release(ctx context.Context, pool, member, identity string, force bool) (res ReleaseResult, err error) {
+// index is within the size, and the Lease is deleted. A claim of another
+// identity is ErrNotHolder (see ForceRelease). A member without a claim is
+// left alone.
+func (e *Engine) Release(ctx context.Context, pool, member, identity string) (ReleaseResult, error) {
+	return e.release(ctx, ActionRelease, pool, member, identity)
+}
+
+// ForceRelease ends the claim on member whoever holds it, as Release does
+// for its holder. It is an administrator's action: the engine asks Authorize
+// for PermForceRelease first. A member without a claim is left alone.
+func (e *Engine) ForceRelease(ctx context.Context, pool, member string) (ReleaseResult, error) {
+	return e.release(ctx, ActionForceRelease, pool, member, "")
+}
+
+// release is Release (action ActionRelease, identity the holder) and
+// ForceRelease (ActionForceRelease, no identity).
+func (e *Engine) release(ctx context.Context, action Action, pool, member, identity string) (res ReleaseResult, err error) {
+	force := action == ActionForceRelease
 	res.Member = member
 	defer func() {
-		action := "release"
-		if force {
-			action = "force-release"
-		}
 		if !res.NoOp || err != nil {
 			e.audit(ctx, AuditEntry{Pool: pool, Action: action, Member: member, Identity: identity, PreviousHolder: res.PreviousHolder, Err: err})
 		}
 	}()
-	if !force || identity != "" {
+	if !force {
 		if err := ValidateIdentity(identity); err != nil {
 			return res, err
 		}
@@ -214,7 +224,7 @@ func (e *Engine) ApplyEdit(ctx context.Context, pool string, edit SpecEdit, repl
 		if spec.Image != "" {
 			detail = fmt.Sprintf("image %s size %d", spec.Image, spec.Size)
 		}
-		e.audit(ctx, AuditEntry{Pool: pool, Action: "apply", Detail: detail, Err: err})
+		e.audit(ctx, AuditEntry{Pool: pool, Action: ActionApply, Detail: detail, Err: err})
 	}()
 	if err := ValidatePoolName(pool); err != nil {
 		return res, err
@@ -268,7 +278,7 @@ func (e *Engine) ApplyEdit(ctx context.Context, pool string, edit SpecEdit, repl
 // reconciles once.
 func (e *Engine) Resize(ctx context.Context, pool string, size int) (res ReconcileResult, err error) {
 	defer func() {
-		e.audit(ctx, AuditEntry{Pool: pool, Action: "resize", Detail: fmt.Sprintf("size %d", size), Err: err})
+		e.audit(ctx, AuditEntry{Pool: pool, Action: ActionResize, Detail: fmt.Sprintf("size %d", size), Err: err})
 	}()
 	snap, spec, err := e.readPool(ctx, pool)
 	if err != nil {
@@ -306,7 +316,7 @@ func (e *Engine) writeSpec(ctx context.Context, snap Snapshot, spec Spec) error 
 // when a member delete fails, so it is safe to run again. Deleting a pool
 // that does not exist succeeds.
 func (e *Engine) Delete(ctx context.Context, pool string) (err error) {
-	defer func() { e.audit(ctx, AuditEntry{Pool: pool, Action: "delete", Err: err}) }()
+	defer func() { e.audit(ctx, AuditEntry{Pool: pool, Action: ActionDelete, Err: err}) }()
 	if err := ValidatePoolName(pool); err != nil {
 		return err
 	}

@@ -288,11 +288,11 @@ func TestPersistentModeRefused(t *testing.T) {
 		{"reconcile", func(e *Engine) error { _, err := e.Reconcile(context.Background(), "desk"); return err }},
 		{"claim", func(e *Engine) error { _, err := e.Claim(context.Background(), "desk", "bob"); return err }},
 		{"release", func(e *Engine) error {
-			_, err := e.Release(context.Background(), "desk", "desk-1", "alice", false)
+			_, err := e.Release(context.Background(), "desk", "desk-1", "alice")
 			return err
 		}},
 		{"release --force", func(e *Engine) error {
-			_, err := e.Release(context.Background(), "desk", "desk-1", "", true)
+			_, err := e.ForceRelease(context.Background(), "desk", "desk-1")
 			return err
 		}},
 		{"resize", func(e *Engine) error { _, err := e.Resize(context.Background(), "desk", 3); return err }},
@@ -327,7 +327,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 	}
 	release := func(id string) func(e *Engine) error {
 		return func(e *Engine) error {
-			_, err := e.Release(context.Background(), "desk", "desk-1", id, false)
+			_, err := e.Release(context.Background(), "desk", "desk-1", id)
 			return err
 		}
 	}

@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 )
 
 // Permission is one RBAC permission: a verb on a resource of an API group.
@@ -35,4 +37,11 @@ func (e *Engine) authorize(ctx context.Context, p Permission) error {
 		return fmt.Errorf("%s needs permission %q: %w", p.Verb, p.String(), err)
 	}
 	return nil
+}
+
+// SortPermissions sorts permissions by group, resource and verb.
+func SortPermissions(ps []Permission) {
+	slices.SortFunc(ps, func(a, b Permission) int {
+		return cmp.Or(cmp.Compare(a.Group, b.Group), cmp.Compare(a.Resource, b.Resource), cmp.Compare(a.Verb, b.Verb))
+	})
 }

@@ -43,8 +43,8 @@ func (s Step) String() string {
 	return fmt.Sprintf("step(%d)", int(s))
 }
 
-// Action is one member action a reconcile took or skipped.
-type Action struct {
+// MemberAction is one member action a reconcile took or skipped.
+type MemberAction struct {
 	Step   Step
 	Member string
 	// Skipped says why nothing was done (claimed, maintenance, lease lost).
@@ -54,7 +54,7 @@ type Action struct {
 
 // ReconcileResult reports what a reconcile did.
 type ReconcileResult struct {
-	Actions []Action
+	Actions []MemberAction
 	// Status is the status computed at the end (written when it changed).
 	Status        Status
 	StatusWritten bool
@@ -159,7 +159,7 @@ func (e *Engine) reconcile(ctx context.Context, snap Snapshot, spec Spec, size i
 	view := Observe(withSize(snap, spec), now)
 	var res ReconcileResult
 	var mu sync.Mutex
-	add := func(a Action) {
+	add := func(a MemberAction) {
 		mu.Lock()
 		res.Actions = append(res.Actions, a)
 		if a.Err != nil {
@@ -217,10 +217,10 @@ func (e *Engine) reconcile(ctx context.Context, snap Snapshot, spec Spec, size i
 				err = fn(ctx, m)
 			}
 			if errors.Is(err, errClaimChanged) {
-				add(Action{Step: step, Member: m.Name, Skipped: "claim changed meanwhile"})
+				add(MemberAction{Step: step, Member: m.Name, Skipped: "claim changed meanwhile"})
 				return
 			}
-			add(Action{Step: step, Member: m.Name, Err: err})
+			add(MemberAction{Step: step, Member: m.Name, Err: err})
 		})
 		end := e.Now()
 		mu.Lock()
@@ -279,7 +279,7 @@ func (e *Engine) reconcile(ctx context.Context, snap Snapshot, spec Spec, size i
 		st.UpdatedAt = &t
 		if err := e.Cluster.PatchConfigMapData(ctx, snap.ConfigMap.Name, KeyStatus, st.Encode()); err != nil {
 			res.Errors = append(res.Errors, fmt.Sprintf("status: %v", err))
-			res.Actions = append(res.Actions, Action{Step: StepStatus, Err: err})
+			res.Actions = append(res.Actions, MemberAction{Step: StepStatus, Err: err})
 		} else {
 			res.StatusWritten = true
 			res.Status = st
@@ -394,7 +394,7 @@ func withSize(snap Snapshot, spec Spec) Snapshot {
 // Every Lease taken is removed after the member's work, also when the work
 // fails or ctx ends. A member's action is recorded when its Lease is gone (or
 // its removal failed), and runStep returns when every Lease of the step is.
-func (e *Engine) runStep(ctx context.Context, step Step, members []*Member, add func(Action), fn func(context.Context, *Member) error) {
+func (e *Engine) runStep(ctx context.Context, step Step, members []*Member, add func(MemberAction), fn func(context.Context, *Member) error) {
 	if len(members) == 0 {
 		return
 	}
@@ -428,7 +428,7 @@ func (e *Engine) runStep(ctx context.Context, step Step, members []*Member, add 
 					go func() { ahead <- take(m) }()
 				}
 				if cur.held == nil {
-					add(Action{Step: step, Member: cur.m.Name, Skipped: cur.skipped, Err: cur.err})
+					add(MemberAction{Step: step, Member: cur.m.Name, Skipped: cur.skipped, Err: cur.err})
 				} else {
 					err := fn(ctx, cur.m)
 					unlocks <- struct{}{}
@@ -439,7 +439,7 @@ func (e *Engine) runStep(ctx context.Context, step Step, members []*Member, add 
 							err = fmt.Errorf("remove lease: %w", uerr)
 						}
 						<-unlocks
-						add(Action{Step: step, Member: t.m.Name, Err: err})
+						add(MemberAction{Step: step, Member: t.m.Name, Err: err})
 					}(cur)
 				}
 				if ahead == nil {
@@ -458,7 +458,7 @@ func (e *Engine) runStep(ctx context.Context, step Step, members []*Member, add 
 // without a reconciler Lease; should a release have taken its Lease over
 // since the snapshot was read, starting it would put a Pod on data that is
 // being destroyed. The others are skipped.
-func (e *Engine) stillClaimed(ctx context.Context, pool string, creates, starts []*Member, add func(Action)) ([]*Member, []*Member) {
+func (e *Engine) stillClaimed(ctx context.Context, pool string, creates, starts []*Member, add func(MemberAction)) ([]*Member, []*Member) {
 	if len(creates)+len(starts) == 0 {
 		return creates, starts
 	}
@@ -472,9 +472,9 @@ func (e *Engine) stillClaimed(ctx context.Context, pool string, creates, starts 
 		for _, m := range ms {
 			switch {
 			case err != nil:
-				add(Action{Step: step, Member: m.Name, Err: fmt.Errorf("check the claim: %w", err)})
+				add(MemberAction{Step: step, Member: m.Name, Err: fmt.Errorf("check the claim: %w", err)})
 			case rv[m.Lease.Name] != m.Lease.ResourceVersion:
-				add(Action{Step: step, Member: m.Name, Skipped: "claim changed meanwhile"})
+				add(MemberAction{Step: step, Member: m.Name, Skipped: "claim changed meanwhile"})
 			default:
 				out = append(out, m)
 			}

@@ -43,7 +43,7 @@ func TestReleaseByHolder(t *testing.T) {
 		}
 	}
 
-	res, err := e.Release(context.Background(), "desk", "desk-1", "alice", false)
+	res, err := e.Release(context.Background(), "desk", "desk-1", "alice")
 	if err != nil {
 		t.Fatalf("Release: %v", err)
 	}
@@ -76,7 +76,7 @@ func TestReleaseWaitsForTerminatingObjects(t *testing.T) {
 	f.waits = make(chan act)
 	done := make(chan error, 1)
 	go func() {
-		_, err := e.Release(context.Background(), "desk", "desk-1", "alice", false)
+		_, err := e.Release(context.Background(), "desk", "desk-1", "alice")
 		done <- err
 	}()
 	for _, w := range []struct {
@@ -102,7 +102,7 @@ func TestReleaseStuckTerminating(t *testing.T) {
 	e, f := releaseFixture(t)
 	e.WaitTimeout = 10 * time.Millisecond
 	f.terminating = true
-	_, err := e.Release(context.Background(), "desk", "desk-1", "alice", false)
+	_, err := e.Release(context.Background(), "desk", "desk-1", "alice")
 	if err == nil || err.Error() != `release desk-1: Pod desk-1 still exists after 10ms (stuck Terminating? check its finalizers); the release is not undone: desk-1 stays under maintenance and a reconcile finishes it once the reconciler Lease is stale (2025-06-01T12:10:00Z)` {
 		t.Fatalf("Release = %v", err)
 	}
@@ -124,11 +124,9 @@ func TestReleaseWhoMay(t *testing.T) {
 	}{
 		{name: "holder", identity: "alice", wantWrite: true},
 		{name: "another identity", identity: "bob", wantIs: ErrNotHolder, wantErr: `desk-1 is claimed by "alice", not "bob" (an administrator can use --force)`},
-		{name: "another identity with force", identity: "admin@example.com", force: true, wantWrite: true},
-		{name: "force without identity", identity: "", force: true, wantWrite: true},
+		{name: "force", force: true, wantWrite: true},
 		{name: "empty identity without force", identity: "", wantErr: "invalid identity: must not be empty"},
 		{name: "reserved identity", identity: ReconcilerIdentity, wantIs: ErrReservedIdentity},
-		{name: "reserved identity with force", identity: ReconcilerIdentity, force: true, wantIs: ErrReservedIdentity},
 		{name: "control character", identity: "alice\n", wantErr: "U+000A"},
 	}
 	for _, tt := range tests {
@@ -136,7 +134,13 @@ func TestReleaseWhoMay(t *testing.T) {
 			e, f := releaseFixture(t)
 			var audit []AuditEntry
 			e.Audit = func(_ context.Context, a AuditEntry) { audit = append(audit, a) }
-			res, err := e.Release(context.Background(), "desk", "desk-1", tt.identity, tt.force)
+			release := func() (ReleaseResult, error) {
+				if tt.force {
+					return e.ForceRelease(context.Background(), "desk", "desk-1")
+				}
+				return e.Release(context.Background(), "desk", "desk-1", tt.identity)
+			}
+			res, err := release()
 			if !tt.wantWrite {
 				if err == nil || (tt.wantIs != nil && !errors.Is(err, tt.wantIs)) || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("Release = %v, want %v %q", err, tt.wantIs, tt.wantErr)
@@ -150,9 +154,9 @@ func TestReleaseWhoMay(t *testing.T) {
 				t.Fatalf("Release = %+v, %v", res, err)
 			}
 			assertActs(t, f.actions(), wantActs(releaseWrites...))
-			wantAction := "release"
+			wantAction := ActionRelease
 			if tt.force {
-				wantAction = "force-release"
+				wantAction = ActionForceRelease
 			}
 			if len(audit) != 1 || audit[0].Action != wantAction || audit[0].PreviousHolder != "alice" || audit[0].Identity != tt.identity {
 				t.Fatalf("audit %+v", audit)
@@ -176,7 +180,7 @@ func TestReleaseNoOps(t *testing.T) {
 			e, f := releaseFixture(t)
 			audited := false
 			e.Audit = func(context.Context, AuditEntry) { audited = true }
-			res, err := e.Release(context.Background(), "desk", tt.member, "alice", false)
+			res, err := e.Release(context.Background(), "desk", tt.member, "alice")
 			if tt.wantIs != nil {
 				errIs(t, err, tt.wantIs)
 			} else if err != nil || !res.NoOp || res.Member != tt.member {
@@ -195,7 +199,7 @@ func TestReleaseAboveSizeIsNotRecreated(t *testing.T) {
 	e, f := releaseFixture(t)
 	seedMember(f, 3, baseSpec(2), StateReady)
 	f.add(claimAt("desk", "desk-3", "carol", testNow))
-	res, err := e.Release(context.Background(), "desk", "desk-3", "carol", false)
+	res, err := e.Release(context.Background(), "desk", "desk-3", "carol")
 	if err != nil || res.Recreated || res.PreviousHolder != "carol" {
 		t.Fatalf("Release = %+v, %v", res, err)
 	}
@@ -217,7 +221,7 @@ func TestReleaseAboveSizeIsNotRecreated(t *testing.T) {
 func TestReleaseRecreateFails(t *testing.T) {
 	e, f := releaseFixture(t)
 	f.fail("create", kPod, "desk-1", errBoom, 1)
-	res, err := e.Release(context.Background(), "desk", "desk-1", "alice", false)
+	res, err := e.Release(context.Background(), "desk", "desk-1", "alice")
 	want := "release desk-1: the old desktop is gone but a new one could not be created (the next reconcile creates it): create Pod: boom"
 	if err == nil || err.Error() != want || !errors.Is(err, errBoom) || res.Recreated {
 		t.Fatalf("Release = %+v, %v; want %q", res, err, want)
@@ -272,7 +276,7 @@ func TestReleaseLosesTheCAS(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			e, f := releaseFixture(t)
 			tt.setup(f)
-			_, err := e.Release(context.Background(), "desk", "desk-1", "alice", false)
+			_, err := e.Release(context.Background(), "desk", "desk-1", "alice")
 			if err == nil || !strings.HasPrefix(err.Error(), "release desk-1: the claim changed meanwhile (released or renewed by someone else); nothing was done: ") {
 				t.Fatalf("Release = %v", err)
 			}
@@ -315,7 +319,7 @@ func TestReleaseRefusals(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			e, f := releaseFixture(t)
 			tt.setup(f)
-			_, err := e.Release(context.Background(), tt.pool, "desk-1", "alice", true)
+			_, err := e.ForceRelease(context.Background(), tt.pool, "desk-1")
 			errIs(t, err, tt.wantIs)
 			if len(f.writes()) != 0 {
 				t.Fatalf("writes %v", f.writes())
@@ -341,7 +345,7 @@ func TestReleaseDestroyFails(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			e, f := releaseFixture(t)
 			tt.inject(f)
-			res, err := e.Release(context.Background(), "desk", "desk-1", "alice", false)
+			res, err := e.Release(context.Background(), "desk", "desk-1", "alice")
 			if err == nil || !strings.HasPrefix(err.Error(), tt.want+"; the release is not undone: desk-1 stays under maintenance") || res.Recreated {
 				t.Fatalf("Release = %+v, %v", res, err)
 			}
@@ -361,7 +365,7 @@ func TestReleaseDestroyFails(t *testing.T) {
 			if r, err := e.Claim(ctx, "desk", "bob"); err == nil && r.Member == "desk-1" {
 				t.Fatal("a second user was given the half-released member")
 			}
-			if _, err := e.Release(ctx, "desk", "desk-1", "alice", false); !errors.Is(err, ErrMaintenance) {
+			if _, err := e.Release(ctx, "desk", "desk-1", "alice"); !errors.Is(err, ErrMaintenance) {
 				t.Fatalf("second release = %v, want ErrMaintenance", err)
 			}
 			f.clearFailures()
@@ -398,7 +402,7 @@ func TestReleaseDestroyFails(t *testing.T) {
 func TestReleaseFailsBeforeDestroying(t *testing.T) {
 	e, f := releaseFixture(t)
 	f.fail("patch", kPVC, "desk-1-data", errBoom, 0)
-	_, err := e.Release(context.Background(), "desk", "desk-1", "alice", false)
+	_, err := e.Release(context.Background(), "desk", "desk-1", "alice")
 	if err == nil || err.Error() != `release desk-1: mark PVC released: boom; nothing was destroyed and the claim was given back to "alice"` {
 		t.Fatalf("Release = %v", err)
 	}
@@ -424,7 +428,7 @@ func TestReleaseUnderMaintenanceSaysWhen(t *testing.T) {
 			delete(f.leases, LeaseName("desk-1"))
 			f.mu.Unlock()
 			f.add(ReconcilerLease(testNS, "desk", "desk-1", testNow.Add(-tt.age)))
-			_, err := e.Release(context.Background(), "desk", "desk-1", "alice", false)
+			_, err := e.Release(context.Background(), "desk", "desk-1", "alice")
 			if !errors.Is(err, ErrMaintenance) || err.Error() != tt.want {
 				t.Fatalf("Release = %v\nwant %s", err, tt.want)
 			}
@@ -467,7 +471,7 @@ func TestReleaseDestroysAPodStartedBeforeTheTake(t *testing.T) {
 					started = f.pod("desk-1")
 				}
 			}
-			if _, err := e.Release(context.Background(), "desk", "desk-1", "alice", false); err != nil {
+			if _, err := e.Release(context.Background(), "desk", "desk-1", "alice"); err != nil {
 				t.Fatalf("Release: %v", err)
 			}
 			if started != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"golang.org/x/sync/errgroup"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -55,31 +56,58 @@ func (a *Access) Authorize(ctx context.Context, p engine.Permission) error {
 // Capability is whether one action is available, and the first permission
 // that is missing when it is not.
 type Capability struct {
-	Action  string
+	Action  engine.Action
 	Allowed bool
 	Missing *engine.Permission
 }
 
-// Capabilities checks every permission of each action (see Actions).
-func (a *Access) Capabilities(ctx context.Context, actions []string) ([]Capability, error) {
-	cache := map[engine.Permission]bool{}
-	out := make([]Capability, 0, len(actions))
-	for _, act := range actions {
+// ReviewConcurrency bounds the SelfSubjectAccessReviews Capabilities has in
+// flight at once.
+const ReviewConcurrency = 8
+
+// Capabilities checks every permission of each action (RequiredPermissions,
+// a table derived at build time). Each distinct permission is asked once,
+// with up to ReviewConcurrency SelfSubjectAccessReviews in flight; the first
+// error ends the others and is returned.
+func (a *Access) Capabilities(ctx context.Context, actions []engine.Action) ([]Capability, error) {
+	need := make([][]engine.Permission, len(actions))
+	var distinct []engine.Permission
+	seen := map[engine.Permission]bool{}
+	for i, act := range actions {
 		perms, err := RequiredPermissions(act)
 		if err != nil {
 			return nil, err
 		}
-		c := Capability{Action: act, Allowed: true}
+		need[i] = perms
 		for _, p := range perms {
-			ok, seen := cache[p]
-			if !seen {
-				ok, _, err = a.Allowed(ctx, p)
-				if err != nil {
-					return nil, err
-				}
-				cache[p] = ok
+			if !seen[p] {
+				seen[p] = true
+				distinct = append(distinct, p)
 			}
-			if !ok {
+		}
+	}
+	allowed := make([]bool, len(distinct))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(ReviewConcurrency)
+	for i, p := range distinct {
+		g.Go(func() error {
+			ok, _, err := a.Allowed(gctx, p)
+			allowed[i] = ok
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	answer := make(map[engine.Permission]bool, len(distinct))
+	for i, p := range distinct {
+		answer[p] = allowed[i]
+	}
+	out := make([]Capability, 0, len(actions))
+	for i, act := range actions {
+		c := Capability{Action: act, Allowed: true}
+		for _, p := range need[i] {
+			if !answer[p] {
 				p := p
 				c.Allowed, c.Missing = false, &p
 				break

@@ -85,10 +85,10 @@ func (a *Auditor) Record(ctx context.Context, e engine.AuditEntry) {
 			Name:        fmt.Sprintf("%s.%x%02x", cm, t.UnixNano(), a.seq.Add(1)%256),
 			Namespace:   a.Namespace,
 			Labels:      map[string]string{engine.LabelPool: e.Pool},
-			Annotations: map[string]string{AuditAnnotation: e.Action},
+			Annotations: map[string]string{AuditAnnotation: string(e.Action)},
 		},
 		InvolvedObject:      corev1.ObjectReference{Kind: "ConfigMap", APIVersion: "v1", Namespace: a.Namespace, Name: cm},
-		Reason:              auditReason(e.Action),
+		Reason:              auditReason(string(e.Action)),
 		Message:             truncate(msg.String(), 1024),
 		Type:                typ,
 		Source:              corev1.EventSource{Component: AuditComponent},
@@ -96,7 +96,7 @@ func (a *Auditor) Record(ctx context.Context, e engine.AuditEntry) {
 		// The instance of the program that wrote it; the person is named in
 		// the message.
 		ReportingInstance: Instance(),
-		Action:            e.Action,
+		Action:            string(e.Action),
 		FirstTimestamp:    metav1.NewTime(t),
 		LastTimestamp:     metav1.NewTime(t),
 		Count:             1,

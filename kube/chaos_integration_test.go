@@ -745,9 +745,9 @@ func (h *chaosHarness) runOp(ctx context.Context, rng *rand.Rand, op string) {
 		defer h.unlock(m.Name)
 		var err error
 		if op == "release" {
-			_, err = h.user.Release(ctx, chaosPool, m.Name, m.Holder(), false)
+			_, err = h.user.Release(ctx, chaosPool, m.Name, m.Holder())
 		} else {
-			_, err = h.user.Release(ctx, chaosPool, m.Name, "", true)
+			_, err = h.user.ForceRelease(ctx, chaosPool, m.Name)
 		}
 		if err == nil {
 			h.mu.Lock()
@@ -845,7 +845,7 @@ func (h *chaosHarness) failingRelease(ctx context.Context, rng *rand.Rand) {
 	h.holds[m.PVC.UID] = m.Name
 	h.mu.Unlock()
 	f := &failedRelease{member: m.Name, identity: m.Holder(), pvcUID: m.PVC.UID, held: true, batch: h.batchNo()}
-	res, err := h.failing.Release(ctx, chaosPool, m.Name, m.Holder(), false)
+	res, err := h.failing.Release(ctx, chaosPool, m.Name, m.Holder())
 	if err == nil && !res.NoOp {
 		h.mu.Lock()
 		hist := h.historyOf(m.Name)
@@ -1193,7 +1193,7 @@ func (h *chaosHarness) converge(ctx context.Context) {
 		for i := range v.Members {
 			if m := &v.Members[i]; m.Claimed {
 				left++
-				_, err := h.user.Release(ctx, chaosPool, m.Name, "", true)
+				_, err := h.user.ForceRelease(ctx, chaosPool, m.Name)
 				h.count("final force-release", err)
 			}
 		}

@@ -206,7 +206,7 @@ func TestIntegrationReleaseFailsMidDestroy(t *testing.T) {
 
 	short := *eng
 	short.WaitTimeout = 3 * time.Second
-	_, err = short.Release(ctx, "half", res.Member, "alice@example.com", false)
+	_, err = short.Release(ctx, "half", res.Member, "alice@example.com")
 	if err == nil || !strings.Contains(err.Error(), "the release is not undone") {
 		t.Fatalf("Release = %v", err)
 	}

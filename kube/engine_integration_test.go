@@ -162,7 +162,7 @@ func TestIntegrationReleaseLosesCompareAndSwap(t *testing.T) {
 
 	stale := *eng
 	stale.Cluster = &kube.Cluster{Client: env.Client, Namespace: env.Namespace, Reader: staleReader{before}}
-	_, err = stale.Release(ctx, "cas", "cas-1", "", true)
+	_, err = stale.ForceRelease(ctx, "cas", "cas-1")
 	if !errors.Is(err, engine.ErrConflict) || !strings.Contains(err.Error(), "changed meanwhile") {
 		t.Fatalf("release with a stale lease: got %v, want a conflict that says the claim changed", err)
 	}
@@ -322,7 +322,7 @@ func TestIntegrationReleaseWaitsForPodAndPVC(t *testing.T) {
 	if before.PVC.Finalizers == nil || !contains(before.PVC.Finalizers, "kubernetes.io/pvc-protection") {
 		t.Fatalf("pvc-protection finalizer missing on %s: %v", before.PVC.Name, before.PVC.Finalizers)
 	}
-	res, err := eng.Release(ctx, "rel", "rel-1", "alice@example.com", false)
+	res, err := eng.Release(ctx, "rel", "rel-1", "alice@example.com")
 	if err != nil {
 		t.Fatalf("release: %v", err)
 	}
@@ -338,7 +338,7 @@ func TestIntegrationReleaseWaitsForPodAndPVC(t *testing.T) {
 		t.Fatalf("lease left after release: %+v", after.Lease.Spec)
 	}
 	// Releasing again does nothing.
-	res, err = eng.Release(ctx, "rel", "rel-1", "alice@example.com", false)
+	res, err = eng.Release(ctx, "rel", "rel-1", "alice@example.com")
 	if err != nil || !res.NoOp {
 		t.Fatalf("second release: %+v %v", res, err)
 	}
@@ -360,7 +360,7 @@ func TestIntegrationDeletePool(t *testing.T) {
 	if !v.Defined || v.Status.Claimed != 1 {
 		t.Fatalf("definition or claim lost after a refused delete: defined=%v claimed=%d", v.Defined, v.Status.Claimed)
 	}
-	if _, err := eng.Release(ctx, "gone", v.Members[0].Name, "", true); err != nil {
+	if _, err := eng.ForceRelease(ctx, "gone", v.Members[0].Name); err != nil {
 		t.Fatal(err)
 	}
 	if err := eng.Delete(ctx, "gone"); err != nil {
@@ -438,7 +438,7 @@ func TestIntegrationConcurrentAdmins(t *testing.T) {
 		}
 	}
 	check("force-release", "the claim changed meanwhile", both(func(e *engine.Engine) error {
-		_, err := e.Release(ctx, "admins", "admins-1", "", true)
+		_, err := e.ForceRelease(ctx, "admins", "admins-1")
 		return err
 	}))
 	check("resize", "changed by someone else meanwhile", both(func(e *engine.Engine) error {

@@ -21,8 +21,9 @@ import (
 )
 
 // ConsolePermissions is what a console session needs. Exec cannot run on
-// the fake clientset RequiredPermissions records from, so it is declared
-// here, next to the code that makes the calls.
+// the fake clientset the permission table is derived on
+// (kube/internal/permderive), so it is declared here, next to the code that
+// makes the calls.
 var ConsolePermissions = []engine.Permission{
 	{Resource: "pods", Verb: "get"},
 	{Resource: "pods/exec", Verb: "create"},

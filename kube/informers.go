@@ -12,10 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	coordinationlisters "k8s.io/client-go/listers/coordination/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -42,14 +39,13 @@ type Watcher struct {
 	client    kubernetes.Interface
 	namespace string
 	now       func() time.Time
-	factory   informers.SharedInformerFactory
+	informers *PoolInformers
 	selector  labels.Selector
 
 	cms    corelisters.ConfigMapLister
 	pods   corelisters.PodLister
 	pvcs   corelisters.PersistentVolumeClaimLister
 	leases coordinationlisters.LeaseLister
-	synced []cache.InformerSynced
 
 	changed chan struct{}
 
@@ -82,45 +78,32 @@ func WithProbeInterval(d time.Duration) WatcherOption { return func(w *Watcher) 
 // WithClock sets the clock the Watcher stamps its health with (tests).
 func WithClock(now func() time.Time) WatcherOption { return func(w *Watcher) { w.now = now } }
 
-// NewWatcher builds the informers for namespace. Nothing is read until Start.
+// NewWatcher builds the informers for namespace (NewPoolInformers).
+// Nothing is read until Start.
 func NewWatcher(client kubernetes.Interface, namespace string, opts ...WatcherOption) *Watcher {
-	req, err := labels.NewRequirement(engine.LabelPool, selection.Exists, nil)
-	if err != nil { // a constant, valid key: cannot fail
-		panic(fmt.Sprintf("pool label selector: %v", err))
-	}
 	w := &Watcher{
 		client:     client,
 		namespace:  namespace,
 		probeEvery: DefaultProbeInterval,
 		now:        time.Now,
-		selector:   labels.NewSelector().Add(*req),
 		changed:    make(chan struct{}, 1),
 	}
 	for _, o := range opts {
 		o(w)
 	}
-	w.factory = informers.NewSharedInformerFactoryWithOptions(client, 0,
-		informers.WithNamespace(namespace),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = w.selector.String() }),
-		informers.WithTransform(StripForCache),
-	)
-	core := w.factory.Core().V1()
-	cmInf, podInf, pvcInf := core.ConfigMaps(), core.Pods(), core.PersistentVolumeClaims()
-	leaseInf := w.factory.Coordination().V1().Leases()
-	w.cms, w.pods, w.pvcs, w.leases = cmInf.Lister(), podInf.Lister(), pvcInf.Lister(), leaseInf.Lister()
-	for _, inf := range []cache.SharedIndexInformer{cmInf.Informer(), podInf.Informer(), pvcInf.Informer(), leaseInf.Informer()} {
-		// Both fail only once the informer has started; it has not.
-		_ = inf.SetWatchErrorHandlerWithContext(w.onWatchError)
-		_, _ = inf.AddEventHandler(cache.FilteringResourceEventHandler{
-			FilterFunc: w.selected,
-			Handler: cache.ResourceEventHandlerFuncs{
-				AddFunc:    func(any) { w.signal() },
-				UpdateFunc: func(any, any) { w.signal() },
-				DeleteFunc: func(any) { w.signal() },
-			},
-		})
-		w.synced = append(w.synced, inf.HasSynced)
-	}
+	w.informers = NewPoolInformers(client, namespace, cache.FilteringResourceEventHandler{
+		FilterFunc: w.selected,
+		Handler: cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(any) { w.signal() },
+			UpdateFunc: func(any, any) { w.signal() },
+			DeleteFunc: func(any) { w.signal() },
+		},
+	}, w.onWatchError)
+	w.selector = w.informers.Selector()
+	w.cms = corelisters.NewConfigMapLister(w.informers.ConfigMaps.GetIndexer())
+	w.pods = corelisters.NewPodLister(w.informers.Pods.GetIndexer())
+	w.pvcs = corelisters.NewPersistentVolumeClaimLister(w.informers.PVCs.GetIndexer())
+	w.leases = coordinationlisters.NewLeaseLister(w.informers.Leases.GetIndexer())
 	return w
 }
 
@@ -133,11 +116,7 @@ func (w *Watcher) Start(ctx context.Context) error {
 	if !w.started.CompareAndSwap(false, true) {
 		return errors.New("watcher already started")
 	}
-	w.factory.Start(ctx.Done())
-	go func() {
-		<-ctx.Done()
-		w.factory.Shutdown()
-	}()
+	w.informers.Start(ctx)
 	go Probe(ctx, w.client, w.probeEvery, w.probed)
 	return nil
 }
@@ -195,19 +174,10 @@ func (w *Watcher) probed(err error) {
 }
 
 // WaitForSync waits until every cache has synced or ctx ends.
-func (w *Watcher) WaitForSync(ctx context.Context) bool {
-	return cache.WaitForCacheSync(ctx.Done(), w.synced...)
-}
+func (w *Watcher) WaitForSync(ctx context.Context) bool { return w.informers.WaitForSync(ctx) }
 
 // Synced reports whether every cache has finished its first list.
-func (w *Watcher) Synced() bool {
-	for _, s := range w.synced {
-		if !s() {
-			return false
-		}
-	}
-	return true
-}
+func (w *Watcher) Synced() bool { return w.informers.Synced() }
 
 // Changed delivers at most one pending signal after any number of changes.
 func (w *Watcher) Changed() <-chan struct{} { return w.changed }
@@ -241,24 +211,11 @@ func (w *Watcher) Snapshots() []engine.Snapshot {
 	return engine.GroupByPool(w.namespace, cms, pods, pvcs, leases)
 }
 
-// Snapshot returns one pool's objects from the caches. It fails while the
-// caches have not synced, so that an operation never acts on an empty cache.
+// Snapshot returns one pool's objects from the caches. It fails with
+// ErrNotSynced while the caches have not synced, so that an operation never
+// acts on an empty cache.
 func (w *Watcher) Snapshot(ctx context.Context, pool string) (engine.Snapshot, error) {
-	snap := engine.Snapshot{Namespace: w.namespace, Pool: pool}
-	if err := ctx.Err(); err != nil {
-		return snap, err
-	}
-	if !w.Synced() {
-		return snap, errors.New("the informer cache has not synced yet")
-	}
-	sel := labels.SelectorFromSet(labels.Set{engine.LabelPool: pool})
-	if cm, err := w.cms.ConfigMaps(w.namespace).Get(engine.ConfigMapName(pool)); err == nil && cm.Labels[engine.LabelPool] == pool {
-		snap.ConfigMap = cm
-	}
-	snap.Pods, _ = w.pods.Pods(w.namespace).List(sel)
-	snap.PVCs, _ = w.pvcs.PersistentVolumeClaims(w.namespace).List(sel)
-	snap.Leases, _ = w.leases.Leases(w.namespace).List(sel)
-	return snap, nil
+	return w.informers.Snapshot(ctx, PoolKey{Namespace: w.namespace, Pool: pool})
 }
 
 // selected reports whether an object carries the pool label. The list and

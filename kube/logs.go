@@ -12,8 +12,8 @@ import (
 )
 
 // LogPermissions is what the logs view needs. Log streams cannot run on the
-// fake clientset RequiredPermissions records from, so they are declared here,
-// next to the code that makes the call.
+// fake clientset the permission table is derived on (kube/internal/permderive),
+// so they are declared here, next to the code that makes the call.
 var LogPermissions = []engine.Permission{
 	{Resource: "pods", Verb: "get"},
 	{Resource: "pods/log", Verb: "get"},

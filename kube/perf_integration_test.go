@@ -580,10 +580,10 @@ func measureClaims(t testing.TB, env *kubetest.Env, pc *perfClient, pool string,
 		}
 		start = time.Now()
 		if i%2 == 0 {
-			_, err = dash.Release(ctx, pool, r.Member, id, false)
+			_, err = dash.Release(ctx, pool, r.Member, id)
 			f.release = append(f.release, time.Since(start))
 		} else {
-			_, err = dash.Release(ctx, pool, r.Member, "", true)
+			_, err = dash.ForceRelease(ctx, pool, r.Member)
 			f.force = append(f.force, time.Since(start))
 		}
 		if err != nil {

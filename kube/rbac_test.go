@@ -2,6 +2,7 @@ package kube
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
@@ -70,11 +71,11 @@ func TestRolePermissionsDerivedFromCalls(t *testing.T) {
 
 func TestConsoleAndLogsPermissions(t *testing.T) {
 	for _, c := range []struct {
-		action string
+		action engine.Action
 		want   []engine.Permission
 	}{
-		{ActionConsole, ConsolePermissions},
-		{ActionLogs, LogPermissions},
+		{engine.ActionConsole, ConsolePermissions},
+		{engine.ActionLogs, LogPermissions},
 	} {
 		ps, err := RequiredPermissions(c.action)
 		if err != nil {
@@ -91,7 +92,26 @@ func TestConsoleAndLogsPermissions(t *testing.T) {
 			}
 		}
 	}
-	if !slices.Contains(allActions(), ActionConsole) || !slices.Contains(allActions(), ActionLogs) {
-		t.Errorf("allActions() = %v lacks console or logs", allActions())
+	if !slices.Contains(engine.AllActions, engine.ActionConsole) || !slices.Contains(engine.AllActions, engine.ActionLogs) {
+		t.Errorf("engine.AllActions = %v lacks console or logs", engine.AllActions)
+	}
+}
+
+func TestRequiredPermissionsOfEveryAction(t *testing.T) {
+	for _, a := range engine.AllActions {
+		ps, err := RequiredPermissions(a)
+		if err != nil || len(ps) == 0 {
+			t.Errorf("%s: %v, %v", a, ps, err)
+		}
+		// A copy: the caller may not change the table.
+		if len(ps) > 0 {
+			ps[0].Verb = "changed"
+			if again, _ := RequiredPermissions(a); again[0].Verb == "changed" {
+				t.Errorf("%s: RequiredPermissions returned the table itself", a)
+			}
+		}
+	}
+	if _, err := RequiredPermissions("assign"); err == nil || !strings.Contains(err.Error(), `unknown action "assign"`) {
+		t.Errorf("an unknown action: %v", err)
 	}
 }

@@ -7,14 +7,16 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/ctpool-tui/ctpool-tui/engine"
 )
 
 // sideState is what the dashboard learns besides the pools: the nodes for
 // the diagnosis, what the user may do, and the open pool's audit Events.
 type sideState struct {
 	nodes   []*corev1.Node
-	noNodes bool                  // the user may not read nodes: not asked again
-	caps    map[string]Capability // by action name; nil until known
+	noNodes bool                         // the user may not read nodes: not asked again
+	caps    map[engine.Action]Capability // nil until known
 	capsErr error
 	audit   auditModel
 }
@@ -36,7 +38,7 @@ func capsCmd(ctx context.Context, a Access) tea.Cmd {
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, capsTimeout)
 		defer cancel()
-		caps, err := a.Capabilities(ctx, append([]string(nil), ActionNames...))
+		caps, err := a.Capabilities(ctx, append([]engine.Action(nil), ActionNames...))
 		return capsMsg{caps: caps, err: err}
 	}
 }
@@ -77,7 +79,7 @@ func (m *Model) updateSide(msg tea.Msg) tea.Cmd {
 	case capsMsg:
 		m.side.capsErr = msg.err
 		if msg.err == nil {
-			m.side.caps = map[string]Capability{}
+			m.side.caps = map[engine.Action]Capability{}
 			for _, c := range msg.caps {
 				m.side.caps[c.Action] = c
 			}
@@ -110,7 +112,7 @@ func (m *Model) refusal(kind actionKind) string {
 	if m.health.disconnected() {
 		return unreachable + ": " + kind.String() + " needs the server (data " + short(m.now.Sub(m.health.lastSync)) + " old)"
 	}
-	if c, ok := m.side.caps[kind.String()]; ok && !c.Allowed {
+	if c, ok := m.side.caps[kind]; ok && !c.Allowed {
 		return kind.String() + " is not allowed: needs " + orWord(c.Missing, "a permission")
 	}
 	return ""
@@ -118,7 +120,7 @@ func (m *Model) refusal(kind actionKind) string {
 
 // missing is the permission an action lacks ("" when allowed or unknown).
 func (m *Model) missing(kind actionKind) (string, bool) {
-	if c, ok := m.side.caps[kind.String()]; ok && !c.Allowed {
+	if c, ok := m.side.caps[kind]; ok && !c.Allowed {
 		return orWord(c.Missing, "a permission"), true
 	}
 	return "", false

@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -77,9 +78,9 @@ var operatorCaps = []Capability{
 	{Action: "delete", Missing: "delete configmaps"},
 }
 
-type fakeAccess struct{ asked []string }
+type fakeAccess struct{ asked []engine.Action }
 
-func (f *fakeAccess) Capabilities(_ context.Context, actions []string) ([]Capability, error) {
+func (f *fakeAccess) Capabilities(_ context.Context, actions []engine.Action) ([]Capability, error) {
 	f.asked = actions
 	return operatorCaps, nil
 }
@@ -163,7 +164,7 @@ func TestCapabilitiesAskedAtStartNotInReadOnly(t *testing.T) {
 	fa := &fakeAccess{}
 	m := newModel(context.Background(), Options{Data: newFakeData(nil), Access: fa, Now: func() time.Time { return t0 }})
 	msg := waitMsg[capsMsg](t, m.Init())
-	if strings.Join(fa.asked, ",") != strings.Join(ActionNames, ",") {
+	if !slices.Equal(fa.asked, ActionNames) {
 		t.Fatalf("asked %v, want %v", fa.asked, ActionNames)
 	}
 	m.Update(msg)
@@ -287,7 +288,7 @@ func TestAuditListsOnlyAuditEventsNewestFirst(t *testing.T) {
 // failingAccess fails until ok is set.
 type failingAccess struct{ ok bool }
 
-func (f *failingAccess) Capabilities(_ context.Context, _ []string) ([]Capability, error) {
+func (f *failingAccess) Capabilities(_ context.Context, _ []engine.Action) ([]Capability, error) {
 	if !f.ok {
 		return nil, errors.New("connection refused")
 	}

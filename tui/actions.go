@@ -12,45 +12,27 @@ import (
 	"github.com/ctpool-tui/ctpool-tui/engine"
 )
 
-// actionKind is one of the dashboard's operations.
-type actionKind int
+// actionKind is one of the dashboard's operations, named as the engine names
+// them for the audit Events and the RBAC roles.
+type actionKind = engine.Action
 
 const (
-	actReconcile actionKind = iota
-	actRelease
-	actForceRelease
-	actResize
-	actDelete
-	actClaim   // assign a free member to an identity (assign.go)
-	actConsole // a terminal in a member (console.go)
-	actLogs    // a member's log (logs.go); a read, never logged
+	actReconcile    = engine.ActionReconcile
+	actRelease      = engine.ActionRelease
+	actForceRelease = engine.ActionForceRelease
+	actResize       = engine.ActionResize
+	actDelete       = engine.ActionDelete
+	actClaim        = engine.ActionClaim   // assign a free member to an identity (assign.go)
+	actConsole      = engine.ActionConsole // a terminal in a member (console.go)
+	actLogs         = engine.ActionLogs    // a member's log (logs.go); a read, never logged
 )
-
-func (k actionKind) String() string {
-	switch k {
-	case actRelease:
-		return "release"
-	case actForceRelease:
-		return "force-release"
-	case actResize:
-		return "resize"
-	case actDelete:
-		return "delete"
-	case actClaim:
-		return "claim"
-	case actConsole:
-		return "console"
-	case actLogs:
-		return "logs"
-	}
-	return "reconcile"
-}
 
 // actionRequest is everything an action needs, copied out of the model.
 type actionRequest struct {
 	kind         actionKind
 	pool, member string
-	holder       string // the claim holder a release ends (raw, unsanitised)
+	holder       string // release, force-release: the holder of the claim it ends (raw, unsanitised)
+	assignee     string // claim: the identity a member is assigned to (raw, unsanitised)
 	size, from   int    // resize: new and old size
 }
 
@@ -69,7 +51,7 @@ func (r actionRequest) describe() string {
 	case actDelete:
 		return "delete pool " + r.pool
 	case actClaim:
-		return fmt.Sprintf("assign %s to %s", r.pool, r.holder)
+		return fmt.Sprintf("assign %s to %s", r.pool, r.assignee)
 	case actConsole:
 		return "console " + r.member
 	case actLogs:
@@ -126,13 +108,11 @@ func actionCmd(ctx context.Context, a Actions, timeout time.Duration, id int, re
 		case actReconcile:
 			res, err := a.Reconcile(ctx, req.pool)
 			return done(reconcileText(res), err)
-		case actRelease, actForceRelease:
-			force := req.kind == actForceRelease
-			identity := req.holder
-			if force {
-				identity = ""
-			}
-			res, err := a.Release(ctx, req.pool, req.member, identity, force)
+		case actRelease:
+			res, err := a.Release(ctx, req.pool, req.member, req.holder)
+			return done(releaseText(req, res), err)
+		case actForceRelease:
+			res, err := a.ForceRelease(ctx, req.pool, req.member)
 			return done(releaseText(req, res), err)
 		case actResize:
 			res, err := a.Resize(ctx, req.pool, req.size)
@@ -140,10 +120,10 @@ func actionCmd(ctx context.Context, a Actions, timeout time.Duration, id int, re
 		case actDelete:
 			return done("pool deleted", a.Delete(ctx, req.pool))
 		case actClaim:
-			res, err := a.Claim(ctx, req.pool, req.holder)
+			res, err := a.Claim(ctx, req.pool, req.assignee)
 			return done(claimText(req, res), err)
 		}
-		return done("", fmt.Errorf("unknown action %d", req.kind))
+		return done("", fmt.Errorf("unknown action %q", req.kind))
 	}
 }
 

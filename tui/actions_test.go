@@ -58,7 +58,7 @@ func TestForceReleaseNeedsConfirmation(t *testing.T) {
 		t.Fatal("confirm did not start the action")
 	}
 	m.Update(waitMsg[actionDoneMsg](t, cmd))
-	want := []call{{op: "release", pool: "desk", member: "desk-2", identity: "", force: true}}
+	want := []call{{op: "force-release", pool: "desk", member: "desk-2"}}
 	if got := acts.Calls(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("calls %+v, want %+v", got, want)
 	}
@@ -78,7 +78,7 @@ func TestReleaseIsAForceRelease(t *testing.T) {
 	}
 	cmd := press(m, "right", "enter")
 	m.Update(waitMsg[actionDoneMsg](t, cmd))
-	want := []call{{op: "release", pool: "desk", member: "desk-3", identity: "", force: true}}
+	want := []call{{op: "force-release", pool: "desk", member: "desk-3"}}
 	if got := acts.Calls(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("calls %+v, want %+v", got, want)
 	}

@@ -33,7 +33,10 @@ type DataSource interface {
 // satisfies it. In read-only mode it may be nil and is never called.
 type Actions interface {
 	Reconcile(ctx context.Context, pool string) (engine.ReconcileResult, error)
-	Release(ctx context.Context, pool, member, identity string, force bool) (engine.ReleaseResult, error)
+	// Release ends identity's claim (the dashboard releases as the holder).
+	Release(ctx context.Context, pool, member, identity string) (engine.ReleaseResult, error)
+	// ForceRelease ends a claim whoever holds it (administrators).
+	ForceRelease(ctx context.Context, pool, member string) (engine.ReleaseResult, error)
 	Resize(ctx context.Context, pool string, size int) (engine.ReconcileResult, error)
 	Delete(ctx context.Context, pool string) error
 	// Claim gives a free member of pool to identity (assign, key a).
@@ -71,20 +74,22 @@ type NodeSource interface {
 // permission that is missing when not (e.g. "force-release
 // leases.coordination.k8s.io").
 type Capability struct {
-	Action  string
+	Action  engine.Action
 	Allowed bool
 	Missing string
 }
 
 // Access asks the API server what the user may do (optional). It is called
-// once, asynchronously, at start, with the action names of ActionNames.
+// asynchronously at start, and again after an outage, with ActionNames.
 type Access interface {
-	Capabilities(ctx context.Context, actions []string) ([]Capability, error)
+	Capabilities(ctx context.Context, actions []engine.Action) ([]Capability, error)
 }
 
-// ActionNames are the actions the dashboard offers, named as kube's RBAC
-// actions (kube.ActionReconcile and so on).
-var ActionNames = []string{"reconcile", "release", "force-release", "resize", "delete", "claim", "console", "logs"}
+// ActionNames are the actions the dashboard offers.
+var ActionNames = []engine.Action{
+	engine.ActionReconcile, engine.ActionRelease, engine.ActionForceRelease, engine.ActionResize,
+	engine.ActionDelete, engine.ActionClaim, engine.ActionConsole, engine.ActionLogs,
+}
 
 var _ Actions = (*engine.Engine)(nil)
 

@@ -51,7 +51,7 @@ func (m *Model) confirmAssign(d *dialogModel) tea.Cmd {
 	}
 	m.dialog = nil
 	req := d.req
-	req.holder = identity
+	req.assignee = identity
 	return m.startAction(req)
 }
 
@@ -61,11 +61,11 @@ func claimText(req actionRequest, r engine.ClaimResult) string {
 	case r.Member == "":
 		return "no member assigned"
 	case r.Renewed:
-		return fmt.Sprintf("%s already held %s: its expired claim was renewed", req.holder, r.Member)
+		return fmt.Sprintf("%s already held %s: its expired claim was renewed", req.assignee, r.Member)
 	case r.Existing:
-		return fmt.Sprintf("%s already holds %s (same desktop)", req.holder, r.Member)
+		return fmt.Sprintf("%s already holds %s (same desktop)", req.assignee, r.Member)
 	}
-	s := fmt.Sprintf("%s assigned to %s", r.Member, req.holder)
+	s := fmt.Sprintf("%s assigned to %s", r.Member, req.assignee)
 	if len(r.Warnings) > 0 {
 		s += " (" + strings.Join(r.Warnings, "; ") + ")"
 	}

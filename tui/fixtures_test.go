@@ -236,7 +236,6 @@ func (f *fakeData) signal() {
 // call is one recorded Actions call.
 type call struct {
 	op, pool, member, identity string
-	force                      bool
 	size                       int
 }
 
@@ -262,10 +261,14 @@ func (f *fakeActions) Calls() []call {
 
 func (f *fakeActions) Reconcile(_ context.Context, pool string) (engine.ReconcileResult, error) {
 	err := f.record(call{op: "reconcile", pool: pool})
-	return engine.ReconcileResult{Actions: []engine.Action{{Member: pool + "-1"}}}, err
+	return engine.ReconcileResult{Actions: []engine.MemberAction{{Member: pool + "-1"}}}, err
 }
-func (f *fakeActions) Release(_ context.Context, pool, member, identity string, force bool) (engine.ReleaseResult, error) {
-	err := f.record(call{op: "release", pool: pool, member: member, identity: identity, force: force})
+func (f *fakeActions) Release(_ context.Context, pool, member, identity string) (engine.ReleaseResult, error) {
+	err := f.record(call{op: "release", pool: pool, member: member, identity: identity})
+	return engine.ReleaseResult{Member: member, PreviousHolder: "bob@example.com", Recreated: true}, err
+}
+func (f *fakeActions) ForceRelease(_ context.Context, pool, member string) (engine.ReleaseResult, error) {
+	err := f.record(call{op: "force-release", pool: pool, member: member})
 	return engine.ReleaseResult{Member: member, PreviousHolder: "bob@example.com", Recreated: true}, err
 }
 func (f *fakeActions) Resize(_ context.Context, pool string, size int) (engine.ReconcileResult, error) {

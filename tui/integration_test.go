@@ -267,7 +267,7 @@ func accessFor(client kubernetes.Interface, ns string) Access {
 
 type accessAdapter struct{ a *kube.Access }
 
-func (a accessAdapter) Capabilities(ctx context.Context, actions []string) ([]Capability, error) {
+func (a accessAdapter) Capabilities(ctx context.Context, actions []engine.Action) ([]Capability, error) {
 	caps, err := a.a.Capabilities(ctx, actions)
 	if err != nil {
 		return nil, err
@@ -296,16 +296,16 @@ func TestIntegrationOperatorForceRelease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	by := map[string]kube.Capability{}
+	by := map[engine.Action]kube.Capability{}
 	for _, c := range caps {
 		by[c.Action] = c
 	}
-	for _, a := range []string{kube.ActionReconcile, kube.ActionRelease, kube.ActionResize} {
+	for _, a := range []engine.Action{engine.ActionReconcile, engine.ActionRelease, engine.ActionResize} {
 		if !by[a].Allowed {
 			t.Errorf("operator: %s unavailable (missing %v)", a, by[a].Missing)
 		}
 	}
-	fr := by[kube.ActionForceRelease]
+	fr := by[engine.ActionForceRelease]
 	if fr.Allowed || fr.Missing == nil || fr.Missing.String() != "force-release leases.coordination.k8s.io" {
 		t.Fatalf("operator force-release: %+v (missing %v)", fr, fr.Missing)
 	}
@@ -325,7 +325,7 @@ func TestIntegrationOperatorForceRelease(t *testing.T) {
 	eng := &engine.Engine{Cluster: kube.NewCluster(client, env.Namespace), Namespace: env.Namespace, Now: time.Now,
 		Authorize: access.Authorize}
 	member := engine.MemberName("op", 1)
-	_, relErr := eng.Release(t.Context(), "op", member, "", true)
+	_, relErr := eng.ForceRelease(t.Context(), "op", member)
 	if !errors.Is(relErr, engine.ErrForbidden) {
 		t.Fatalf("forced release as operator: %v, want ErrForbidden", relErr)
 	}
@@ -346,7 +346,7 @@ func TestIntegrationAuditList(t *testing.T) {
 	seedPool(t, env, "au", "")
 	ctx := t.Context()
 	aud := &kube.Auditor{Client: env.Client, Namespace: env.Namespace, Actor: "admin@example.com"}
-	aud.Record(ctx, engine.AuditEntry{Pool: "au", Action: "force-release", Member: "au-1",
+	aud.Record(ctx, engine.AuditEntry{Pool: "au", Action: engine.ActionForceRelease, Member: "au-1",
 		PreviousHolder: "\x1b]52;c;cm0gLXJmIH4=\x07bob\u202egnp.exe"})
 	other := &corev1.Event{
 		ObjectMeta:     metav1.ObjectMeta{GenerateName: "other-", Namespace: env.Namespace},

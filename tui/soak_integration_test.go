@@ -480,7 +480,7 @@ func (s *soakTraffic) op(ctx context.Context, rng *rand.Rand) {
 			s.count("release: nothing claimed", err)
 			return
 		}
-		_, err = s.eng.Release(ctx, pool, m.Name, m.Holder(), false)
+		_, err = s.eng.Release(ctx, pool, m.Name, m.Holder())
 		s.count("release", err)
 	case n < 7:
 		_, err := s.eng.Resize(ctx, pool, soakMinSize+rng.IntN(soakMaxSize-soakMinSize+1))

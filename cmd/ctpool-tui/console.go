@@ -119,7 +119,7 @@ func auditConsole(ctx context.Context, audit func(context.Context, engine.AuditE
 	if audit == nil {
 		return
 	}
-	e := engine.AuditEntry{Pool: poolOfMember(member), Action: "console", Member: member, Detail: "session ended"}
+	e := engine.AuditEntry{Pool: poolOfMember(member), Action: engine.ActionConsole, Member: member, Detail: "session ended"}
 	if code, ok := kube.ExitCode(err); ok {
 		e.Detail = fmt.Sprintf("session ended (exit %d)", code)
 	} else {

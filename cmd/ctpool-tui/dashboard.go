@@ -131,7 +131,7 @@ func dashboardOptions(conn *connection, data tui.DataSource, readOnly bool) tui.
 // accessAdapter turns kube.Access's capabilities into the dashboard's.
 type accessAdapter struct{ a *kube.Access }
 
-func (a accessAdapter) Capabilities(ctx context.Context, actions []string) ([]tui.Capability, error) {
+func (a accessAdapter) Capabilities(ctx context.Context, actions []engine.Action) ([]tui.Capability, error) {
 	caps, err := a.a.Capabilities(ctx, actions)
 	if err != nil {
 		return nil, err

@@ -265,7 +265,14 @@ left out).`,
 			if err != nil {
 				return opErr(err)
 			}
-			res, err := eng.Release(cmd.Context(), args[0], args[1], identity, force)
+			var res engine.ReleaseResult
+			if force {
+				// IDENTITY, when given, is checked but not needed: a forced
+				// release ends the claim whoever holds it.
+				res, err = eng.ForceRelease(cmd.Context(), args[0], args[1])
+			} else {
+				res, err = eng.Release(cmd.Context(), args[0], args[1], identity)
+			}
 			if err != nil {
 				return opErr(err)
 			}

@@ -26,7 +26,7 @@ type Key struct {
 	Pool      string
 }
 
-func (k Key) String() string { return k.Namespace + "/" + k.Pool }
+func (k Key) String() string { return kube.PoolKey(k).String() }
 
 // ReadMode says where a reconcile reads the pool from.
 type ReadMode int
@@ -238,8 +238,8 @@ func (c *Controller) Run(ctx context.Context) error {
 	// The informers too end with Run (their watch errors are logged), and
 	// Run waits for them.
 	ctx, stopInformers := context.WithCancel(ctx)
-	defer func() { stopInformers(); c.set.factory.Shutdown() }()
-	c.set.start(ctx)
+	defer func() { stopInformers(); c.set.Shutdown() }()
+	c.set.Start(ctx)
 	// The probe ends with Run (also when the lead is lost and ctx lives on),
 	// so nothing logs after Run returned.
 	pctx, stopProbe := context.WithCancel(ctx)
@@ -250,7 +250,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	}()
 	defer func() { stopProbe(); <-probed }()
 	c.opts.Logger.Info("waiting for the informer caches", "scope", c.scope())
-	if !c.set.waitForSync(ctx) {
+	if !c.set.WaitForSync(ctx) {
 		if ctx.Err() != nil {
 			return nil
 		}

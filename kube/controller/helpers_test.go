@@ -67,8 +67,8 @@ func newTestController(t testing.TB, client *fake.Clientset, mod func(*Options))
 		cancel()
 		c.queue.ShutDown()
 	})
-	c.set.start(ctx)
-	if !c.set.waitForSync(ctx) {
+	c.set.Start(ctx)
+	if !c.set.WaitForSync(ctx) {
 		t.Fatal("caches did not sync")
 	}
 	c.synced.Store(true)

@@ -296,7 +296,7 @@ func TestDemoCopesWithDashboardActions(t *testing.T) {
 	// Force-release every kiosk claim, then delete the pool.
 	for _, m := range views(t, s, clk.Now())["kiosk"].Members {
 		if m.Claimed {
-			if _, err := dash.Release(ctx, "kiosk", m.Name, "", true); err != nil {
+			if _, err := dash.ForceRelease(ctx, "kiosk", m.Name); err != nil {
 				t.Fatalf("force-release %s: %v", m.Name, err)
 			}
 		}

@@ -118,7 +118,7 @@ func (s *Sim) claim(ctx context.Context, u *user, pool string) {
 }
 
 func (s *Sim) release(ctx context.Context, u *user) {
-	_, err := s.eng.Release(ctx, u.pool, u.member, u.id, false)
+	_, err := s.eng.Release(ctx, u.pool, u.member, u.id)
 	if errors.Is(err, engine.ErrMaintenance) {
 		u.next = s.after(2*time.Second, 4*time.Second)
 		return
@@ -137,7 +137,7 @@ func (s *Sim) comeBack(ctx context.Context, u *user) {
 		s.claim(ctx, u, u.pool)
 		return
 	}
-	_, err := s.eng.Release(ctx, u.pool, u.member, "", true)
+	_, err := s.eng.ForceRelease(ctx, u.pool, u.member)
 	s.note("force-release "+u.member, err)
 	u.pool, u.member = "", ""
 	u.next = s.after(idleMin, idleMax)
