@@ -10,13 +10,12 @@ import (
 )
 
 // sideState is what the dashboard learns besides the pools: the nodes for
-// the diagnosis, what the user may do, and the open pool's audit Events.
+// the diagnosis and what the user may do.
 type sideState struct {
 	nodes   []*corev1.Node
 	noNodes bool                  // the user may not read nodes: not asked again
 	caps    map[string]Capability // by action name; nil until known
 	capsErr error
-	audit   auditModel
 }
 
 // capsMsg answers the capabilities request.
@@ -90,8 +89,6 @@ func (m *Model) updateSide(msg tea.Msg) tea.Cmd {
 			m.side.capsErr = nil
 			return capsCmd(m.ctx, m.opts.Access)
 		}
-	case auditMsg:
-		m.side.audit.set(msg)
 	}
 	return nil
 }
