@@ -90,9 +90,10 @@ func (k keyMap) ShortHelp() []key.Binding { return []key.Binding{k.Help, k.Quit}
 func (k keyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom},
-		{k.Open, k.Back, k.Filter, k.Sort, k.Wall, k.Audit},
-		{k.Reconcile, k.Resize, k.Delete, k.Release, k.ForceRelease, k.Assign, k.Console, k.Logs},
-		{k.Log, k.Help, k.Quit},
+		{k.Open, k.Back, k.Filter, k.ApplyFilter, k.ClearFilter, k.Sort, k.Wall, k.Audit},
+		{k.Reconcile, k.Resize, k.Delete, k.Release, k.ForceRelease, k.Assign, k.Console, k.Logs,
+			k.Follow, k.Previous, k.Wrap, k.Search, k.NextMatch},
+		{k.Log, k.Help, k.Quit, k.NextButton, k.Confirm, k.Cancel},
 	}
 }
 
