@@ -6,6 +6,7 @@ import (
 
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/bubbles/spinner"
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
 )
@@ -39,9 +40,9 @@ func headerLine(c viewContext, conn string, level int) string {
 	return spread(left, right, c.width)
 }
 
-// statusLine is the line above the help: the running actions (spin is
-// the spinner), or the note, or the last finished action.
-func statusLine(c viewContext, acts *actionState, spin string, log *actionLog) string {
+// statusLine is the line above the help: the running actions (with the
+// spinner), or the note, or the last finished action.
+func statusLine(c viewContext, acts *actionState, spin *spinner.Model, log *actionLog) string {
 	if n := len(acts.running); n > 0 {
 		ids := make([]int, 0, n)
 		for id := range acts.running {
@@ -52,7 +53,7 @@ func statusLine(c viewContext, acts *actionState, spin string, log *actionLog) s
 		for _, id := range ids {
 			names = append(names, acts.running[id].describe())
 		}
-		return cut(" "+spin+" "+clean(strings.Join(names, ", "))+"…", c.width)
+		return cut(" "+spin.View()+" "+clean(strings.Join(names, ", "))+"…", c.width)
 	}
 	if acts.note != "" {
 		return cut(" "+c.level(acts.noteLvl).Render(clean(acts.note)), c.width)

@@ -259,7 +259,7 @@ func (m *Model) View() string {
 		pane.height = logPaneHeight
 		lines = append(lines, m.actlog.view(pane))
 	}
-	lines = append(lines, statusLine(ctx, &m.acts, m.spin.View(), &m.actlog), m.helpLine(ctx))
+	lines = append(lines, statusLine(ctx, &m.acts, &m.spin, &m.actlog), m.helpLine(ctx))
 	return lipgloss.JoinVertical(lipgloss.Left, lines...)
 }
 
