@@ -15,15 +15,11 @@ type Styles struct {
 	Text, Muted, Bold, Accent lipgloss.Style
 	OK, Warn, Error, Info     lipgloss.Style
 
-	Bar, BarApp   lipgloss.Style // the header bar and the app name in it
 	ColumnHeader  lipgloss.Style // table column titles
 	Selected      lipgloss.Style // the row under the cursor
-	Box           lipgloss.Style // dialogs, overlays
-	DangerBox     lipgloss.Style // destructive confirmation dialogs
 	Button        lipgloss.Style
 	ButtonFocused lipgloss.Style
 	DangerButton  lipgloss.Style // a focused destructive button
-	Tile          lipgloss.Style // a wall-display pool tile
 	Key, KeyDesc  lipgloss.Style // help
 }
 
@@ -43,16 +39,11 @@ func NewStyles(t Theme, r *lipgloss.Renderer) Styles {
 	s.Warn = ns().Foreground(t.Warn).Bold(true)
 	s.Error = ns().Foreground(t.Error).Bold(true)
 	s.Info = ns().Foreground(t.Info)
-	s.Bar = ns().Foreground(t.BarText).Background(t.BarBg)
-	s.BarApp = ns().Foreground(t.Accent).Background(t.BarBg).Bold(true)
 	s.ColumnHeader = ns().Foreground(t.Muted).Bold(true)
 	s.Selected = ns().Foreground(t.SelectedText).Background(t.SelectedBg)
-	s.Box = ns().Border(lipgloss.RoundedBorder()).BorderForeground(t.Border).Padding(0, 1)
-	s.DangerBox = ns().Border(lipgloss.NormalBorder()).BorderForeground(t.Error).Padding(0, 1)
 	s.Button = ns().Foreground(t.Muted).Padding(0, 1)
 	s.ButtonFocused = ns().Foreground(t.SelectedText).Background(t.Accent).Bold(true).Padding(0, 1)
 	s.DangerButton = ns().Foreground(t.SelectedText).Background(t.Error).Bold(true).Padding(0, 1)
-	s.Tile = ns().Border(lipgloss.NormalBorder()).BorderForeground(t.Border)
 	s.Key = ns().Foreground(t.Accent).Bold(true)
 	s.KeyDesc = ns().Foreground(t.Muted)
 	return s

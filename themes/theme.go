@@ -16,7 +16,6 @@ type Theme struct {
 	Text   lipgloss.AdaptiveColor // body text
 	Muted  lipgloss.AdaptiveColor // secondary text, column headers, help
 	Accent lipgloss.AdaptiveColor // app name, titles, focused buttons
-	Border lipgloss.AdaptiveColor // boxes, tiles, separators
 
 	OK    lipgloss.AdaptiveColor // live, ready, free
 	Warn  lipgloss.AdaptiveColor // low, expiring soon, drift, syncing
@@ -25,8 +24,6 @@ type Theme struct {
 
 	SelectedText lipgloss.AdaptiveColor // the row under the cursor
 	SelectedBg   lipgloss.AdaptiveColor
-	BarBg        lipgloss.AdaptiveColor // the header bar
-	BarText      lipgloss.AdaptiveColor
 }
 
 func ac(light, dark string) lipgloss.AdaptiveColor {
@@ -41,15 +38,12 @@ func Dark() Theme {
 		Text:         ac("#1a1a1a", "#e4e4e4"),
 		Muted:        ac("#6c6c6c", "#8a8a8a"),
 		Accent:       ac("#5f00d7", "#af87ff"),
-		Border:       ac("#a8a8a8", "#585858"),
 		OK:           ac("#008700", "#5fd75f"),
 		Warn:         ac("#af5f00", "#ffaf00"),
 		Error:        ac("#d70000", "#ff5f5f"),
 		Info:         ac("#005faf", "#5fafff"),
 		SelectedText: ac("#000000", "#ffffff"),
 		SelectedBg:   ac("#d0d0ff", "#3a3a5f"),
-		BarBg:        ac("#e4e4e4", "#262626"),
-		BarText:      ac("#1a1a1a", "#d0d0d0"),
 	}
 }
 
@@ -60,15 +54,12 @@ func Light() Theme {
 		Text:         ac("#111111", "#eeeeee"),
 		Muted:        ac("#5f5f5f", "#9e9e9e"),
 		Accent:       ac("#005f87", "#5fafd7"),
-		Border:       ac("#8a8a8a", "#6c6c6c"),
 		OK:           ac("#006400", "#87d787"),
 		Warn:         ac("#875f00", "#ffd75f"),
 		Error:        ac("#af0000", "#ff8787"),
 		Info:         ac("#00008b", "#87afff"),
 		SelectedText: ac("#000000", "#000000"),
 		SelectedBg:   ac("#ffd7af", "#ffd7af"),
-		BarBg:        ac("#dadada", "#3a3a3a"),
-		BarText:      ac("#000000", "#eeeeee"),
 	}
 }
 
@@ -80,15 +71,12 @@ func HighContrast() Theme {
 		Text:         ac("0", "15"),
 		Muted:        ac("0", "15"),
 		Accent:       ac("4", "14"),
-		Border:       ac("0", "15"),
 		OK:           ac("2", "10"),
 		Warn:         ac("3", "11"),
 		Error:        ac("1", "9"),
 		Info:         ac("4", "12"),
 		SelectedText: ac("15", "0"),
 		SelectedBg:   ac("0", "15"),
-		BarBg:        ac("0", "15"),
-		BarText:      ac("15", "0"),
 	}
 }
 

@@ -38,7 +38,7 @@ func TestThemesSetEveryColour(t *testing.T) {
 
 func TestNoColorRendererWritesNoEscapes(t *testing.T) {
 	s := NewStyles(Dark(), NoColorRenderer(io.Discard))
-	for _, st := range []lipgloss.Style{s.Error, s.Selected, s.Bar, s.ButtonFocused, s.Warn} {
+	for _, st := range []lipgloss.Style{s.Error, s.Selected, s.Accent, s.ButtonFocused, s.Warn} {
 		if out := st.Render("x"); strings.Contains(out, "\x1b") {
 			t.Errorf("no-colour style rendered %q", out)
 		}

@@ -12,13 +12,12 @@ import (
 )
 
 // sideState is what the dashboard learns besides the pools: the nodes for
-// the diagnosis, what the user may do, and the open pool's audit Events.
+// the diagnosis and what the user may do.
 type sideState struct {
 	nodes   []*corev1.Node
 	noNodes bool                         // the user may not read nodes: not asked again
 	caps    map[engine.Action]Capability // nil until known
 	capsErr error
-	audit   auditModel
 }
 
 // capsMsg answers the capabilities request.
@@ -92,8 +91,6 @@ func (m *Model) updateSide(msg tea.Msg) tea.Cmd {
 			m.side.capsErr = nil
 			return capsCmd(m.ctx, m.opts.Access)
 		}
-	case auditMsg:
-		m.side.audit.set(msg)
 	}
 	return nil
 }

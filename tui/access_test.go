@@ -218,7 +218,7 @@ func TestDisconnectedRefusesActionsAndRecovers(t *testing.T) {
 	if m.rebuilds != rebuilds {
 		t.Fatal("a health update rebuilt the views")
 	}
-	if h := m.headerView(); !strings.Contains(h, "disconnected · data 47s old") {
+	if h := header(m); !strings.Contains(h, "disconnected · data 47s old") {
 		t.Fatalf("header = %q", h)
 	}
 	for _, k := range []string{"r", "s", "D"} {
@@ -241,7 +241,7 @@ func TestDisconnectedRefusesActionsAndRecovers(t *testing.T) {
 	d.mu.Unlock()
 	_, cmd := m.Update(tickMsg(t0.Add(2 * time.Second)))
 	m.Update(waitMsg[healthMsg](t, cmd))
-	if h := m.headerView(); !strings.Contains(h, "live · synced") {
+	if h := header(m); !strings.Contains(h, "live · synced") {
 		t.Fatalf("header after recovery = %q", h)
 	}
 	if why := m.refusal(actReconcile); why != "" {
@@ -259,7 +259,7 @@ func TestHeaderAgeAdvancesOnTicksInQuietNamespace(t *testing.T) {
 		_, cmd := m.Update(tickMsg(t0.Add(time.Duration(i) * time.Second)))
 		m.Update(waitMsg[healthMsg](t, cmd))
 	}
-	if h := m.headerView(); !strings.Contains(h, "synced 7s ago") {
+	if h := header(m); !strings.Contains(h, "synced 7s ago") {
 		t.Fatalf("header = %q", h)
 	}
 	if m.rebuilds != rebuilds {
@@ -280,8 +280,8 @@ func TestAuditListsOnlyAuditEventsNewestFirst(t *testing.T) {
 	}
 	m.Update(msg)
 	m.Update(keyMsg("esc"))
-	if m.side.audit.open || m.screen != screenMembers {
-		t.Fatalf("esc: audit open %v, screen %v", m.side.audit.open, m.screen)
+	if m.audit.open || m.screen != screenMembers {
+		t.Fatalf("esc: audit open %v, screen %v", m.audit.open, m.screen)
 	}
 }
 
@@ -330,14 +330,14 @@ func (s staticNodes) Nodes(context.Context) ([]*corev1.Node, error) { return s, 
 func TestAuditRefreshedAfterAnAction(t *testing.T) {
 	m, _ := newTestModel(t, demoCluster(), testOpts{actions: &fakeActions{}, events: auditSource{}})
 	drive(m, "down", "enter", "A")
-	if len(m.side.audit.events) != 3 {
-		t.Fatalf("%d audit events", len(m.side.audit.events))
+	if len(m.audit.events) != 3 {
+		t.Fatalf("%d audit events", len(m.audit.events))
 	}
 	_, cmd := m.Update(keyMsg("r"))
 	_, cmd = m.Update(waitMsg[actionDoneMsg](t, cmd))
 	msg := waitMsg[auditMsg](t, cmd)
-	if msg.req != m.side.audit.req {
-		t.Fatalf("refresh answered request %d, want %d", msg.req, m.side.audit.req)
+	if msg.req != m.audit.req {
+		t.Fatalf("refresh answered request %d, want %d", msg.req, m.audit.req)
 	}
 	// Closed: no refresh.
 	m.Update(keyMsg("A"))

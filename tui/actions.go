@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
@@ -68,30 +67,13 @@ type actionDoneMsg struct {
 	err  error
 }
 
-// logEntry is one action in the log.
-type logEntry struct {
-	at   time.Time
-	id   int
-	req  actionRequest
-	done bool
-	text string
-	err  error
-}
-
-// actionState tracks running actions, the log and the last note.
+// actionState tracks the running actions and the last note.
 type actionState struct {
 	nextID  int
 	running map[int]actionRequest
-	log     []logEntry
 	note    string // a transient line (cleared by the next key)
 	noteLvl int
 }
-
-// logPaneHeight is the height of the action log pane (L).
-const logPaneHeight = 6
-
-// maxLog bounds the action log.
-const maxLog = 200
 
 // actionCmd runs one action. It reads nothing from the model.
 func actionCmd(ctx context.Context, a Actions, timeout time.Duration, id int, req actionRequest) tea.Cmd {
@@ -179,22 +161,8 @@ func (m *Model) logStart(req actionRequest) int {
 	m.acts.nextID++
 	id := m.acts.nextID
 	m.acts.running[id] = req
-	m.acts.log = append(m.acts.log, logEntry{at: m.now, id: id, req: req})
-	if len(m.acts.log) > maxLog {
-		m.acts.log = m.acts.log[len(m.acts.log)-maxLog:]
-	}
+	m.actlog.start(m.now, id, req)
 	return id
-}
-
-func (m *Model) finishAction(msg actionDoneMsg) {
-	delete(m.acts.running, msg.id)
-	for i := len(m.acts.log) - 1; i >= 0; i-- {
-		if m.acts.log[i].id == msg.id {
-			e := &m.acts.log[i]
-			e.done, e.text, e.err, e.at = true, msg.text, msg.err, m.now
-			break
-		}
-	}
 }
 
 func (m *Model) setNote(s string, level int) { m.acts.note, m.acts.noteLvl = s, level }
@@ -202,44 +170,44 @@ func (m *Model) setNote(s string, level int) { m.acts.note, m.acts.noteLvl = s, 
 // actionKey maps an action key onto a dialog or an action for pool (and the
 // selected member when mm is set).
 func (m *Model) actionKey(msg tea.KeyMsg, pool string, mm *engine.Member) tea.Cmd {
-	k := m.keys
 	if pool == "" {
 		return nil
 	}
-	v := m.view(pool)
-	for _, ab := range k.actionBindings() {
-		if key.Matches(msg, *ab.b) {
-			if why := m.refusal(ab.kind); why != "" {
-				m.setNote(glyphBad+" "+why, levelError)
-				return nil
-			}
-		}
+	k := &m.keys
+	b, kind := k.actionFor(msg)
+	if b == nil {
+		return nil
 	}
-	switch {
-	case key.Matches(msg, k.Console):
+	if why := m.refusal(kind); why != "" {
+		m.setNote(glyphBad+" "+why, levelError)
+		return nil
+	}
+	v := m.view(pool)
+	switch b {
+	case &k.Console:
 		return m.openConsole(pool, mm)
-	case key.Matches(msg, k.Logs):
+	case &k.Logs:
 		return m.openLogs(pool, mm)
-	case key.Matches(msg, k.Assign):
+	case &k.Assign:
 		return m.openAssign(pool)
-	case key.Matches(msg, k.Reconcile):
+	case &k.Reconcile:
 		return m.startAction(actionRequest{kind: actReconcile, pool: pool})
-	case key.Matches(msg, k.Resize):
+	case &k.Resize:
 		if v == nil || !v.Defined {
 			m.setNote(glyphBad+" "+clean(pool)+" has no definition to resize", levelError)
 			return nil
 		}
 		m.dialog = newResizeDialog(m.st, v)
 		return m.dialog.input.Focus()
-	case key.Matches(msg, k.Delete):
+	case &k.Delete:
 		m.dialog = newDeleteDialog(m.st, pool, v)
 		return m.dialog.input.Focus()
-	case key.Matches(msg, k.Release), key.Matches(msg, k.ForceRelease):
+	case &k.Release, &k.ForceRelease:
 		if mm == nil {
 			m.setNote("select a member first (enter opens the pool)", levelWarn)
 			return nil
 		}
-		force := key.Matches(msg, k.ForceRelease)
+		force := b == &k.ForceRelease
 		switch {
 		case !force && !mm.Claimed:
 			m.setNote(clean(mm.Name)+" is not claimed by a user: nothing to release", levelWarn)

@@ -17,16 +17,16 @@ func TestReconcileAction(t *testing.T) {
 	if len(m.acts.running) != 1 {
 		t.Fatal("r did not start an action")
 	}
-	if !strings.Contains(m.statusView(), "reconcile desk…") {
-		t.Errorf("status while running: %q", m.statusView())
+	if !strings.Contains(status(m), "reconcile desk…") {
+		t.Errorf("status while running: %q", status(m))
 	}
 	done := waitMsg[actionDoneMsg](t, cmd)
 	if got, want := acts.Calls(), []call{{op: "reconcile", pool: "desk"}}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("calls %+v, want %+v", got, want)
 	}
 	m.Update(done)
-	if len(m.acts.running) != 0 || !strings.Contains(m.statusView(), "✓ reconcile desk: 1 change") {
-		t.Errorf("status after: %q", m.statusView())
+	if len(m.acts.running) != 0 || !strings.Contains(status(m), "✓ reconcile desk: 1 change") {
+		t.Errorf("status after: %q", status(m))
 	}
 }
 
@@ -62,7 +62,7 @@ func TestForceReleaseNeedsConfirmation(t *testing.T) {
 	if got := acts.Calls(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("calls %+v, want %+v", got, want)
 	}
-	if s := m.statusView(); !strings.Contains(s, "✓ force-release desk-2 (bob@example.com): released from bob@example.com") {
+	if s := status(m); !strings.Contains(s, "✓ force-release desk-2 (bob@example.com): released from bob@example.com") {
 		t.Errorf("status %q", s)
 	}
 }
@@ -85,8 +85,8 @@ func TestReleaseIsAForceRelease(t *testing.T) {
 	// An unclaimed member has nothing to release: no dialog, a note.
 	press(m, "down") // desk-4
 	press(m, "x")
-	if m.dialog != nil || !strings.Contains(m.statusView(), "desk-4 is not claimed") {
-		t.Errorf("x on a free member: dialog %v status %q", m.dialog, m.statusView())
+	if m.dialog != nil || !strings.Contains(status(m), "desk-4 is not claimed") {
+		t.Errorf("x on a free member: dialog %v status %q", m.dialog, status(m))
 	}
 	press(m, "f")
 	if m.dialog != nil {
@@ -169,7 +169,7 @@ func TestActionErrorShownWithoutCrash(t *testing.T) {
 	m, _ := newTestModel(t, demoCluster(), testOpts{actions: acts})
 	cmd := press(m, "down", "r")
 	m.Update(waitMsg[actionDoneMsg](t, cmd))
-	s := m.statusView()
+	s := status(m)
 	if !strings.Contains(s, "✗ reconcile desk: pool has no free members") || strings.Contains(s, "\x1b") {
 		t.Errorf("status %q", s)
 	}

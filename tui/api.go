@@ -9,7 +9,6 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/klog/v2"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
 	"github.com/ctpool-tui/ctpool-tui/themes"
@@ -160,15 +159,15 @@ type starter interface {
 	Start(ctx context.Context) error
 }
 
-// Run silences klog (it must not write into the terminal the dashboard
-// owns), starts opts.Data when it has a Start(ctx) error method and has not
+// Run starts opts.Data when it has a Start(ctx) error method and has not
 // been started, and runs the dashboard in the alternate screen until the user
-// quits or ctx ends.
+// quits or ctx ends. klog must not write into the terminal the dashboard
+// owns: the caller routes it away first (cmd/ctpool-tui does, into its
+// logger).
 func Run(ctx context.Context, opts Options) error {
 	if opts.Data == nil {
 		return errors.New("tui: no data source")
 	}
-	SilenceKlog()
 	if s, ok := opts.Data.(starter); ok {
 		// A second Start reports an error and changes nothing: cmd may start it first.
 		_ = s.Start(ctx)
@@ -183,10 +182,4 @@ func Run(ctx context.Context, opts Options) error {
 		return nil
 	}
 	return err
-}
-
-// SilenceKlog routes client-go's klog output to io.Discard.
-func SilenceKlog() {
-	klog.LogToStderr(false)
-	klog.SetOutput(io.Discard)
 }

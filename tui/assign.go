@@ -41,20 +41,6 @@ func (m *Model) openAssign(pool string) tea.Cmd {
 	return m.dialog.input.Focus()
 }
 
-// confirmAssign validates the typed identity as the claim command does and
-// runs the claim; an invalid identity stays in the dialog with the reason.
-func (m *Model) confirmAssign(d *dialogModel) tea.Cmd {
-	identity := d.input.Value()
-	if err := engine.ValidateIdentity(identity); err != nil {
-		d.err = err.Error()
-		return nil
-	}
-	m.dialog = nil
-	req := d.req
-	req.assignee = identity
-	return m.startAction(req)
-}
-
 // claimText is the log's text for a finished assignment.
 func claimText(req actionRequest, r engine.ClaimResult) string {
 	switch {

@@ -52,7 +52,7 @@ func TestAssignValidatesThenClaims(t *testing.T) {
 	if len(calls) != 1 || calls[0] != (call{op: "claim", pool: "desk", identity: "carol@example.com"}) {
 		t.Fatalf("calls %+v", calls)
 	}
-	last := m.acts.log[len(m.acts.log)-1]
+	last := m.actlog.entries[len(m.actlog.entries)-1]
 	if !last.done || last.req.describe() != "assign desk to carol@example.com" || last.text != "desk-3 assigned to carol@example.com" {
 		t.Errorf("log entry %+v", last)
 	}
@@ -64,7 +64,7 @@ func TestAssignNoFreeMemberShowsError(t *testing.T) {
 	press(m, "down", "enter", "a")
 	typeText(m, "dave@example.com")
 	m.Update(waitMsg[actionDoneMsg](t, press(m, "enter")))
-	if s := m.statusView(); !strings.Contains(s, "pool has no free members") {
+	if s := status(m); !strings.Contains(s, "pool has no free members") {
 		t.Errorf("status %q", s)
 	}
 }
@@ -82,7 +82,7 @@ func TestReadOnlyIgnoresConsoleAndAssign(t *testing.T) {
 			t.Errorf("read-only %s: cmd %v dialog %v screen %v", k, cmd != nil, m.dialog != nil, m.screen)
 		}
 	}
-	if h := m.helpLine(); strings.Contains(h, "console") || strings.Contains(h, "assign") || !strings.Contains(h, "logs") {
+	if h := helpLine(m); strings.Contains(h, "console") || strings.Contains(h, "assign") || !strings.Contains(h, "logs") {
 		t.Errorf("read-only help line %q: want logs, no console or assign", h)
 	}
 	// Logs are a read: offered in read-only mode.

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 	corev1 "k8s.io/api/core/v1"
 
@@ -25,9 +26,10 @@ const auditIndent = 34
 // maxAudit bounds the audit list.
 const maxAudit = 50
 
-// auditModel is the open pool's audit list (A on the members view). It
-// loads asynchronously each time it opens; an older answer is dropped.
-type auditModel struct {
+// auditView is the open pool's audit trail (A on the members view), shown
+// in place of the member rows. It loads asynchronously each time it opens;
+// an older answer is dropped.
+type auditView struct {
 	open    bool
 	pool    string
 	req     int
@@ -68,67 +70,73 @@ func auditEvents(evs []corev1.Event) []corev1.Event {
 	return out
 }
 
-func (a *auditModel) set(msg auditMsg) {
-	if msg.req != a.req {
-		return
-	}
-	a.loading, a.events, a.err = false, msg.events, msg.err
-}
-
-// toggleAudit opens or closes the audit list of the members view's pool.
-func (m *Model) toggleAudit() tea.Cmd {
-	a := &m.side.audit
-	if a.open {
-		a.open = false
-		return nil
-	}
-	a.open, a.pool, a.req, a.events, a.err = true, m.members.pool, a.req+1, nil, nil
-	if m.opts.Events == nil {
+// show opens the audit trail of pool and reads it (src may be nil: no
+// Events to read).
+func (a *auditView) show(ctx context.Context, src EventSource, namespace, pool string) tea.Cmd {
+	a.open, a.pool, a.req, a.events, a.err = true, pool, a.req+1, nil, nil
+	if src == nil {
 		return nil
 	}
 	a.loading = true
-	return auditCmd(m.ctx, m.opts.Events, m.namespaceOf(a.pool), a.pool, a.req)
+	return auditCmd(ctx, src, namespace, a.pool, a.req)
 }
 
-// refreshAudit re-reads an open audit list (an action just wrote an audit
+// refresh re-reads an open audit trail (an action just wrote an audit
 // Event); the old list stays on screen until the answer arrives.
-func (m *Model) refreshAudit() tea.Cmd {
-	a := &m.side.audit
-	if !a.open || m.opts.Events == nil {
+func (a *auditView) refresh(ctx context.Context, src EventSource, namespace string) tea.Cmd {
+	if !a.open || src == nil {
 		return nil
 	}
 	a.req++
-	return auditCmd(m.ctx, m.opts.Events, m.namespaceOf(a.pool), a.pool, a.req)
+	return auditCmd(ctx, src, namespace, a.pool, a.req)
 }
 
-// auditView is the pool's recent audit Events in place of the member rows.
-func (m *Model) auditView() string {
-	a := &m.side.audit
-	lines := []string{" " + m.st.Accent.Render(clean(a.pool)) + m.st.Muted.Render(" · audit: recent actions on "+clean(engine.ConfigMapName(a.pool))+" (A or esc closes)")}
+// update takes the answer to a read, and A or esc, which close the trail;
+// other keys pass on to the members view beneath.
+func (a *auditView) update(ctx viewContext, msg tea.Msg) (intent, tea.Cmd) {
+	switch msg := msg.(type) {
+	case auditMsg:
+		if msg.req == a.req {
+			a.loading, a.events, a.err = false, msg.events, msg.err
+		}
+		return nil, nil
+	case tea.KeyMsg:
+		if key.Matches(msg, ctx.keys.Audit, ctx.keys.Back) {
+			a.open = false
+			return nil, nil
+		}
+	}
+	return passOn{}, nil
+}
+
+// view renders the pool's recent audit Events.
+func (a *auditView) view(ctx viewContext) string {
+	st := ctx.st
+	lines := []string{" " + st.Accent.Render(clean(a.pool)) + st.Muted.Render(" · audit: recent actions on "+clean(engine.ConfigMapName(a.pool))+" (A or esc closes)")}
 	switch {
-	case m.opts.Events == nil:
-		lines = append(lines, m.st.Muted.Render("  audit Events not available"))
+	case !ctx.events:
+		lines = append(lines, st.Muted.Render("  audit Events not available"))
 	case a.loading:
-		lines = append(lines, m.st.Muted.Render("  "+glyphSyncing+" loading…"))
+		lines = append(lines, st.Muted.Render("  "+glyphSyncing+" loading…"))
 	case a.err != nil:
-		lines = append(lines, m.st.Error.Render("  "+glyphBad+" "+clean(a.err.Error())))
+		lines = append(lines, st.Error.Render("  "+glyphBad+" "+clean(a.err.Error())))
 	case len(a.events) == 0:
-		lines = append(lines, m.st.Muted.Render("  no audit Events (Events expire after an hour by default)"))
+		lines = append(lines, st.Muted.Render("  no audit Events (Events expire after an hour by default)"))
 	default:
-		lines = append(lines, "  "+m.st.ColumnHeader.Render(fmt.Sprintf("%-6s %-9s %-16s %s", "AGE", "RESULT", "ACTION", "WHAT")))
+		lines = append(lines, "  "+st.ColumnHeader.Render(fmt.Sprintf("%-6s %-9s %-16s %s", "AGE", "RESULT", "ACTION", "WHAT")))
 		for _, ev := range a.events {
 			when := glyphNone
 			if t := eventTime(ev); !t.IsZero() {
-				when = short(m.now.Sub(t))
+				when = short(ctx.now.Sub(t))
 			}
 			result := glyphOK + " ok"
-			style := m.st.Text
+			style := st.Text
 			if ev.Type == corev1.EventTypeWarning {
-				result, style = glyphBad+" failed", m.st.Error
+				result, style = glyphBad+" failed", st.Error
 			}
 			action := orWord(ev.Annotations[auditAnnotation], orWord(ev.Action, ev.Reason))
 			head := fmt.Sprintf("%-6s %-9s %-16s ", when, result, cut(clean(action), 16))
-			for i, l := range wrap(clean(ev.Message), max(m.width-2-auditIndent, 20)) {
+			for i, l := range wrap(clean(ev.Message), max(ctx.width-2-auditIndent, 20)) {
 				if i > 0 {
 					head = strings.Repeat(" ", auditIndent)
 				}
@@ -136,11 +144,11 @@ func (m *Model) auditView() string {
 			}
 		}
 	}
-	if h := m.bodyHeight(); len(lines) > h {
-		lines = lines[:h]
+	if len(lines) > ctx.height {
+		lines = lines[:ctx.height]
 	}
 	for i := range lines {
-		lines[i] = cut(lines[i], m.width)
+		lines[i] = cut(lines[i], ctx.width)
 	}
 	return strings.Join(lines, "\n")
 }

@@ -1,151 +1,84 @@
 package tui
 
 import (
-	"fmt"
 	"sort"
 	"strings"
 
+	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/bubbles/spinner"
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
 )
 
-// levelStyle maps a level onto a style.
-func (m *Model) levelStyle(level int) lipgloss.Style {
-	switch level {
-	case levelOK:
-		return m.st.OK
-	case levelInfo:
-		return m.st.Info
-	case levelWarn:
-		return m.st.Warn
-	case levelError:
-		return m.st.Error
-	}
-	return m.st.Text
-}
-
 // modeTag is [RW] or [READ-ONLY] (and DEMO for a simulated cluster).
-func (m *Model) modeTag() string {
+func modeTag(c viewContext) string {
 	tag := "[RW]"
-	if m.opts.ReadOnly {
+	if c.readOnly {
 		tag = "[READ-ONLY]"
 	}
-	if m.opts.Demo {
+	if c.demo {
 		tag = "[DEMO] " + tag
 	}
 	return tag
 }
 
-// headerView is the top line: app, context, namespace, connection, mode.
-func (m *Model) headerView() string {
-	conn, level := m.health.connState(m.now, m.started, m.loaded)
-	if m.opts.Data == nil {
-		conn, level = glyphBad+" no data source", levelError
-	}
-	ctx, ns := clean(orWord(m.opts.Context, "(current)")), clean(orWord(m.opts.Namespace, "(default)"))
-	left := " " + m.st.Accent.Render("ctpool-tui") + "  ctx: " + ctx + "  ns: " + ns + "   " + m.levelStyle(level).Render(clean(conn))
-	right := m.st.Bold.Render(m.modeTag()) + m.st.Muted.Render(" ? help  q quit ")
-	if ansi.StringWidth(left)+ansi.StringWidth(right) < m.width {
-		return spread(left, right, m.width)
+// headerLine is the top line: app, context, namespace, connection (conn
+// at level), mode.
+func headerLine(c viewContext, conn string, level int) string {
+	st := c.st
+	kctx, ns := clean(orWord(c.kubeContext, "(current)")), clean(orWord(c.namespace, "(default)"))
+	left := " " + st.Accent.Render("ctpool-tui") + "  ctx: " + kctx + "  ns: " + ns + "   " + c.level(level).Render(clean(conn))
+	right := st.Bold.Render(modeTag(c)) + st.Muted.Render(" ? help  q quit ")
+	if ansi.StringWidth(left)+ansi.StringWidth(right) < c.width {
+		return spread(left, right, c.width)
 	}
 	// Narrow: drop the labels and the keys (the help line has them); the
 	// connection state is what must stay whole.
-	right = m.st.Bold.Render(m.modeTag()) + " "
-	left = " " + m.st.Accent.Render("ctpool-tui") + " " + ctx + "/" + ns + "  " + m.levelStyle(level).Render(clean(conn))
-	return spread(left, right, m.width)
+	right = st.Bold.Render(modeTag(c)) + " "
+	left = " " + st.Accent.Render("ctpool-tui") + " " + kctx + "/" + ns + "  " + c.level(level).Render(clean(conn))
+	return spread(left, right, c.width)
 }
 
-// statusView is the line above the help: running actions, or the last
-// result, or a note.
-func (m *Model) statusView() string {
-	if n := len(m.acts.running); n > 0 {
+// statusLine is the line above the help: the running actions (with the
+// spinner), or the note, or the last finished action.
+func statusLine(c viewContext, acts *actionState, spin *spinner.Model, log *actionLog) string {
+	if n := len(acts.running); n > 0 {
 		ids := make([]int, 0, n)
-		for id := range m.acts.running {
+		for id := range acts.running {
 			ids = append(ids, id)
 		}
 		sort.Ints(ids)
 		var names []string
 		for _, id := range ids {
-			names = append(names, m.acts.running[id].describe())
+			names = append(names, acts.running[id].describe())
 		}
-		return cut(" "+m.spin.View()+" "+clean(strings.Join(names, ", "))+"…", m.width)
+		return cut(" "+spin.View()+" "+clean(strings.Join(names, ", "))+"…", c.width)
 	}
-	if m.acts.note != "" {
-		return cut(" "+m.levelStyle(m.acts.noteLvl).Render(clean(m.acts.note)), m.width)
+	if acts.note != "" {
+		return cut(" "+c.level(acts.noteLvl).Render(clean(acts.note)), c.width)
 	}
-	for i := len(m.acts.log) - 1; i >= 0; i-- {
-		if e := m.acts.log[i]; e.done {
-			return cut(" "+m.logLine(e), m.width)
-		}
+	if e, ok := log.lastDone(); ok {
+		return cut(" "+log.line(c, e), c.width)
 	}
 	return ""
-}
-
-// logLine renders one action log entry.
-func (m *Model) logLine(e logEntry) string {
-	at := e.at.Format("15:04:05")
-	switch {
-	case !e.done:
-		return m.st.Muted.Render(at) + " " + m.st.Info.Render(glyphSyncing+" "+clean(e.req.describe())+": running")
-	case e.err != nil:
-		return m.st.Muted.Render(at) + " " + m.st.Error.Render(glyphBad+" "+clean(e.req.describe())+": "+clean(e.err.Error()))
-	}
-	return m.st.Muted.Render(at) + " " + m.st.OK.Render(glyphOK+" "+clean(e.req.describe())+": "+clean(e.text))
-}
-
-// logView is the action log pane: the newest entries, wrapped to the width.
-func (m *Model) logView(height int) string {
-	lines := []string{m.st.ColumnHeader.Render(fmt.Sprintf(" ACTION LOG (%d since start) ", len(m.acts.log))) + m.st.Muted.Render(strings.Repeat("─", max(0, m.width-30)))}
-	var body []string
-	for i := len(m.acts.log) - 1; i >= 0 && len(body) < height-1; i-- {
-		body = append(wrapStyled(m.logLine(m.acts.log[i]), m.width-1), body...)
-	}
-	if len(body) > height-1 {
-		body = body[len(body)-(height-1):]
-	}
-	for _, l := range body {
-		lines = append(lines, " "+l)
-	}
-	if len(m.acts.log) == 0 {
-		lines = append(lines, m.st.Muted.Render(" no actions yet"))
-	}
-	return fitBlock(strings.Join(lines, "\n"), m.width, height)
-}
-
-// helpLine is the bottom line: the keys of the current screen or dialog.
-func (m *Model) helpLine() string {
-	var keys []key.Binding
-	switch {
-	case m.dialog != nil && m.dialog.hasInput:
-		keys = []key.Binding{m.keys.Confirm, m.keys.Cancel}
-	case m.dialog != nil:
-		keys = []key.Binding{m.keys.NextButton, m.keys.Confirm, m.keys.Cancel}
-	case m.showHelp:
-		keys = []key.Binding{withHelp(m.keys.Back, "close help"), m.keys.Quit}
-	default:
-		shown := m.shownKeys()
-		filtering := m.screen == screenMembers && m.members.filter.typing || m.screen == screenPools && m.pools.filter.typing
-		keys = shown.helpFor(m.screen, filtering).short
-	}
-	return m.fitHelp(keys)
 }
 
 // fitHelp renders a short help line within the width: when it is too long,
 // keys are left out from the end, never "? help" and "q quit", so that the
 // way to every other key stays on screen.
-func (m *Model) fitHelp(keys []key.Binding) string {
+func fitHelp(c viewContext, full *help.Model, keys []key.Binding) string {
 	var body, tail []key.Binding
 	for _, k := range keys {
-		if k.Help() == m.keys.Help.Help() || k.Help() == m.keys.Quit.Help() {
+		if k.Help() == c.keys.Help.Help() || k.Help() == c.keys.Quit.Help() {
 			tail = append(tail, k)
 		} else {
 			body = append(body, k)
 		}
 	}
-	h := m.help
+	h := *full
 	h.Width = 0 // measured here, not cut by the help model
-	if line := " " + h.ShortHelpView(append(body[:len(body):len(body)], tail...)); lipgloss.Width(line) <= m.width {
+	if line := " " + h.ShortHelpView(append(body[:len(body):len(body)], tail...)); lipgloss.Width(line) <= c.width {
 		return line // the common case: everything fits
 	}
 	// Measure each key once and keep the longest prefix of body that fits
@@ -167,7 +100,7 @@ func (m *Model) fitHelp(keys []key.Binding) string {
 		if shown == 0 {
 			continue
 		}
-		if 1+used+kw+sep*items > m.width {
+		if 1+used+kw+sep*items > c.width {
 			break
 		}
 		used += kw
@@ -176,29 +109,31 @@ func (m *Model) fitHelp(keys []key.Binding) string {
 	if n > 0 {
 		return " " + h.ShortHelpView(append(body[:n:n], tail...))
 	}
-	return cut(" "+m.help.ShortHelpView(keys), m.width)
+	return cut(" "+full.ShortHelpView(keys), c.width)
 }
 
-// helpView is the full help overlay, with the legend of glyphs.
-func (m *Model) helpView() string {
-	full := strings.Split(m.help.FullHelpView(m.shownKeys().FullHelp()), "\n")
-	if un := m.unavailableLines(); len(un) > 0 {
-		full = append(full, "", m.st.ColumnHeader.Render("Unavailable"))
-		full = append(full, un...)
+// helpOverlay is the full help of shown (the keymap as the help shows it),
+// the unavailable actions and the legend of glyphs, in a box.
+func helpOverlay(c viewContext, h *help.Model, shown keyMap, unavailable []string) string {
+	st := c.st
+	full := strings.Split(h.FullHelpView(shown.FullHelp()), "\n")
+	if len(unavailable) > 0 {
+		full = append(full, "", st.ColumnHeader.Render("Unavailable"))
+		full = append(full, unavailable...)
 	}
 	full = append(full, "",
-		m.st.ColumnHeader.Render("Legend"),
+		st.ColumnHeader.Render("Legend"),
 		glyphLive+" live  "+glyphSyncing+" syncing/running  "+glyphBad+" error, expired, disconnected",
 		glyphWarn+" exhausted, low, expiring soon  "+glyphOK+" no errors",
 		glyphDrift+" drift  "+glyphMaint+" maintenance  "+glyphAbove+" above size  "+glyphProblem+" problems")
-	if m.opts.ReadOnly {
-		full = append(full, "", m.st.Bold.Render("READ-ONLY: no action can be taken from this screen."))
+	if c.readOnly {
+		full = append(full, "", st.Bold.Render("READ-ONLY: no action can be taken from this screen."))
 	}
 	w := 4
 	for _, l := range full {
 		w = max(w, ansi.StringWidth(l)+4)
 	}
-	return titledBox("Keys", full, min(w, m.width-2), m.st.Muted)
+	return titledBox("Keys", full, min(w, c.width-2), st.Muted)
 }
 
 // titledBox draws a box of width cells with the title in its top border.

@@ -131,11 +131,3 @@ func consoleResult(err error) (string, error) {
 	}
 	return "", err
 }
-
-// namespaceOf is the pool's namespace (the dashboard's when unknown).
-func (m *Model) namespaceOf(pool string) string {
-	if v := m.view(pool); v != nil && v.Namespace != "" {
-		return v.Namespace
-	}
-	return m.opts.Namespace
-}

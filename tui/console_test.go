@@ -64,7 +64,7 @@ func TestConsoleHandsOverTheTerminalAndComesBack(t *testing.T) {
 	if m.screen != screenMembers || m.members.selected != sel || len(m.acts.running) != 0 {
 		t.Fatalf("after the shell: screen %v selected %q running %d", m.screen, m.members.selected, len(m.acts.running))
 	}
-	if s := m.statusView(); !strings.Contains(s, "console "+sel+": session ended (exit 3)") {
+	if s := status(m); !strings.Contains(s, "console "+sel+": session ended (exit 3)") {
 		t.Errorf("status %q", s)
 	}
 	if _, err := consoleResult(errors.New("needs create pods/exec: forbidden")); err == nil {
@@ -80,7 +80,7 @@ func TestConsoleAndLogsUnavailableForSandboxd(t *testing.T) {
 	if m.members.pool != "gpu" {
 		t.Fatalf("opened %q, want gpu", m.members.pool)
 	}
-	if h := m.helpLine(); !strings.Contains(h, "console "+glyphBad+" sandboxd") || !strings.Contains(h, "logs "+glyphBad+" sandboxd") {
+	if h := helpLine(m); !strings.Contains(h, "console "+glyphBad+" sandboxd") || !strings.Contains(h, "logs "+glyphBad+" sandboxd") {
 		t.Errorf("help line %q does not mark console and logs", h)
 	}
 	for _, k := range []string{"c", "l"} {
@@ -88,7 +88,7 @@ func TestConsoleAndLogsUnavailableForSandboxd(t *testing.T) {
 		if cmd != nil || m.screen != screenMembers {
 			t.Errorf("%s on a sandboxd member: cmd %v screen %v", k, cmd != nil, m.screen)
 		}
-		if s := m.statusView(); !strings.Contains(s, "sandboxd provider serves no exec/logs/attach/port-forward") {
+		if s := status(m); !strings.Contains(s, "sandboxd provider serves no exec/logs/attach/port-forward") {
 			t.Errorf("%s: status %q", k, s)
 		}
 	}

@@ -75,7 +75,8 @@ func loadCmd(src DataSource, now func() time.Time) tea.Cmd {
 }
 
 // connState describes the connection for the header: a glyph, a word and
-// how stale the data is. bad is true when the data cannot be trusted.
+// how stale the data is, and its level (levelError when the data cannot be
+// trusted).
 func (h health) connState(now, started time.Time, loaded bool) (text string, level int) {
 	switch {
 	case !h.errAt.IsZero() && !h.errAt.Before(h.lastSync):

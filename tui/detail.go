@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 	corev1 "k8s.io/api/core/v1"
@@ -14,11 +15,11 @@ import (
 	"github.com/ctpool-tui/ctpool-tui/engine"
 )
 
-// detailModel is the open member detail pane. Its Events load
+// detailView is the open member's detail pane. Its Events load
 // asynchronously; a response for an older request is dropped. They are read
 // again when the member's Pod or PVC changed (at most every
 // eventsRefreshEvery), since a change usually comes with new Events.
-type detailModel struct {
+type detailView struct {
 	pool, member string
 	req          int
 	loading      bool
@@ -61,39 +62,38 @@ func eventsCmd(ctx context.Context, src EventSource, namespace, pod, pvc string,
 	}
 }
 
-func (d *detailModel) setEvents(msg eventsMsg) {
+func (d *detailView) setEvents(msg eventsMsg) {
 	if msg.req != d.req {
 		return
 	}
 	d.loading, d.events, d.err = false, msg.events, msg.err
 }
 
-// openDetail shows a member's details and starts loading its Events.
-func (m *Model) openDetail(pool, member string) tea.Cmd {
-	m.detail = detailModel{pool: pool, member: member, req: m.detail.req + 1}
-	m.screen = screenDetail
-	// The nodes may have changed since start (a virtual node came up).
-	var nodes tea.Cmd
-	if !m.side.noNodes {
-		nodes = nodesCmd(m.ctx, m.opts.Nodes)
-	}
-	if m.opts.Events == nil {
-		return nodes
-	}
-	return tea.Batch(m.askEvents(m.memberVersions(pool, member)), nodes)
+// open shows another member; its Events are asked for next.
+func (d *detailView) open(pool, member string) {
+	*d = detailView{pool: pool, member: member, req: d.req + 1}
 }
 
-// askEvents reads the open pane's Events as request d.req, noting the
-// member's versions and the time of asking.
-func (m *Model) askEvents(versions string) tea.Cmd {
-	d := &m.detail
-	d.loading, d.versions, d.asked = true, versions, m.now
-	return eventsCmd(m.ctx, m.opts.Events, m.namespaceOf(d.pool), d.member, engine.PVCName(d.member), d.req)
+// ask reads the pane's Events as request d.req, noting the member's
+// versions and the time of asking.
+func (d *detailView) ask(ctx context.Context, src EventSource, namespace, versions string, now time.Time) tea.Cmd {
+	d.loading, d.versions, d.asked = true, versions, now
+	return eventsCmd(ctx, src, namespace, d.member, engine.PVCName(d.member), d.req)
+}
+
+// stale reports whether the pane should read its Events again: the member
+// changed since they were asked for (cur is its versions now), no read is in
+// flight and eventsRefreshEvery has passed. It counts a new request.
+func (d *detailView) stale(cur string, now time.Time) bool {
+	if d.loading || now.Sub(d.asked) < eventsRefreshEvery || cur == d.versions {
+		return false
+	}
+	d.req++
+	return true
 }
 
 // memberVersions identifies the state of a member's Pod and PVC.
-func (m *Model) memberVersions(pool, member string) string {
-	v := m.view(pool)
+func memberVersions(v *engine.PoolView, member string) string {
 	if v == nil {
 		return ""
 	}
@@ -111,20 +111,29 @@ func (m *Model) memberVersions(pool, member string) string {
 	return pod + "/" + pvc
 }
 
-// refreshEvents reads the open pane's Events again when its member changed
-// since they were asked for, no read is in flight and eventsRefreshEvery
-// has passed. The Events shown stay until the answer comes.
-func (m *Model) refreshEvents() tea.Cmd {
-	d := &m.detail
-	if m.screen != screenDetail || m.opts.Events == nil || d.loading || m.now.Sub(d.asked) < eventsRefreshEvery {
-		return nil
+// selected is the pane's member, or nil when it is gone.
+func (d *detailView) selected(ctx viewContext) (*engine.PoolView, *engine.Member) {
+	v := ctx.pool(d.pool)
+	if v == nil {
+		return nil, nil
 	}
-	cur := m.memberVersions(d.pool, d.member)
-	if cur == d.versions {
-		return nil
+	return v, v.Member(d.member)
+}
+
+// update takes the answer to an Events read, and esc; any other key may be
+// an action on the member.
+func (d *detailView) update(ctx viewContext, msg tea.Msg) (intent, tea.Cmd) {
+	switch msg := msg.(type) {
+	case eventsMsg:
+		d.setEvents(msg)
+	case tea.KeyMsg:
+		if key.Matches(msg, ctx.keys.Back) {
+			return showScreen{screenMembers}, nil
+		}
+		_, mm := d.selected(ctx)
+		return actionKey{msg: msg, pool: d.pool, member: mm}, nil
 	}
-	d.req++
-	return m.askEvents(cur)
+	return nil, nil
 }
 
 func eventTime(ev corev1.Event) time.Time {
@@ -142,15 +151,15 @@ func eventTime(ev corev1.Event) time.Time {
 // detailLabelWidth is the width of the labels on the left of the pane.
 const detailLabelWidth = 9
 
-func (m *Model) detailView() string {
-	d := &m.detail
-	v := m.view(d.pool)
-	mm := m.members.lookup(d.member)
+// view renders the member's objects, the diagnosis and the Events.
+func (d *detailView) view(ctx viewContext) string {
+	st := ctx.st
+	v, mm := d.selected(ctx)
 	if v == nil || mm == nil {
-		return " " + m.st.Error.Render(glyphBad+" "+clean(d.member)+" is gone") + m.st.Muted.Render("  (esc back)")
+		return " " + st.Error.Render(glyphBad+" "+clean(d.member)+" is gone") + st.Muted.Render("  (esc back)")
 	}
 	var lines []string
-	textW := max(m.width-detailLabelWidth-1, 20)
+	textW := max(ctx.width-detailLabelWidth-1, 20)
 	indent := strings.Repeat(" ", detailLabelWidth+1)
 	addStyled := func(label string, labelStyle, textStyle lipgloss.Style, text string) {
 		for i, l := range wrap(clean(text), textW) {
@@ -161,32 +170,32 @@ func (m *Model) detailView() string {
 			}
 		}
 	}
-	add := func(label, text string) { addStyled(label, m.st.ColumnHeader, m.st.Text, text) }
-	lines = append(lines, " "+m.st.Accent.Render(clean(mm.Name))+" · "+m.levelStyle(memberLevel(mm)).Render(string(mm.State))+" · "+clean(m.claimSummary(mm)))
+	add := func(label, text string) { addStyled(label, st.ColumnHeader, st.Text, text) }
+	lines = append(lines, " "+st.Accent.Render(clean(mm.Name))+" · "+ctx.level(memberLevel(mm)).Render(string(mm.State))+" · "+clean(claimSummary(mm, ctx.now)))
 	lines = append(lines, "")
-	add("Pod", podLine(mm, m.now))
+	add("Pod", podLine(mm, ctx.now))
 	if mm.Pod != nil {
 		add("", conditionsLine(mm.Pod))
 	}
 	add("PVC", pvcLine(mm))
-	add("Lease", leaseLine(mm, m.now))
+	add("Lease", leaseLine(mm, ctx.now))
 	add("Source", sourceLine(v, mm))
 	if marks := marksText(mm); marks != "" {
 		add("Marks", marks)
 	}
 	for _, p := range mm.Problems {
-		addStyled("Problem", m.st.Error, m.st.Error, p)
+		addStyled("Problem", st.Error, st.Error, p)
 	}
 	// The cluster's own words come first and whole (for an Unschedulable
 	// member, the scheduler's message); the diagnosis follows on lines of its
 	// own, and its evidence only when it is not that same message.
-	dg := diagnose(v, mm, m.detail.events, m.side.nodes)
+	dg := diagnose(v, mm, d.events, ctx.nodes)
 	if mm.Message != "" {
 		add("Message", mm.Message)
 	}
 	if dg.Reason != "" || dg.ClaimID != "" {
 		if dg.Reason != "" {
-			addStyled("Reason", m.st.ColumnHeader, m.levelStyle(max(memberLevel(mm), levelInfo)), dg.Reason)
+			addStyled("Reason", st.ColumnHeader, ctx.level(max(memberLevel(mm), levelInfo)), dg.Reason)
 		}
 		if dg.Fix != "" {
 			add("Fix", dg.Fix)
@@ -198,28 +207,28 @@ func (m *Model) detailView() string {
 			add("Claim-id", dg.ClaimID)
 		}
 	}
-	addStyled("Why", m.st.ColumnHeader, m.levelStyle(max(memberLevel(mm), levelInfo)), explainMember(v, mm, m.now, m.opts.Actions != nil))
+	addStyled("Why", st.ColumnHeader, ctx.level(max(memberLevel(mm), levelInfo)), explainMember(v, mm, ctx.now, ctx.hints))
 	lines = append(lines, "")
-	lines = append(lines, m.eventLines(m.bodyHeight()-len(lines))...)
+	lines = append(lines, d.eventLines(ctx, ctx.height-len(lines))...)
 	for i := range lines {
-		lines[i] = cut(lines[i], m.width)
+		lines[i] = cut(lines[i], ctx.width)
 	}
 	return strings.Join(lines, "\n")
 }
 
-func (m *Model) eventLines(room int) []string {
-	d := &m.detail
-	label := " " + m.st.ColumnHeader.Render(fmt.Sprintf("%-*s", detailLabelWidth, "Events"))
+func (d *detailView) eventLines(ctx viewContext, room int) []string {
+	st := ctx.st
+	label := " " + st.ColumnHeader.Render(fmt.Sprintf("%-*s", detailLabelWidth, "Events"))
 	indent := strings.Repeat(" ", detailLabelWidth+1)
 	switch {
-	case m.opts.Events == nil:
-		return []string{label + m.st.Muted.Render("not available")}
+	case !ctx.events:
+		return []string{label + st.Muted.Render("not available")}
 	case d.loading && len(d.events) == 0 && d.err == nil:
-		return []string{label + m.st.Muted.Render("loading…")}
+		return []string{label + st.Muted.Render("loading…")}
 	case d.err != nil && len(d.events) == 0:
-		return []string{label + m.st.Error.Render(glyphBad+" "+clean(d.err.Error()))}
+		return []string{label + st.Error.Render(glyphBad+" "+clean(d.err.Error()))}
 	case len(d.events) == 0:
-		return []string{label + m.st.Muted.Render("none")}
+		return []string{label + st.Muted.Render("none")}
 	}
 	var out []string
 	for i, ev := range d.events {
@@ -228,7 +237,7 @@ func (m *Model) eventLines(room int) []string {
 		}
 		when := glyphNone
 		if t := eventTime(ev); !t.IsZero() {
-			when = short(m.now.Sub(t))
+			when = short(ctx.now.Sub(t))
 		}
 		kind := "pod"
 		if ev.InvolvedObject.Kind == "PersistentVolumeClaim" {
@@ -236,7 +245,7 @@ func (m *Model) eventLines(room int) []string {
 		}
 		typ := ev.Type
 		if ev.Type == corev1.EventTypeWarning {
-			typ = m.st.Warn.Render(glyphWarn + " " + ev.Type)
+			typ = st.Warn.Render(glyphWarn + " " + ev.Type)
 		}
 		count := ""
 		if ev.Count > 1 {
@@ -252,15 +261,15 @@ func (m *Model) eventLines(room int) []string {
 }
 
 // claimSummary is the first line's claim part.
-func (m *Model) claimSummary(mm *engine.Member) string {
+func claimSummary(mm *engine.Member, now time.Time) string {
 	switch {
 	case mm.Claimed && mm.Claim != nil:
 		c := mm.Claim
-		s := "claimed by " + mm.Holder() + " since " + clock(m.now, c.Acquired)
-		if c.Expires.IsZero() || !m.now.Before(c.Expires) {
-			return s + " (" + glyphBad + " expired " + short(m.now.Sub(c.Expires)) + " ago; protected until released)"
+		s := "claimed by " + mm.Holder() + " since " + clock(now, c.Acquired)
+		if c.Expires.IsZero() || !now.Before(c.Expires) {
+			return s + " (" + glyphBad + " expired " + short(now.Sub(c.Expires)) + " ago; protected until released)"
 		}
-		return s + " (" + short(c.Expires.Sub(m.now)) + " left)"
+		return s + " (" + short(c.Expires.Sub(now)) + " left)"
 	case mm.Maintenance:
 		return glyphMaint + " under maintenance by the reconciler"
 	case mm.Free:

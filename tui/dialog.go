@@ -173,57 +173,62 @@ func newDeleteDialog(st themes.Styles, pool string, v *engine.PoolView) *dialogM
 	return d
 }
 
-// updateDialog handles a key while a dialog is open.
-func (m *Model) updateDialog(msg tea.KeyMsg) tea.Cmd {
-	d := m.dialog
-	k := m.keys
-	if key.Matches(msg, k.Cancel) {
-		m.dialog = nil
-		m.setNote("cancelled: "+d.req.describe(), levelNone)
-		return nil
+// update handles a key while the dialog is open: it closes with
+// dialogDone, cancelled or confirmed, or stays open with an error.
+func (d *dialogModel) update(ctx viewContext, msg tea.Msg) (intent, tea.Cmd) {
+	km, ok := msg.(tea.KeyMsg)
+	if !ok {
+		return nil, nil
+	}
+	k := ctx.keys
+	if key.Matches(km, k.Cancel) {
+		return dialogDone{req: d.req}, nil
 	}
 	switch d.kind {
 	case dlgRelease, dlgResizeConfirm:
 		switch {
-		case key.Matches(msg, k.NextButton):
+		case key.Matches(km, k.NextButton):
 			d.focus = 1 - d.focus
-		case key.Matches(msg, k.Confirm):
-			m.dialog = nil
-			if d.focus == 0 {
-				m.setNote("cancelled: "+d.req.describe(), levelNone)
-				return nil
-			}
-			return m.startAction(d.req)
+		case key.Matches(km, k.Confirm):
+			return dialogDone{req: d.req, confirmed: d.focus == 1}, nil
 		}
-		return nil
+		return nil, nil
 	case dlgResizeInput:
-		if key.Matches(msg, k.Confirm) {
+		if key.Matches(km, k.Confirm) {
 			size, err := parseSize(d.input.Value(), d.req.from)
 			if err != nil {
 				d.err = err.Error()
-				return nil
+				return nil, nil
 			}
 			d.resizeConfirm(size)
-			return nil
+			return nil, nil
 		}
 	case dlgAssign:
-		if key.Matches(msg, k.Confirm) {
-			return m.confirmAssign(d)
+		if key.Matches(km, k.Confirm) {
+			// The identity is checked as the claim command checks it; an
+			// invalid one stays in the dialog with the reason.
+			identity := d.input.Value()
+			if err := engine.ValidateIdentity(identity); err != nil {
+				d.err = err.Error()
+				return nil, nil
+			}
+			req := d.req
+			req.assignee = identity
+			return dialogDone{req: req, confirmed: true}, nil
 		}
 	case dlgDelete:
-		if key.Matches(msg, k.Confirm) {
+		if key.Matches(km, k.Confirm) {
 			if d.input.Value() != d.req.pool {
 				d.err = fmt.Sprintf("type %s exactly to delete it", d.req.pool)
-				return nil
+				return nil, nil
 			}
-			m.dialog = nil
-			return m.startAction(d.req)
+			return dialogDone{req: d.req, confirmed: true}, nil
 		}
 	}
 	var cmd tea.Cmd
-	d.input, cmd = d.input.Update(msg)
+	d.input, cmd = d.input.Update(km)
 	d.err = ""
-	return cmd
+	return nil, cmd
 }
 
 // parseSize validates a typed pool size.
@@ -247,8 +252,9 @@ func parseSize(s string, current int) (int, error) {
 }
 
 // view renders the dialog box.
-func (d *dialogModel) view(st themes.Styles, width int) string {
-	w := min(76, width-4)
+func (d *dialogModel) view(ctx viewContext) string {
+	st := ctx.st
+	w := min(76, ctx.width-4)
 	inner := w - 4
 	var body []string
 	for _, l := range d.lines {
@@ -271,7 +277,7 @@ func (d *dialogModel) view(st themes.Styles, width int) string {
 	return titledBox(clean(d.title), body, w, border)
 }
 
-func (d *dialogModel) buttons(st themes.Styles, width int) string {
+func (d *dialogModel) buttons(st *themes.Styles, width int) string {
 	if d.hasInput {
 		return spread("", st.Muted.Render("enter "+strings.ToLower(d.confirm)+" · esc cancel"), width)
 	}

@@ -4,26 +4,11 @@
 //
 // # API for cmd/ctpool-tui
 //
-//	type Options struct {
-//		Context, Namespace string        // shown in the header
-//		ReadOnly           bool          // wall mode: no action key is bound, Actions is never called
-//		Theme              themes.Theme  // default themes.Dark()
-//		NoColor            bool          // NO_COLOR or a dumb terminal: no colour or attribute at all
-//		Now                func() time.Time // default time.Now
-//		Data               DataSource    // *kube.Watcher (required)
-//		Actions            Actions       // *engine.Engine (nil in read-only mode)
-//		Events             EventSource   // *kube.Events (optional)
-//		Nodes              NodeSource    // *kube.Nodes: labels and taints for the diagnosis (optional)
-//		Access             Access        // what the user may do (kube.Access behind a small adapter; optional)
-//		Console            ConsoleRunner // console key c: a shell in the member (nil in read-only mode)
-//		Logs               LogSource     // logs key l: *kube.Logs (a read: offered in read-only mode too)
-//		Demo               bool          // marks the header [DEMO]
-//		Renderer           *lipgloss.Renderer // tests only
-//		ActionTimeout      time.Duration // default 10 minutes
-//	}
+// Options wires the dashboard (see the type for its fields; only Data is
+// required).
+//
 //	func New(opts Options) tea.Model
 //	func Run(ctx context.Context, opts Options) error
-//	func SilenceKlog()
 //	func RenderOnce(w io.Writer, views []engine.PoolView, opts OnceOptions) int
 //	func Report(views []engine.PoolView, opts OnceOptions) (OnceReport, int)
 //
@@ -33,11 +18,11 @@
 //	err := tui.Run(ctx, tui.Options{Context: ctxName, Namespace: namespace, ReadOnly: ro,
 //		Theme: theme, NoColor: noColor, Data: w, Actions: eng, Events: &kube.Events{Client: client}})
 //
-// Run routes klog to io.Discard first (klog must not write into the terminal
-// the dashboard owns; cmd may call SilenceKlog earlier, before it starts
-// anything that logs), starts Data when it has a Start(context.Context) error
-// method (a second Start is harmless, so cmd may start the Watcher itself),
-// and runs in the alternate screen until q, ctrl+c or the end of ctx.
+// Run starts Data when it has a Start(context.Context) error method (a
+// second Start is harmless, so cmd may start the Watcher itself) and runs in
+// the alternate screen until q, ctrl+c or the end of ctx. klog must not
+// write into the terminal the dashboard owns: cmd routes it into its own
+// logger before anything logs.
 //
 // RenderOnce writes a table, or with OnceOptions.Format "json" the
 // OnceReport document (schemaVersion 1), without colour, and returns 0 when
@@ -46,6 +31,15 @@
 // cluster could not be read) and 2 (usage) are the caller's.
 //
 // # How it works
+//
+// Each view is a component with its own state, an update method for its
+// keys and answers and a view method for its drawing, over a viewContext
+// (styles, this frame's clock reading, size, the snapshot, nodes, options):
+// pools.go, members.go, detail.go, logs_view.go, audit.go, actionlog.go,
+// wall.go, dialog.go. The pools and members views share list.go (cursor,
+// scroll, page keys, filter); every binding is in keys.go. The root model
+// (model.go, route.go) owns the data and the overlays, routes messages, and
+// does what a view's intent asks (open another view, run an action).
 //
 // Every piece of cluster-provided text passes through tui/sanitize before it
 // is measured or rendered. Update never does I/O and never reads the clock:

@@ -123,20 +123,3 @@ func podProgress(p *corev1.Pod) string {
 	}
 	return "Pod " + orWord(string(p.Status.Phase), "Pending") + ", not Ready yet"
 }
-
-func orWord(s, word string) string {
-	if strings.TrimSpace(s) == "" {
-		return word
-	}
-	return s
-}
-
-func joinNonEmpty(sep string, parts ...string) string {
-	var out []string
-	for _, p := range parts {
-		if p != "" {
-			out = append(out, p)
-		}
-	}
-	return strings.Join(out, sep)
-}

@@ -176,3 +176,17 @@ func runEvents(cmd tea.Cmd) (tea.Msg, bool) {
 	}
 	return nil, false
 }
+
+// screenLine is line i of the rendered screen (negative: from the end).
+func screenLine(m *Model, i int) string {
+	lines := strings.Split(m.View(), "\n")
+	if i < 0 {
+		i += len(lines)
+	}
+	return lines[i]
+}
+
+// header is the top line; status the line above the help line.
+func header(m *Model) string   { return screenLine(m, 0) }
+func status(m *Model) string   { return screenLine(m, -2) }
+func helpLine(m *Model) string { return screenLine(m, -1) }

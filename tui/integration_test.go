@@ -197,7 +197,7 @@ func TestIntegrationReadOnlyViewerMakesNoWrites(t *testing.T) {
 		for _, k := range keys {
 			// Back to the start, then along the path, then the key.
 			m.screen, m.showHelp, m.dialog = screenWall, false, nil
-			m.side.audit.open = false
+			m.audit.open = false
 			m.members.filter.typing = false
 			m.members.clearFilter()
 			if k == "q" || k == "ctrl+c" {

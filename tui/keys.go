@@ -1,38 +1,54 @@
 package tui
 
-import "github.com/charmbracelet/bubbles/key"
+import (
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+)
 
-// keyMap holds every binding. Action bindings are disabled in read-only mode:
-// they match nothing and are not listed in help.
+// keyMap holds every binding of every view. Action bindings are disabled in
+// read-only mode: they match nothing and are not listed in help; so are the
+// dialogs' enter and tab, since no dialog opens there (esc, Cancel, also
+// ends a search in the log view).
 type keyMap struct {
+	Interrupt                               key.Binding // ctrl+c: quits from anywhere, even while text is typed
 	Up, Down, PageUp, PageDown, Top, Bottom key.Binding
 	Open, Back, Filter, Sort, Wall, Log     key.Binding
 	Audit                                   key.Binding
 	Help, Quit                              key.Binding
 
+	// A list's filter while it is typed.
+	ApplyFilter, ClearFilter key.Binding
+
 	Reconcile, Resize, Delete, Release, ForceRelease key.Binding
 	Console, Logs, Assign                            key.Binding
+
+	// The log view (logs_view.go).
+	Scroll, Follow, Previous, Wrap, Search, NextMatch, PrevMatch key.Binding
 
 	Confirm, Cancel, NextButton key.Binding
 }
 
 func newKeyMap(readOnly bool) keyMap {
 	k := keyMap{
-		Up:       key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "up")),
-		Down:     key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "down")),
-		PageUp:   key.NewBinding(key.WithKeys("pgup", "ctrl+b"), key.WithHelp("pgup", "page up")),
-		PageDown: key.NewBinding(key.WithKeys("pgdown", "ctrl+f"), key.WithHelp("pgdn", "page down")),
-		Top:      key.NewBinding(key.WithKeys("home", "g"), key.WithHelp("g/home", "first")),
-		Bottom:   key.NewBinding(key.WithKeys("end", "G"), key.WithHelp("G/end", "last")),
-		Open:     key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "open")),
-		Back:     key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back")),
-		Filter:   key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter")),
-		Sort:     key.NewBinding(key.WithKeys("S"), key.WithHelp("S", "sort")),
-		Wall:     key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "wall/table")),
-		Log:      key.NewBinding(key.WithKeys("L"), key.WithHelp("L", "action log")),
-		Audit:    key.NewBinding(key.WithKeys("A"), key.WithHelp("A", "audit")),
-		Help:     key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
-		Quit:     key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q", "quit")),
+		Interrupt: key.NewBinding(key.WithKeys("ctrl+c")),
+		Up:        key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "up")),
+		Down:      key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "down")),
+		PageUp:    key.NewBinding(key.WithKeys("pgup", "ctrl+b"), key.WithHelp("pgup", "page up")),
+		PageDown:  key.NewBinding(key.WithKeys("pgdown", "ctrl+f"), key.WithHelp("pgdn", "page down")),
+		Top:       key.NewBinding(key.WithKeys("home", "g"), key.WithHelp("g/home", "first")),
+		Bottom:    key.NewBinding(key.WithKeys("end", "G"), key.WithHelp("G/end", "last")),
+		Open:      key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "open")),
+		Back:      key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back")),
+		Filter:    key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter")),
+		Sort:      key.NewBinding(key.WithKeys("S"), key.WithHelp("S", "sort")),
+		Wall:      key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "wall/table")),
+		Log:       key.NewBinding(key.WithKeys("L"), key.WithHelp("L", "action log")),
+		Audit:     key.NewBinding(key.WithKeys("A"), key.WithHelp("A", "audit")),
+		Help:      key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
+		Quit:      key.NewBinding(key.WithKeys("q"), key.WithHelp("q", "quit")),
+
+		ApplyFilter: key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "apply filter")),
+		ClearFilter: key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "clear filter")),
 
 		Reconcile:    key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "reconcile")),
 		Resize:       key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "resize")),
@@ -43,13 +59,22 @@ func newKeyMap(readOnly bool) keyMap {
 		Logs:         key.NewBinding(key.WithKeys("l"), key.WithHelp("l", "logs")),
 		Assign:       key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "assign")),
 
+		Scroll:    key.NewBinding(key.WithKeys("up", "down"), key.WithHelp("↑/↓", "scroll")),
+		Follow:    key.NewBinding(key.WithKeys("f"), key.WithHelp("f/G", "follow")),
+		Previous:  key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "previous")),
+		Wrap:      key.NewBinding(key.WithKeys("w"), key.WithHelp("w", "wrap")),
+		Search:    key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "search")),
+		NextMatch: key.NewBinding(key.WithKeys("n"), key.WithHelp("n/N", "next/prev")),
+		PrevMatch: key.NewBinding(key.WithKeys("N")),
+
 		Confirm:    key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "choose")),
 		Cancel:     key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "cancel")),
 		NextButton: key.NewBinding(key.WithKeys("tab", "left", "right", "h", "l"), key.WithHelp("tab/←/→", "switch button")),
 	}
 	if readOnly {
 		// Console (pods/exec create) and assign are writes; logs are a read.
-		for _, b := range []*key.Binding{&k.Reconcile, &k.Resize, &k.Delete, &k.Release, &k.ForceRelease, &k.Console, &k.Assign} {
+		for _, b := range []*key.Binding{&k.Reconcile, &k.Resize, &k.Delete, &k.Release, &k.ForceRelease, &k.Console, &k.Assign,
+			&k.Confirm, &k.NextButton} {
 			b.SetEnabled(false)
 		}
 	}
@@ -59,13 +84,16 @@ func newKeyMap(readOnly bool) keyMap {
 // ShortHelp lists the keys that work everywhere.
 func (k keyMap) ShortHelp() []key.Binding { return []key.Binding{k.Help, k.Quit} }
 
-// FullHelp lists every key in columns: moving, views, actions, general.
+// FullHelp lists every view's keys in columns: moving; views and the
+// lists' filter; actions, then the log view's keys; general, then the
+// dialogs' keys.
 func (k keyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom},
-		{k.Open, k.Back, k.Filter, k.Sort, k.Wall, k.Audit},
-		{k.Reconcile, k.Resize, k.Delete, k.Release, k.ForceRelease, k.Assign, k.Console, k.Logs},
-		{k.Log, k.Help, k.Quit},
+		{k.Open, k.Back, k.Filter, k.ApplyFilter, k.ClearFilter, k.Sort, k.Wall, k.Audit},
+		{k.Reconcile, k.Resize, k.Delete, k.Release, k.ForceRelease, k.Assign, k.Console, k.Logs,
+			k.Follow, k.Previous, k.Wrap, k.Search, k.NextMatch},
+		{k.Log, k.Help, k.Quit, k.NextButton, k.Confirm, k.Cancel},
 	}
 }
 
@@ -83,10 +111,7 @@ func (k keyMap) helpFor(s screen, filtering bool) screenHelp {
 	var short []key.Binding
 	switch {
 	case filtering:
-		short = []key.Binding{
-			key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "apply filter")),
-			key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "clear filter")),
-		}
+		short = []key.Binding{k.ApplyFilter, k.ClearFilter}
 	case s == screenWall:
 		short = []key.Binding{k.Wall, k.Help, k.Quit}
 	case s == screenPools:
@@ -96,7 +121,7 @@ func (k keyMap) helpFor(s screen, filtering bool) screenHelp {
 	case s == screenDetail:
 		short = []key.Binding{k.Logs, k.Console, k.ForceRelease, k.Release, k.Reconcile, k.Back, k.Help, k.Quit}
 	case s == screenLogs:
-		short = logsHelp()
+		short = []key.Binding{k.Scroll, k.Follow, k.Previous, k.Wrap, k.Search, k.NextMatch, k.Back}
 	}
 	return screenHelp{short: short, full: k.FullHelp()}
 }
@@ -104,4 +129,15 @@ func (k keyMap) helpFor(s screen, filtering bool) screenHelp {
 func withHelp(b key.Binding, desc string) key.Binding {
 	b.SetHelp(b.Help().Key, desc)
 	return b
+}
+
+// actionFor returns the action binding msg matches and its kind (nil when
+// msg is no action key): an action key is looked up once.
+func (k *keyMap) actionFor(msg tea.KeyMsg) (*key.Binding, actionKind) {
+	for _, ab := range k.actionBindings() {
+		if key.Matches(msg, *ab.b) {
+			return ab.b, ab.kind
+		}
+	}
+	return nil, ""
 }

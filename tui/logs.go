@@ -10,7 +10,6 @@ import (
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
 
-	"github.com/ctpool-tui/ctpool-tui/engine"
 	"github.com/ctpool-tui/ctpool-tui/themes"
 )
 
@@ -174,11 +173,15 @@ func (r *logRing) at(seq int) string { return r.lines[(r.start+seq-r.first)%len(
 // end is the seq after the newest line.
 func (r *logRing) end() int { return r.first + r.n }
 
-// logsModel is the log view of one member.
-type logsModel struct {
+// logsView is the log view of one member (logs_view.go has its keys and
+// its drawing). It keeps the source and the context it was opened with, to
+// open the previous container's log on p.
+type logsView struct {
 	pool, member, namespace string
 	back                    screen // where esc returns to
 	gen                     int
+	ctx                     context.Context
+	src                     LogSource
 	cancel                  context.CancelFunc
 	ch                      <-chan logEvent
 	buf                     logRing
@@ -200,33 +203,25 @@ func newLogSearch(st themes.Styles) textinput.Model {
 	return ti
 }
 
-// openLogs shows the member's log and starts streaming it.
-func (m *Model) openLogs(pool string, mm *engine.Member) tea.Cmd {
-	if why := toolUnavailable(actLogs, m.view(pool), mm); why != "" {
-		m.setNote(glyphBad+" "+why, levelError)
-		return nil
-	}
-	if m.opts.Logs == nil {
-		m.setNote(glyphBad+" logs unavailable: no log connection", levelError)
-		return nil
-	}
-	m.logs.stop()
-	wrapOn := m.logs.wrap || m.logs.member == ""
-	m.logs = logsModel{pool: pool, member: mm.Name, namespace: m.namespaceOf(pool), back: m.screen,
-		gen: m.logs.gen + 1, wrap: wrapOn, follow: true, match: -1, search: newLogSearch(m.st)}
-	m.screen = screenLogs
-	return m.logs.start(m.ctx, m.opts.Logs)
+// open shows a member's log and starts streaming it; wrapping stays as it
+// was (on the first time).
+func (l *logsView) open(ctx context.Context, src LogSource, st themes.Styles, pool, member, namespace string, back screen) tea.Cmd {
+	l.stop()
+	wrapOn := l.wrap || l.member == ""
+	*l = logsView{pool: pool, member: member, namespace: namespace, back: back, ctx: ctx, src: src,
+		gen: l.gen + 1, wrap: wrapOn, follow: true, match: -1, search: newLogSearch(st)}
+	return l.start()
 }
 
 // start opens the stream of the current generation.
-func (l *logsModel) start(parent context.Context, src LogSource) tea.Cmd {
-	ctx, cancel := context.WithCancel(parent)
+func (l *logsView) start() tea.Cmd {
+	ctx, cancel := context.WithCancel(l.ctx)
 	l.cancel, l.streaming, l.ended, l.err = cancel, true, false, nil
-	return logStreamCmd(ctx, src, l.namespace, l.member, l.previous, l.gen)
+	return logStreamCmd(ctx, l.src, l.namespace, l.member, l.previous, l.gen)
 }
 
 // stop cancels the stream; messages of its generation are dropped.
-func (l *logsModel) stop() {
+func (l *logsView) stop() {
 	if l.cancel != nil {
 		l.cancel()
 		l.cancel = nil
@@ -235,9 +230,8 @@ func (l *logsModel) stop() {
 	l.streaming, l.ch = false, nil
 }
 
-// updateLogs takes the stream's messages and re-arms the wait.
-func (m *Model) updateLogs(msg tea.Msg) tea.Cmd {
-	l := &m.logs
+// stream takes the stream's messages and re-arms the wait.
+func (l *logsView) stream(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case logOpenedMsg:
 		if msg.gen != l.gen {
@@ -259,7 +253,7 @@ func (m *Model) updateLogs(msg tea.Msg) tea.Cmd {
 	return nil
 }
 
-func (l *logsModel) add(lines []string) {
+func (l *logsView) add(lines []string) {
 	for _, s := range lines {
 		old, dropped := l.buf.push(s)
 		if l.query != "" {
@@ -275,10 +269,4 @@ func (l *logsModel) add(lines []string) {
 	if l.match >= 0 && l.match < l.buf.first {
 		l.match = -1
 	}
-}
-
-// leaveLogs stops the stream and goes back.
-func (m *Model) leaveLogs() {
-	m.logs.stop()
-	m.screen = m.logs.back
 }

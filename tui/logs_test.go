@@ -171,7 +171,7 @@ func TestLogsHighlightStylesMatches(t *testing.T) {
 	m, _ := newTestModel(t, demoCluster(), testOpts{})
 	st := m.st
 	st.Selected = r.NewStyle().Reverse(true)
-	got := highlight(st, "an Error and an ERROR", "error")
+	got := highlight(&st, "an Error and an ERROR", "error")
 	if want := "an \x1b[7mError\x1b[0m and an \x1b[7mERROR\x1b[0m"; got != want {
 		t.Errorf("highlight = %q, want %q", got, want)
 	}

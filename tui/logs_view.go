@@ -12,80 +12,72 @@ import (
 	"github.com/ctpool-tui/ctpool-tui/themes"
 )
 
-// Keys of the log view (the global ones, q ? L, work too).
-var (
-	logKeyScroll   = key.NewBinding(key.WithKeys("up", "down"), key.WithHelp("↑/↓", "scroll"))
-	logKeyFollow   = key.NewBinding(key.WithKeys("f"), key.WithHelp("f/G", "follow"))
-	logKeyPrevious = key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "previous"))
-	logKeyWrap     = key.NewBinding(key.WithKeys("w"), key.WithHelp("w", "wrap"))
-	logKeySearch   = key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "search"))
-	logKeyNext     = key.NewBinding(key.WithKeys("n"), key.WithHelp("n/N", "next/prev"))
-	logKeyPrev     = key.NewBinding(key.WithKeys("N"))
-	logKeyBack     = key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back"))
-)
-
-func logsHelp() []key.Binding {
-	return []key.Binding{logKeyScroll, logKeyFollow, logKeyPrevious, logKeyWrap, logKeySearch, logKeyNext, logKeyBack}
-}
-
-// logsKey handles a key in the log view.
-func (m *Model) logsKey(msg tea.KeyMsg) tea.Cmd {
-	l := &m.logs
-	k := m.keys
-	page := max(m.bodyHeight()-2, 1)
+// update handles the stream's messages and the log view's keys (the
+// global ones, q ? L, work too).
+func (l *logsView) update(ctx viewContext, msg tea.Msg) (intent, tea.Cmd) {
+	km, ok := msg.(tea.KeyMsg)
+	if !ok {
+		return nil, l.stream(msg)
+	}
+	if l.searching {
+		return nil, l.updateSearch(ctx.keys, km, ctx.height-2)
+	}
+	k := ctx.keys
+	page := max(ctx.height-2, 1)
 	// Fast typing can deliver "/" and what follows in one message.
-	if msg.Type == tea.KeyRunes && len(msg.Runes) > 1 && msg.Runes[0] == '/' {
+	if km.Type == tea.KeyRunes && len(km.Runes) > 1 && km.Runes[0] == '/' {
 		l.searching = true
 		cmd := l.search.Focus()
-		l.search, _ = l.search.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: msg.Runes[1:]})
-		return cmd
+		l.search, _ = l.search.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: km.Runes[1:]})
+		return nil, cmd
 	}
 	switch {
-	case key.Matches(msg, logKeyBack):
+	case key.Matches(km, k.Back):
 		if l.query != "" {
 			l.query, l.matches, l.match = "", 0, -1
 			l.search.SetValue("")
-			return nil
+			return nil, nil
 		}
-		m.leaveLogs()
-	case key.Matches(msg, k.Up):
+		l.stop()
+		return showScreen{l.back}, nil
+	case key.Matches(km, k.Up):
 		l.scroll(-1, page)
-	case key.Matches(msg, k.Down):
+	case key.Matches(km, k.Down):
 		l.scroll(1, page)
-	case key.Matches(msg, k.PageUp):
+	case key.Matches(km, k.PageUp):
 		l.scroll(-page, page)
-	case key.Matches(msg, k.PageDown):
+	case key.Matches(km, k.PageDown):
 		l.scroll(page, page)
-	case key.Matches(msg, k.Top):
+	case key.Matches(km, k.Top):
 		l.follow, l.top = false, l.buf.first
-	case key.Matches(msg, k.Bottom):
+	case key.Matches(km, k.Bottom):
 		l.follow = true
-	case key.Matches(msg, logKeyFollow):
+	case key.Matches(km, k.Follow):
 		l.follow = !l.follow
 		if !l.follow {
 			l.top = max(l.buf.first, l.buf.end()-page)
 		}
-	case key.Matches(msg, logKeyWrap):
+	case key.Matches(km, k.Wrap):
 		l.wrap = !l.wrap
-	case key.Matches(msg, logKeyPrevious):
+	case key.Matches(km, k.Previous):
 		prev := !l.previous
 		l.stop()
-		*l = logsModel{pool: l.pool, member: l.member, namespace: l.namespace, back: l.back, gen: l.gen,
+		*l = logsView{pool: l.pool, member: l.member, namespace: l.namespace, back: l.back, gen: l.gen, ctx: l.ctx, src: l.src,
 			wrap: l.wrap, follow: true, previous: prev, match: -1, search: l.search, query: l.query}
-		return l.start(m.ctx, m.opts.Logs)
-	case key.Matches(msg, logKeySearch):
+		return nil, l.start()
+	case key.Matches(km, k.Search):
 		l.searching = true
-		return l.search.Focus()
-	case key.Matches(msg, logKeyNext):
+		return nil, l.search.Focus()
+	case key.Matches(km, k.NextMatch):
 		l.jump(1, page)
-	case key.Matches(msg, logKeyPrev):
+	case key.Matches(km, k.PrevMatch):
 		l.jump(-1, page)
 	}
-	return nil
+	return nil, nil
 }
 
 // scroll moves the view by d lines; reaching the end resumes following.
-func (l *logsModel) scroll(d, page int) {
+func (l *logsView) scroll(d, page int) {
 	if l.follow {
 		l.top = max(l.buf.first, l.buf.end()-page)
 		l.follow = false
@@ -96,17 +88,18 @@ func (l *logsModel) scroll(d, page int) {
 	}
 }
 
-// updateSearch handles a key while the search is typed.
-func (l *logsModel) updateSearch(msg tea.KeyMsg, page int) tea.Cmd {
-	switch msg.String() {
-	case "enter":
+// updateSearch handles a key while the search is typed: ApplyFilter
+// finds, Cancel stops typing.
+func (l *logsView) updateSearch(k *keyMap, msg tea.KeyMsg, page int) tea.Cmd {
+	switch {
+	case key.Matches(msg, k.ApplyFilter):
 		l.searching = false
 		l.search.Blur()
 		l.setQuery(l.search.Value())
 		l.match = -1
 		l.jump(-1, page) // the newest match
 		return nil
-	case "esc":
+	case key.Matches(msg, k.Cancel):
 		l.searching = false
 		l.search.Blur()
 		return nil
@@ -116,7 +109,7 @@ func (l *logsModel) updateSearch(msg tea.KeyMsg, page int) tea.Cmd {
 	return cmd
 }
 
-func (l *logsModel) setQuery(q string) {
+func (l *logsView) setQuery(q string) {
 	l.query = strings.ToLower(strings.TrimSpace(q))
 	l.matches = 0
 	if l.query == "" {
@@ -131,7 +124,7 @@ func (l *logsModel) setQuery(q string) {
 
 // jump moves to the next (dir 1) or previous (dir -1) matching line and
 // shows it a third of the way down the page.
-func (l *logsModel) jump(dir, page int) {
+func (l *logsView) jump(dir, page int) {
 	if l.query == "" || l.matches == 0 {
 		return
 	}
@@ -153,7 +146,7 @@ func (l *logsModel) jump(dir, page int) {
 }
 
 // ordinal is the current match's number among the matches (1-based).
-func (l *logsModel) ordinal() int {
+func (l *logsView) ordinal() int {
 	if l.match < 0 {
 		return 0
 	}
@@ -166,20 +159,20 @@ func (l *logsModel) ordinal() int {
 	return n
 }
 
-// logsView renders the title line and the visible part of the log.
-func (m *Model) logsView() string {
-	l := &m.logs
-	h := m.bodyHeight()
-	state := m.st.OK.Render(glyphLive + " following")
+// view renders the title line and the visible part of the log.
+func (l *logsView) view(ctx viewContext) string {
+	st := ctx.st
+	h := ctx.height
+	state := st.OK.Render(glyphLive + " following")
 	switch {
 	case l.err != nil:
-		state = m.st.Error.Render(glyphBad + " " + clean(l.err.Error()))
+		state = st.Error.Render(glyphBad + " " + clean(l.err.Error()))
 	case l.ended:
-		state = m.st.Muted.Render("stream ended")
+		state = st.Muted.Render("stream ended")
 	case !l.follow:
-		state = m.st.Warn.Render("paused (G follows)")
+		state = st.Warn.Render("paused (G follows)")
 	case !l.streaming:
-		state = m.st.Muted.Render("connecting…")
+		state = st.Muted.Render("connecting…")
 	}
 	parts := []string{engine.ContainerName}
 	if l.previous {
@@ -189,20 +182,20 @@ func (m *Model) logsView() string {
 	if l.buf.dropped > 0 {
 		parts = append(parts, fmt.Sprintf("%d oldest dropped", l.buf.dropped))
 	}
-	title := " " + m.st.Accent.Render(clean(l.member)) + m.st.Muted.Render(" · "+strings.Join(parts, " · ")) + "  " + state
+	title := " " + st.Accent.Render(clean(l.member)) + st.Muted.Render(" · "+strings.Join(parts, " · ")) + "  " + state
 	right := ""
 	switch {
 	case l.searching:
 		l.search.Width = 30
 		right = l.search.View()
 	case l.query != "":
-		right = m.st.Muted.Render(fmt.Sprintf("/%s %d/%d", clean(l.query), l.ordinal(), l.matches))
+		right = st.Muted.Render(fmt.Sprintf("/%s %d/%d", clean(l.query), l.ordinal(), l.matches))
 	}
-	lines := []string{spread(title, right, m.width)}
-	rows := l.visualLines(m.st, m.width, h-1)
+	lines := []string{spread(title, right, ctx.width)}
+	rows := l.visualLines(st, ctx.width, h-1)
 	lines = append(lines, rows...)
 	if l.buf.n == 0 && l.err == nil {
-		lines = append(lines, m.st.Muted.Render("  no log lines yet"))
+		lines = append(lines, st.Muted.Render("  no log lines yet"))
 	}
 	return strings.Join(lines, "\n")
 }
@@ -217,7 +210,7 @@ func onOff(name string, on bool) string {
 // visualLines lays out the log for a window of rows: from the end when
 // following, else from top. A line is wrapped or cut; a gutter marks the
 // current match (▶) and other matching lines (•).
-func (l *logsModel) visualLines(st themes.Styles, width, rows int) []string {
+func (l *logsView) visualLines(st *themes.Styles, width, rows int) []string {
 	textW := max(width-2, 1)
 	layout := func(seq int) []string {
 		s := l.buf.at(seq)
@@ -264,7 +257,7 @@ func (l *logsModel) visualLines(st themes.Styles, width, rows int) []string {
 }
 
 // highlight styles each case-insensitive occurrence of q in plain text s.
-func highlight(st themes.Styles, s, q string) string {
+func highlight(st *themes.Styles, s, q string) string {
 	if q == "" {
 		return s
 	}

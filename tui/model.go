@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/charmbracelet/bubbles/help"
-	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/spinner"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
@@ -22,11 +21,13 @@ const (
 	screenMembers
 	screenDetail
 	screenWall
-	screenLogs // a member's container log (logs.go)
+	screenLogs // a member's container log (logs_view.go)
 )
 
-// Model is the root model: it owns the data, the layout and the overlays,
-// and composes the views.
+// Model is the root model. It routes messages to the views (route.go), owns
+// the data (the snapshot, the connection state, the running actions) and
+// the overlays (a dialog, the help, the action log pane), and composes the
+// views' drawings; the views draw every row.
 type Model struct {
 	ctx  context.Context
 	opts Options
@@ -48,14 +49,18 @@ type Model struct {
 	armed, pending, dirty bool
 	rebuilds              int
 
-	screen   screen
-	pools    poolsModel
-	members  membersModel
-	detail   detailModel
-	logs     logsModel
+	screen  screen
+	pools   poolsView
+	members membersView
+	detail  detailView
+	logs    logsView
+	wall    wallView
+	audit   auditView // over the members view while open
+
 	dialog   *dialogModel
 	showHelp bool
 	showLog  bool
+	actlog   actionLog
 	acts     actionState
 	side     sideState
 }
@@ -73,8 +78,8 @@ func newModel(ctx context.Context, opts Options) *Model {
 	m := &Model{
 		ctx: ctx, opts: opts, st: st, keys: newKeyMap(opts.ReadOnly), help: h, spin: sp,
 		width: 80, height: 24, now: now, started: now,
-		members: newMembersModel(st),
-		pools:   newPoolsModel(st),
+		members: newMembersView(st),
+		pools:   newPoolsView(st),
 		acts:    actionState{running: map[int]actionRequest{}},
 	}
 	if opts.ReadOnly {
@@ -140,11 +145,15 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case eventsMsg:
 		m.detail.setEvents(msg)
 		return m, nil
-	case nodesMsg, capsMsg, healthMsg, auditMsg:
+	case auditMsg:
+		_, cmd := m.audit.update(m.viewCtx(), msg)
+		return m, cmd
+	case nodesMsg, capsMsg, healthMsg:
 		return m, m.updateSide(msg)
 	case actionDoneMsg:
-		m.finishAction(msg)
-		return m, m.refreshAudit()
+		delete(m.acts.running, msg.id)
+		m.actlog.update(m.viewCtx(), msg)
+		return m, m.audit.refresh(m.ctx, m.opts.Events, m.namespaceOf(m.audit.pool))
 	case spinner.TickMsg:
 		if len(m.acts.running) == 0 {
 			return m, nil
@@ -153,7 +162,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.spin, cmd = m.spin.Update(msg)
 		return m, cmd
 	case logOpenedMsg, logLinesMsg:
-		return m, m.updateLogs(msg)
+		_, cmd := m.logs.update(m.viewCtx(), msg)
+		return m, cmd
 	case tea.KeyMsg:
 		return m, m.handleKey(msg)
 	}
@@ -189,7 +199,7 @@ func (m *Model) view(pool string) *engine.PoolView {
 func (m *Model) layout() {
 	h := m.bodyHeight()
 	m.pools.setHeight(h)
-	m.members.setSize(m.width, h)
+	m.members.setHeight(h)
 }
 
 // bodyHeight is the height between the header and the two footer lines.
@@ -201,192 +211,55 @@ func (m *Model) bodyHeight() int {
 	return max(h, 3)
 }
 
-func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
-	if msg.String() == "ctrl+c" {
-		return tea.Quit
+// viewCtx is what the views read for this message or frame, sized for the
+// body.
+func (m *Model) viewCtx() viewContext {
+	conn, level := m.health.connState(m.now, m.started, m.loaded)
+	dataAt := m.health.lastSync
+	if dataAt.IsZero() {
+		dataAt = m.observedAt
 	}
-	m.acts.note = "" // a note lasts until the next key
-	// Fast typing can deliver "/" and what follows in one message.
-	if m.dialog == nil && !m.showHelp && msg.Type == tea.KeyRunes && len(msg.Runes) > 1 && msg.Runes[0] == '/' {
-		rest := tea.KeyMsg{Type: tea.KeyRunes, Runes: msg.Runes[1:]}
-		switch {
-		case m.screen == screenMembers && !m.members.filter.typing:
-			cmd := m.members.startFilter()
-			m.members.updateFilter(rest)
-			return cmd
-		case m.screen == screenPools && !m.pools.filter.typing:
-			cmd := m.pools.startFilter()
-			m.pools.updateFilter(rest)
-			return cmd
-		}
+	return viewContext{
+		st: &m.st, keys: &m.keys, now: m.now, width: m.width, height: m.bodyHeight(),
+		views: m.views, loaded: m.loaded, nodes: m.side.nodes,
+		conn: conn, connLevel: level, dataAt: dataAt,
+		kubeContext: m.opts.Context, namespace: m.opts.Namespace, readOnly: m.opts.ReadOnly, demo: m.opts.Demo,
+		hints: m.opts.Actions != nil, events: m.opts.Events != nil,
 	}
-	if m.dialog != nil {
-		return m.updateDialog(msg)
-	}
-	if m.showHelp {
-		if key.Matches(msg, m.keys.Help, m.keys.Back) {
-			m.showHelp = false
-		} else if key.Matches(msg, m.keys.Quit) {
-			return tea.Quit
-		}
-		return nil
-	}
-	if m.screen == screenMembers && m.members.filter.typing {
-		m.members.updateFilter(msg)
-		return nil
-	}
-	if m.screen == screenPools && m.pools.filter.typing {
-		m.pools.updateFilter(msg)
-		return nil
-	}
-	if m.screen == screenLogs && m.logs.searching {
-		return m.logs.updateSearch(msg, m.bodyHeight()-2)
-	}
-	switch {
-	case key.Matches(msg, m.keys.Quit):
-		return tea.Quit
-	case key.Matches(msg, m.keys.Help):
-		m.showHelp = true
-		return nil
-	case key.Matches(msg, m.keys.Log):
-		m.showLog = !m.showLog
-		m.layout()
-		return nil
-	case key.Matches(msg, m.keys.Wall) && m.screen != screenDetail && m.screen != screenLogs:
-		if m.screen == screenWall {
-			m.screen = screenPools
-		} else {
-			m.screen = screenWall
-		}
-		return nil
-	}
-	switch m.screen {
-	case screenPools:
-		return m.poolsKey(msg)
-	case screenMembers:
-		return m.membersKey(msg)
-	case screenDetail:
-		return m.detailKey(msg)
-	case screenLogs:
-		return m.logsKey(msg)
-	}
-	return nil
 }
 
-func (m *Model) poolsKey(msg tea.KeyMsg) tea.Cmd {
-	k := m.keys
-	switch {
-	case key.Matches(msg, k.Up):
-		m.pools.move(-1)
-	case key.Matches(msg, k.Down):
-		m.pools.move(1)
-	case key.Matches(msg, k.PageUp):
-		m.pools.move(-m.pools.height)
-	case key.Matches(msg, k.PageDown):
-		m.pools.move(m.pools.height)
-	case key.Matches(msg, k.Top):
-		m.pools.move(-len(m.views))
-	case key.Matches(msg, k.Bottom):
-		m.pools.move(len(m.views))
-	case key.Matches(msg, k.Filter):
-		return m.pools.startFilter()
-	case key.Matches(msg, k.Back) && m.pools.filter.Value() != "":
-		m.pools.clearFilter()
-	case key.Matches(msg, k.Open):
-		if p := m.pools.selected; p != "" {
-			m.openMembers(p)
-		}
-	default:
-		return m.actionKey(msg, m.pools.selected, nil)
-	}
-	return nil
-}
-
-func (m *Model) openMembers(pool string) {
-	if m.members.pool != pool {
-		m.members.open(pool)
-	}
-	m.members.setData(m.view(pool))
-	m.screen = screenMembers
-	m.layout()
-}
-
-func (m *Model) membersKey(msg tea.KeyMsg) tea.Cmd {
-	k := m.keys
-	switch {
-	case key.Matches(msg, k.Up):
-		m.members.move(-1)
-	case key.Matches(msg, k.Down):
-		m.members.move(1)
-	case key.Matches(msg, k.PageUp):
-		m.members.move(-m.members.visible())
-	case key.Matches(msg, k.PageDown):
-		m.members.move(m.members.visible())
-	case key.Matches(msg, k.Top):
-		m.members.move(-len(m.members.rows))
-	case key.Matches(msg, k.Bottom):
-		m.members.move(len(m.members.rows))
-	case key.Matches(msg, k.Filter):
-		return m.members.startFilter()
-	case key.Matches(msg, k.Sort):
-		m.members.cycleSort()
-	case key.Matches(msg, k.Audit):
-		return m.toggleAudit()
-	case m.side.audit.open && key.Matches(msg, k.Back):
-		m.side.audit.open = false
-	case key.Matches(msg, k.Back):
-		if m.members.filter.Value() != "" {
-			m.members.clearFilter()
-		} else {
-			m.screen = screenPools
-		}
-	case key.Matches(msg, k.Open):
-		if mem := m.members.current(); mem != nil {
-			return m.openDetail(m.members.pool, mem.Name)
-		}
-	default:
-		return m.actionKey(msg, m.members.pool, m.members.current())
-	}
-	return nil
-}
-
-func (m *Model) detailKey(msg tea.KeyMsg) tea.Cmd {
-	if key.Matches(msg, m.keys.Back) {
-		m.screen = screenMembers
-		return nil
-	}
-	return m.actionKey(msg, m.detail.pool, m.members.lookup(m.detail.member))
-}
-
-// View renders the screen. Only visible rows are rendered.
+// View composes the screen: the header, the current view or an overlay,
+// the action log pane, the status line and the help line.
 func (m *Model) View() string {
 	if m.width <= 0 || m.height <= 0 {
 		return ""
 	}
+	ctx := m.viewCtx()
+	if m.screen == screenWall && m.dialog == nil && !m.showHelp {
+		full := ctx
+		full.height = m.height - 1
+		return m.wall.view(full) + "\n" + m.helpLine(ctx)
+	}
 	var body string
 	switch {
 	case m.dialog != nil:
-		body = m.placeCenter(m.dialog.view(m.st, m.width))
+		body = m.placeCenter(m.dialog.view(ctx))
 	case m.showHelp:
-		body = m.placeCenter(m.helpView())
-	case m.screen == screenWall:
-		return m.wallView()
-	case m.screen == screenPools:
-		body = m.poolsView()
-	case m.screen == screenMembers && m.side.audit.open:
-		body = m.auditView()
-	case m.screen == screenMembers:
-		body = m.membersView()
-	case m.screen == screenDetail:
-		body = m.detailView()
-	case m.screen == screenLogs:
-		body = m.logsView()
+		body = m.placeCenter(helpOverlay(ctx, &m.help, m.shownKeys(), m.unavailableLines()))
+	default:
+		body = m.shown().view(ctx)
 	}
-	lines := []string{m.headerView(), fitBlock(body, m.width, m.bodyHeight())}
+	conn, level := ctx.conn, ctx.connLevel
+	if m.opts.Data == nil {
+		conn, level = glyphBad+" no data source", levelError
+	}
+	lines := []string{headerLine(ctx, conn, level), fitBlock(body, m.width, ctx.height)}
 	if m.showLog {
-		lines = append(lines, m.logView(logPaneHeight))
+		pane := ctx
+		pane.height = logPaneHeight
+		lines = append(lines, m.actlog.view(pane))
 	}
-	lines = append(lines, m.statusView(), m.helpLine())
+	lines = append(lines, statusLine(ctx, &m.acts, &m.spin, &m.actlog), m.helpLine(ctx))
 	return lipgloss.JoinVertical(lipgloss.Left, lines...)
 }
 

@@ -3,7 +3,9 @@ package tui
 import (
 	"fmt"
 	"strings"
+	"time"
 
+	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
@@ -11,31 +13,23 @@ import (
 	"github.com/ctpool-tui/ctpool-tui/tui/sanitize"
 )
 
-// poolsModel is the home view's selection, tracked by pool name, and its
-// filter (on the pool's name, backend and image).
-type poolsModel struct {
-	all      []string // every pool, in the views' order
-	hay      []string // lower-case text the filter searches, per pool
-	names    []string // the pools shown: those the filter matches
-	rows     []int    // their indices in the views
-	selected string
-	cursor   int
-	offset   int
-	height   int // rows the table may use
-
-	filter listFilter
+// poolsView is the home view: the table of pools, with the selection
+// tracked by pool name and a filter on the pool's name, backend and image.
+// Its rows are indices into the snapshot's pools.
+type poolsView struct {
+	list
 }
 
-func newPoolsModel(st themes.Styles) poolsModel {
-	return poolsModel{filter: newListFilter(st, "pool, backend, image…")}
+func newPoolsView(st themes.Styles) poolsView {
+	return poolsView{list: list{filter: newListFilter(st, "pool, backend, image…")}}
 }
 
 // sync follows a new list of pools, keeping the selection by name.
-func (p *poolsModel) sync(views []engine.PoolView) {
-	p.all, p.hay = p.all[:0], p.hay[:0]
+func (p *poolsView) sync(views []engine.PoolView) {
+	p.names, p.hay = p.names[:0], p.hay[:0]
 	for i := range views {
 		v := &views[i]
-		p.all = append(p.all, v.Name)
+		p.names = append(p.names, v.Name)
 		p.hay = append(p.hay, strings.ToLower(clean(v.Name+" "+v.Spec.BackendName()+" "+v.Spec.Image)))
 	}
 	p.refresh()
@@ -43,67 +37,41 @@ func (p *poolsModel) sync(views []engine.PoolView) {
 
 // refresh applies the filter and keeps the selection by name when it is
 // still shown.
-func (p *poolsModel) refresh() {
-	q := strings.ToLower(strings.TrimSpace(p.filter.Value()))
-	p.names, p.rows = p.names[:0], p.rows[:0]
-	for i, name := range p.all {
-		if q == "" || strings.Contains(p.hay[i], q) {
-			p.names = append(p.names, name)
-			p.rows = append(p.rows, i)
-		}
-	}
-	p.cursor = -1
-	for i, n := range p.names {
-		if n == p.selected {
-			p.cursor = i
-		}
-	}
-	if p.cursor < 0 {
-		p.cursor = 0
-		p.selected = ""
-		if len(p.names) > 0 {
-			p.cursor = min(max(p.cursor, 0), len(p.names)-1)
-			p.selected = p.names[p.cursor]
-		}
-	}
-	p.scroll()
+func (p *poolsView) refresh() {
+	p.filterRows()
+	p.reselect()
 }
 
-func (p *poolsModel) startFilter() tea.Cmd { return p.filter.start() }
+// setHeight takes the body's height.
+func (p *poolsView) setHeight(h int) { p.list.setHeight(h - poolsChrome) }
 
-func (p *poolsModel) clearFilter() {
-	p.filter.SetValue("")
-	p.refresh()
-}
-
-func (p *poolsModel) updateFilter(msg tea.KeyMsg) {
-	if p.filter.key(msg) {
+// update handles a key: the list's keys, esc (clears the filter) and enter;
+// any other key may be an action on the selected pool.
+func (p *poolsView) update(ctx viewContext, msg tea.Msg) (intent, tea.Cmd) {
+	km, ok := msg.(tea.KeyMsg)
+	if !ok {
+		return nil, nil
+	}
+	cmd, handled, refilter := p.list.update(ctx.keys, km)
+	if refilter {
 		p.refresh()
 	}
-}
-
-func (p *poolsModel) move(d int) {
-	if len(p.names) == 0 {
-		return
+	if handled {
+		return nil, cmd
 	}
-	p.cursor = min(max(p.cursor+d, 0), len(p.names)-1)
-	p.selected = p.names[p.cursor]
-	p.scroll()
-}
-
-func (p *poolsModel) setHeight(h int) {
-	p.height = max(h-poolsChrome, 1)
-	p.scroll()
-}
-
-func (p *poolsModel) scroll() {
-	if p.cursor < p.offset {
-		p.offset = p.cursor
+	k := ctx.keys
+	switch {
+	case key.Matches(km, k.Back) && p.filter.Value() != "":
+		p.clearFilter()
+		p.refresh()
+	case key.Matches(km, k.Open):
+		if p.selected != "" {
+			return openPool{pool: p.selected}, nil
+		}
+	default:
+		return actionKey{msg: km, pool: p.selected}, nil
 	}
-	if p.cursor >= p.offset+p.height {
-		p.offset = p.cursor - p.height + 1
-	}
-	p.offset = max(0, min(p.offset, len(p.names)-p.height))
+	return nil, nil
 }
 
 // poolsChrome is the body lines the pools view uses besides rows: the column
@@ -126,42 +94,44 @@ func poolColumns(width, nameW int) []column {
 	}, width, 2)
 }
 
-func (m *Model) poolsView() string {
-	if !m.loaded {
-		return m.st.Muted.Render("  waiting for the first snapshot…")
+// view renders the table's visible rows, the filter and notes on the
+// selected pool and the pools in trouble.
+func (p *poolsView) view(ctx viewContext) string {
+	st := ctx.st
+	if !ctx.loaded {
+		return st.Muted.Render("  waiting for the first snapshot…")
 	}
-	if len(m.views) == 0 {
-		return m.st.Muted.Render("  no pools in namespace " + clean(m.opts.Namespace) +
+	if len(ctx.views) == 0 {
+		return st.Muted.Render("  no pools in namespace " + clean(ctx.namespace) +
 			" (a pool is a ConfigMap corral-vdi-ctpool-<pool> labelled " + engine.LabelPool + ")")
 	}
 	nameW := 0
-	for i := range m.views {
-		nameW = max(nameW, sanitize.Width(m.views[i].Name))
+	for i := range ctx.views {
+		nameW = max(nameW, sanitize.Width(ctx.views[i].Name))
 	}
-	cols := poolColumns(m.width, nameW)
+	cols := poolColumns(ctx.width, nameW)
 	var b strings.Builder
-	b.WriteString("  " + m.st.ColumnHeader.Render(headerCells(cols)))
-	p := &m.pools
+	b.WriteString("  " + st.ColumnHeader.Render(headerCells(cols)))
 	end := min(p.offset+p.height, len(p.rows))
 	for i := p.offset; i < end; i++ {
 		b.WriteByte('\n')
-		b.WriteString(m.poolRow(cols, &m.views[p.rows[i]], i == p.cursor))
+		b.WriteString(poolRow(ctx, cols, &ctx.views[p.rows[i]], i == p.cursor))
 	}
 	if len(p.rows) == 0 {
-		b.WriteString("\n" + m.st.Muted.Render("  no pool matches the filter (esc clears it)"))
+		b.WriteString("\n" + st.Muted.Render("  no pool matches the filter (esc clears it)"))
 	}
 	// The line under the table shows the filter while there is one.
 	b.WriteString("\n")
 	if p.filter.active() {
-		b.WriteString(" " + p.filter.View() + " " + m.st.Muted.Render(fmt.Sprintf("(%d/%d pools)", len(p.rows), len(p.all))))
+		b.WriteString(" " + p.filter.View() + " " + st.Muted.Render(fmt.Sprintf("(%d/%d pools)", len(p.rows), len(p.names))))
 	}
-	for _, line := range m.poolNotes(3) {
+	for _, line := range p.notes(ctx, 3) {
 		b.WriteString("\n" + line)
 	}
 	return b.String()
 }
 
-func (m *Model) poolRow(cols []column, v *engine.PoolView, selected bool) string {
+func poolRow(ctx viewContext, cols []column, v *engine.PoolView, selected bool) string {
 	st := v.Status
 	free := fmt.Sprint(st.Free)
 	if st.Exhausted {
@@ -171,25 +141,25 @@ func (m *Model) poolRow(cols []column, v *engine.PoolView, selected bool) string
 		"POOL": v.Name, "BACKEND": v.Spec.BackendName(), "IMAGE": v.Spec.Image,
 		"SIZE": fmt.Sprint(v.Spec.Size), "READY": fmt.Sprint(st.Ready), "CLAIMED": fmt.Sprint(st.Claimed),
 		"FREE": free, "UNSCHED": fmt.Sprint(st.Unschedulable), "DRIFT": fmt.Sprint(st.Drifted),
-		"FAILED": fmt.Sprint(st.Failed), "LAST RECONCILE": m.lastReconcile(v),
+		"FAILED": fmt.Sprint(st.Failed), "LAST RECONCILE": lastReconcile(v, ctx.now),
 	}
 	if !v.Defined {
 		vals["BACKEND"], vals["IMAGE"], vals["SIZE"] = glyphNone, glyphNone, glyphNone
 	}
 	line := cells(cols, vals)
 	if selected {
-		return m.st.Selected.Render(glyphCursor + " " + line)
+		return ctx.st.Selected.Render(glyphCursor + " " + line)
 	}
 	level := poolLevel(v)
 	if level >= levelWarn {
-		return "  " + m.levelStyle(level).Render(line)
+		return "  " + ctx.level(level).Render(line)
 	}
 	return "  " + line
 }
 
 // lastReconcile is the LAST RECONCILE cell: when the recorded status last
 // changed and whether the last run had errors; problems come first.
-func (m *Model) lastReconcile(v *engine.PoolView) string {
+func lastReconcile(v *engine.PoolView, now time.Time) string {
 	switch {
 	case !v.Defined:
 		return glyphBad + " no definition"
@@ -200,7 +170,7 @@ func (m *Model) lastReconcile(v *engine.PoolView) string {
 	}
 	when := "never"
 	if v.Recorded.UpdatedAt != nil {
-		when = ago(m.now, *v.Recorded.UpdatedAt)
+		when = ago(now, *v.Recorded.UpdatedAt)
 	}
 	if n := len(v.Recorded.Errors); n > 0 {
 		return when + " " + glyphBad + " " + plural(n, "error", "errors")
@@ -228,23 +198,23 @@ func isLow(v *engine.PoolView) bool {
 }
 
 // poolNotes explains the selected pool first, then other pools in trouble.
-func (m *Model) poolNotes(limit int) []string {
+func (p *poolsView) notes(ctx viewContext, limit int) []string {
 	var out []string
-	if v := m.view(m.pools.selected); v != nil {
-		out = append(out, m.st.Bold.Render(glyphCursor+" "+clean(v.Name)+": ")+clean(poolExplanation(v)))
+	if v := ctx.pool(p.selected); v != nil {
+		out = append(out, ctx.st.Bold.Render(glyphCursor+" "+clean(v.Name)+": ")+clean(poolExplanation(v)))
 	}
-	for i := range m.views {
-		v := &m.views[i]
+	for i := range ctx.views {
+		v := &ctx.views[i]
 		if len(out) >= limit {
 			break
 		}
-		if v.Name == m.pools.selected || poolLevel(v) < levelError {
+		if v.Name == p.selected || poolLevel(v) < levelError {
 			continue
 		}
-		out = append(out, m.st.Error.Render("  "+clean(v.Name)+": ")+clean(poolExplanation(v)))
+		out = append(out, ctx.st.Error.Render("  "+clean(v.Name)+": ")+clean(poolExplanation(v)))
 	}
 	for i := range out {
-		out[i] = cut(out[i], m.width)
+		out[i] = cut(out[i], ctx.width)
 	}
 	return out
 }

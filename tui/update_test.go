@@ -233,7 +233,7 @@ func TestConnectionStates(t *testing.T) {
 	m, _ := newTestModel(t, demoCluster(), testOpts{actions: &fakeActions{}})
 	set := func(h health) string {
 		m.health = h
-		return m.headerView()
+		return header(m)
 	}
 	if s := set(health{synced: true, lastSync: t0.Add(-2 * time.Second)}); !strings.Contains(s, "● live · synced 2s ago") {
 		t.Errorf("live: %q", s)
@@ -263,8 +263,8 @@ func TestMissingDefinitionAndBrokenSpecDoNotCrash(t *testing.T) {
 	}
 	m.openMembers("ghost")
 	press(m, "s")
-	if m.dialog != nil || !strings.Contains(m.statusView(), "ghost has no definition") {
-		t.Errorf("resize of an undefined pool: %v %q", m.dialog, m.statusView())
+	if m.dialog != nil || !strings.Contains(status(m), "ghost has no definition") {
+		t.Errorf("resize of an undefined pool: %v %q", m.dialog, status(m))
 	}
 	// The open pool vanishes from the data.
 	m.Update(dataMsg{views: nil, at: t0, health: health{synced: true}})
@@ -323,14 +323,14 @@ func TestDetailPaneRefreshesEventsWhenTheMemberChanges(t *testing.T) {
 // match; enter keeps the filter and opens nothing; esc clears it.
 func TestPoolsFilter(t *testing.T) {
 	m, _ := newTestModel(t, demoCluster(), testOpts{actions: &fakeActions{}})
-	all := len(m.pools.names)
+	all := len(m.pools.rows)
 	press(m, "/", "c", "a", "d")
-	if !m.pools.filter.typing || len(m.pools.names) != 1 || m.pools.selected != "gpu" {
-		t.Fatalf("/cad: filtering %v, shown %v, selected %q", m.pools.filter.typing, m.pools.names, m.pools.selected)
+	if !m.pools.filter.typing || len(m.pools.rows) != 1 || m.pools.selected != "gpu" {
+		t.Fatalf("/cad: filtering %v, shown %v, selected %q", m.pools.filter.typing, m.pools.rows, m.pools.selected)
 	}
 	press(m, "enter")
-	if m.pools.filter.typing || m.screen != screenPools || len(m.pools.names) != 1 {
-		t.Fatalf("enter: filtering %v, screen %d, shown %v", m.pools.filter.typing, m.screen, m.pools.names)
+	if m.pools.filter.typing || m.screen != screenPools || len(m.pools.rows) != 1 {
+		t.Fatalf("enter: filtering %v, screen %d, shown %v", m.pools.filter.typing, m.screen, m.pools.rows)
 	}
 	press(m, "enter")
 	if m.screen != screenMembers || m.members.pool != "gpu" {
@@ -338,14 +338,14 @@ func TestPoolsFilter(t *testing.T) {
 	}
 	press(m, "esc")
 	press(m, "esc")
-	if m.pools.filter.Value() != "" || len(m.pools.names) != all || m.pools.selected != "gpu" {
-		t.Fatalf("esc: filter %q, %d shown of %d, selected %q", m.pools.filter.Value(), len(m.pools.names), all, m.pools.selected)
+	if m.pools.filter.Value() != "" || len(m.pools.rows) != all || m.pools.selected != "gpu" {
+		t.Fatalf("esc: filter %q, %d shown of %d, selected %q", m.pools.filter.Value(), len(m.pools.rows), all, m.pools.selected)
 	}
 	// New data keeps the filter.
 	press(m, "/", "z", "z", "enter")
 	m.Update(dataMsg{views: demoCluster().views(), at: t0, health: health{synced: true, lastSync: t0}})
-	if len(m.pools.names) != 0 || m.pools.selected != "" {
-		t.Fatalf("after new data: shown %v, selected %q", m.pools.names, m.pools.selected)
+	if len(m.pools.rows) != 0 || m.pools.selected != "" {
+		t.Fatalf("after new data: shown %v, selected %q", m.pools.rows, m.pools.selected)
 	}
 	if cmd := press(m, "r"); cmd != nil || len(m.acts.running) != 0 {
 		t.Fatal("an action ran with no pool shown")

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
@@ -84,9 +85,9 @@ func gauge(part, whole, width int) string {
 
 // tile renders one pool tile of width cells; large tiles show the free
 // count in big digits and a gauge.
-func (m *Model) tile(v *engine.PoolView, width int, large bool) []string {
+func tile(ctx viewContext, v *engine.PoolView, width int, large bool) []string {
 	word, level := tileStatus(v)
-	style := m.levelStyle(level)
+	style := ctx.level(level)
 	inner := width - 4
 	st := v.Status
 	var body []string
@@ -125,7 +126,7 @@ func (m *Model) tile(v *engine.PoolView, width int, large bool) []string {
 	} else {
 		body = append(body, "")
 	}
-	border := m.st.Muted
+	border := ctx.st.Muted
 	if level >= levelWarn {
 		border = style
 	}
@@ -133,47 +134,54 @@ func (m *Model) tile(v *engine.PoolView, width int, large bool) []string {
 }
 
 // wallView is the read-only wall display: tiles that reflow to the width,
-// then the members and pools that need attention.
-func (m *Model) wallView() string {
+// then the members and pools that need attention. It has no keys of its own
+// (tab, ? and q are the root's) and draws the whole screen but the help line.
+type wallView struct{}
+
+func (wallView) update(viewContext, tea.Msg) (intent, tea.Cmd) { return nil, nil }
+
+// view renders the header, the tiles and NEEDS ATTENTION in ctx.height lines.
+func (wallView) view(ctx viewContext) string {
+	st := ctx.st
 	var out []string
-	left := " " + m.st.Accent.Render("VDI POOLS") + " · " + clean(orWord(m.opts.Namespace, "(default)")) + " · " + clean(orWord(m.opts.Context, "(current)"))
-	conn, level := m.health.connState(m.now, m.started, m.loaded)
+	left := " " + st.Accent.Render("VDI POOLS") + " · " + clean(orWord(ctx.namespace, "(default)")) + " · " + clean(orWord(ctx.kubeContext, "(current)"))
+	conn, level := ctx.conn, ctx.connLevel
 	age := ""
 	if level == levelOK {
-		age = " · data " + short(m.now.Sub(m.dataTime())) + " old"
+		age = " · data " + short(ctx.now.Sub(ctx.dataAt)) + " old"
 		conn = glyphLive + " live"
 	}
 	mode := "RW"
-	if m.opts.ReadOnly {
+	if ctx.readOnly {
 		mode = "READ-ONLY"
 	}
-	if m.opts.Demo {
+	if ctx.demo {
 		mode = "DEMO · " + mode
 	}
-	right := m.now.Format("15:04:05") + " · " + m.levelStyle(level).Render(clean(conn)) + age + " · " + m.st.Bold.Render(mode) + " "
-	out = append(out, spread(left, right, m.width))
+	right := ctx.now.Format("15:04:05") + " · " + ctx.level(level).Render(clean(conn)) + age + " · " + st.Bold.Render(mode) + " "
+	out = append(out, spread(left, right, ctx.width))
 
-	footer := m.fitHelp(m.keys.helpFor(screenWall, false).short)
-	room := m.height - 2 // header and footer
-	if !m.loaded {
-		out = append(out, m.st.Muted.Render(" waiting for the first snapshot…"))
-		return fitBlock(strings.Join(out, "\n"), m.width, m.height-1) + "\n" + footer
+	room := ctx.height - 1 // the header
+	if !ctx.loaded {
+		out = append(out, st.Muted.Render(" waiting for the first snapshot…"))
+		return fitBlock(strings.Join(out, "\n"), ctx.width, ctx.height)
 	}
 
-	large := m.width >= 120 && m.height >= 36
+	views := ctx.views
+	large := ctx.width >= 120 && ctx.height+1 >= 36
 	tileH := 6
 	minW := 22
 	if large {
 		tileH, minW = 9, 30
 	}
-	cols := max(1, min(len(m.views), (m.width-1)/(minW+1)))
-	tileW := min((m.width-1)/cols-1, 64)
+	cols := max(1, min(len(views), (ctx.width-1)/(minW+1)))
+	tileW := min((ctx.width-1)/cols-1, 64)
 	rowsFit := max(1, (room-4)/tileH) // leave room for the attention list
-	shown := min(len(m.views), rowsFit*cols)
+	shown := min(len(views), rowsFit*cols)
 	for start := 0; start < shown; start += cols {
 		var tiles [][]string
 		for i := start; i < min(start+cols, shown); i++ {
-			tiles = append(tiles, m.tile(&m.views[i], tileW, large))
+			tiles = append(tiles, tile(ctx, &views[i], tileW, large))
 		}
 		for r := 0; r < tileH-1 && r < len(tiles[0]); r++ {
 			line := ""
@@ -185,34 +193,34 @@ func (m *Model) wallView() string {
 			out = append(out, line)
 		}
 	}
-	if shown < len(m.views) {
-		out = append(out, m.st.Muted.Render(fmt.Sprintf(" … %d more pools (tab shows the table)", len(m.views)-shown)))
+	if shown < len(views) {
+		out = append(out, st.Muted.Render(fmt.Sprintf(" … %d more pools (tab shows the table)", len(views)-shown)))
 	}
-	if len(m.views) == 0 {
-		out = append(out, m.st.Muted.Render(" no pools in this namespace"))
+	if len(views) == 0 {
+		out = append(out, st.Muted.Render(" no pools in this namespace"))
 	}
 	out = append(out, "")
-	items := attention(m.views, m.now)
+	items := attention(views, ctx.now)
 	left2 := room - len(out) - 1
-	title := m.st.Bold.Render(" NEEDS ATTENTION")
+	title := st.Bold.Render(" NEEDS ATTENTION")
 	if len(items) == 0 {
-		out = append(out, title+m.st.OK.Render("  "+glyphOK+" nothing"))
+		out = append(out, title+st.OK.Render("  "+glyphOK+" nothing"))
 	} else {
-		out = append(out, title+m.st.Muted.Render(fmt.Sprintf("  (%d)", len(items))))
+		out = append(out, title+st.Muted.Render(fmt.Sprintf("  (%d)", len(items))))
 		nameW := 8
 		for _, it := range items {
 			nameW = max(nameW, min(ansi.StringWidth(clean(it.who)), 24))
 		}
 		for i, it := range items {
 			if i >= left2-1 && len(items) > left2 {
-				out = append(out, m.st.Muted.Render(fmt.Sprintf(" … and %d more", len(items)-i)))
+				out = append(out, st.Muted.Render(fmt.Sprintf(" … and %d more", len(items)-i)))
 				break
 			}
 			line := fmt.Sprintf(" %s %s  %s", it.glyph, fitName(it.who, nameW), clean(it.what))
-			out = append(out, cut(m.levelStyle(it.level).Render(line), m.width))
+			out = append(out, cut(ctx.level(it.level).Render(line), ctx.width))
 		}
 	}
-	return fitBlock(strings.Join(out, "\n"), m.width, m.height-1) + "\n" + footer
+	return fitBlock(strings.Join(out, "\n"), ctx.width, ctx.height)
 }
 
 func fitName(s string, w int) string {
@@ -221,14 +229,6 @@ func fitName(s string, w int) string {
 		return ansi.Truncate(s, w, glyphEllipsis)
 	}
 	return s + strings.Repeat(" ", w-ansi.StringWidth(s))
-}
-
-// dataTime is when the data was last known good.
-func (m *Model) dataTime() time.Time {
-	if !m.health.lastSync.IsZero() {
-		return m.health.lastSync
-	}
-	return m.observedAt
 }
 
 // attnItem is one line of NEEDS ATTENTION.

@@ -95,7 +95,6 @@ func runDashboard(ctx context.Context, e *env, df dashFlags, stdin io.Reader) er
 	if err != nil {
 		return opErr(err)
 	}
-	tui.SilenceKlog() // before the informers start: klog must not reach the terminal
 	watcher := kube.NewWatcher(conn.client, conn.namespace)
 	if err := watcher.Start(ctx); err != nil {
 		return opErr(err)

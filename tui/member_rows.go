@@ -1,0 +1,218 @@
+package tui
+
+import (
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/ctpool-tui/ctpool-tui/engine"
+)
+
+// sortKey is a column the members view can sort by (S cycles).
+type sortKey int
+
+const (
+	sortIndex sortKey = iota
+	sortState
+	sortHolder
+	sortLeft
+	sortNode
+	sortAge
+	numSortKeys
+)
+
+func (k sortKey) String() string {
+	switch k {
+	case sortState:
+		return "state"
+	case sortHolder:
+		return "holder"
+	case sortLeft:
+		return "time left"
+	case sortNode:
+		return "node"
+	case sortAge:
+		return "age"
+	}
+	return "member"
+}
+
+func (l *membersView) sortRows() {
+	if l.sort == sortIndex {
+		return // Observe already orders by index
+	}
+	all := l.all
+	less := func(a, b *engine.Member) (bool, bool) { return false, false }
+	switch l.sort {
+	case sortState:
+		less = func(a, b *engine.Member) (bool, bool) {
+			ra, rb := stateRank(a.State), stateRank(b.State)
+			return ra < rb, ra != rb
+		}
+	case sortHolder:
+		less = func(a, b *engine.Member) (bool, bool) { return lessEmptyLast(a.Holder(), b.Holder()) }
+	case sortLeft:
+		less = func(a, b *engine.Member) (bool, bool) {
+			ea, eb := expiry(a), expiry(b)
+			switch {
+			case ea.IsZero() && eb.IsZero():
+				return false, false
+			case ea.IsZero() || eb.IsZero():
+				return eb.IsZero(), true
+			}
+			return ea.Before(eb), !ea.Equal(eb)
+		}
+	case sortNode:
+		less = func(a, b *engine.Member) (bool, bool) { return lessEmptyLast(a.Node, b.Node) }
+	case sortAge:
+		less = func(a, b *engine.Member) (bool, bool) {
+			ca, cb := a.Created, b.Created
+			switch {
+			case ca.IsZero() && cb.IsZero():
+				return false, false
+			case ca.IsZero() || cb.IsZero():
+				return cb.IsZero(), true
+			}
+			return ca.Before(cb), !ca.Equal(cb)
+		}
+	}
+	sort.SliceStable(l.rows, func(i, j int) bool {
+		v, decided := less(&all[l.rows[i]], &all[l.rows[j]])
+		if decided {
+			return v
+		}
+		return l.rows[i] < l.rows[j]
+	})
+}
+
+func lessEmptyLast(a, b string) (bool, bool) {
+	switch {
+	case a == b:
+		return false, false
+	case a == "":
+		return false, true
+	case b == "":
+		return true, true
+	}
+	return a < b, true
+}
+
+// stateRank orders states worst first.
+func stateRank(s engine.State) int {
+	switch s {
+	case engine.StateFailed:
+		return 0
+	case engine.StateUnschedulable:
+		return 1
+	case engine.StateTerminating:
+		return 2
+	case engine.StateMissing:
+		return 3
+	case engine.StateStopped:
+		return 4
+	case engine.StateStarting:
+		return 5
+	}
+	return 6
+}
+
+func expiry(mm *engine.Member) time.Time {
+	if mm.Claimed && mm.Claim != nil {
+		return mm.Claim.Expires
+	}
+	return time.Time{}
+}
+
+// searchText is what the filter matches, lower-cased once per snapshot.
+func searchText(mm *engine.Member) string {
+	parts := []string{mm.Name, string(mm.State), mm.Holder(), mm.Node, mm.Message, marksText(mm)}
+	parts = append(parts, mm.Problems...)
+	if mm.Claimed && mm.Claim != nil && mm.Claim.Expired {
+		parts = append(parts, "expired")
+	}
+	if mm.Free {
+		parts = append(parts, "free")
+	}
+	if mm.Claimed {
+		parts = append(parts, "claimed")
+	}
+	return strings.ToLower(clean(strings.Join(parts, " ")))
+}
+
+// marksText lists a member's markers, each a glyph and a word.
+func marksText(mm *engine.Member) string {
+	var marks []string
+	if mm.Drift {
+		marks = append(marks, glyphDrift+" drift")
+	}
+	if mm.Maintenance {
+		if mm.MaintenanceStale {
+			marks = append(marks, glyphMaint+" stale maint")
+		} else {
+			marks = append(marks, glyphMaint+" maint")
+		}
+	}
+	if mm.AboveSize {
+		marks = append(marks, glyphAbove+" above size")
+	}
+	if n := len(mm.Problems); n > 0 {
+		marks = append(marks, glyphProblem+" "+plural(n, "problem", "problems"))
+	}
+	return strings.Join(marks, " ")
+}
+
+// claimCells returns the CLAIMED and LEFT cells and how urgent the claim is.
+func claimCells(mm *engine.Member, now time.Time) (claimed, left string, level int) {
+	if !mm.Claimed || mm.Claim == nil {
+		return "", "", levelNone
+	}
+	c := mm.Claim
+	if !c.Acquired.IsZero() {
+		claimed = short(now.Sub(c.Acquired))
+	}
+	switch {
+	case c.Expires.IsZero() || !now.Before(c.Expires):
+		return claimed, glyphBad + " expired", levelError
+	case c.Expires.Sub(now) <= engine.ExpiringSoon:
+		return claimed, glyphWarn + " " + short(c.Expires.Sub(now)), levelWarn
+	}
+	return claimed, short(c.Expires.Sub(now)), levelNone
+}
+
+// colWidths are the widths the data needs, measured once per snapshot.
+type colWidths struct{ name, holder, marks, node int }
+
+func memberColumns(width int, w colWidths) []column {
+	return fitColumns([]column{
+		{title: "MEMBER", width: min(max(w.name, 6), 22)},
+		{title: "STATE", width: 13},
+		{title: "HOLDER", width: min(max(w.holder, 6), 16), flex: true, max: min(max(w.holder, 6), 30)},
+		{title: "CLAIMED", width: 7, right: true, drop: 4},
+		{title: "LEFT", width: 9},
+		{title: "MARKS", width: min(max(w.marks, 5), 24), drop: 1},
+		{title: "NODE", width: min(max(w.node, 4), 10), flex: true, max: min(max(w.node, 4), 20), drop: 2},
+		{title: "AGE", width: 5, right: true, drop: 3},
+		{title: "MESSAGE", width: 12, flex: true, drop: 5},
+	}, width, 2)
+}
+
+// holderCell is the HOLDER cell: the claim holder, the reconciler, or a dash.
+func holderCell(mm *engine.Member) string {
+	switch {
+	case mm.Maintenance:
+		return glyphMaint + " reconciler"
+	case mm.Holder() == "":
+		return glyphNone
+	}
+	return mm.Holder()
+}
+
+func memberLevel(mm *engine.Member) int {
+	switch {
+	case mm.State == engine.StateFailed || len(mm.Problems) > 0:
+		return levelError
+	case mm.State == engine.StateUnschedulable || mm.MaintenanceStale:
+		return levelWarn
+	}
+	return levelNone
+}

@@ -1,0 +1,208 @@
+package tui
+
+import (
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/ctpool-tui/ctpool-tui/engine"
+)
+
+// component is a view: it handles the messages the root routes to it (its
+// keys, and the answers to its own reads) and draws itself. What it asks of
+// the root comes back as an intent.
+type component interface {
+	update(ctx viewContext, msg tea.Msg) (intent, tea.Cmd)
+	view(ctx viewContext) string
+}
+
+// shown is the view of the current screen (the audit trail while it is open
+// over the members view).
+func (m *Model) shown() component {
+	switch m.screen {
+	case screenMembers:
+		if m.audit.open {
+			return &m.audit
+		}
+		return &m.members
+	case screenDetail:
+		return &m.detail
+	case screenLogs:
+		return &m.logs
+	case screenWall:
+		return m.wall
+	}
+	return &m.pools
+}
+
+// capturing reports whether the current view takes typed text (a filter or
+// a search): then every key but ctrl+c is its own.
+func (m *Model) capturing() bool {
+	switch m.screen {
+	case screenPools:
+		return m.pools.filter.typing
+	case screenMembers:
+		return m.members.filter.typing
+	case screenLogs:
+		return m.logs.searching
+	}
+	return false
+}
+
+// handleKey routes a key: ctrl+c, then an open dialog or the help, then the
+// global keys (unless the view takes typed text), then the current view;
+// the audit trail passes the keys it does not handle to the members view.
+func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
+	k := &m.keys
+	if key.Matches(msg, k.Interrupt) {
+		return tea.Quit
+	}
+	m.acts.note = "" // a note lasts until the next key
+	ctx := m.viewCtx()
+	if m.dialog != nil {
+		return m.apply(m.dialog.update(ctx, msg))
+	}
+	if m.showHelp {
+		if key.Matches(msg, k.Help, k.Back) {
+			m.showHelp = false
+		} else if key.Matches(msg, k.Quit) {
+			return tea.Quit
+		}
+		return nil
+	}
+	capturing := m.capturing()
+	if !capturing {
+		switch {
+		case key.Matches(msg, k.Quit):
+			return tea.Quit
+		case key.Matches(msg, k.Help):
+			m.showHelp = true
+			return nil
+		case key.Matches(msg, k.Log):
+			m.showLog = !m.showLog
+			m.layout()
+			return nil
+		case key.Matches(msg, k.Wall) && m.screen != screenDetail && m.screen != screenLogs:
+			if m.screen == screenWall {
+				m.screen = screenPools
+			} else {
+				m.screen = screenWall
+			}
+			return nil
+		}
+	}
+	if capturing {
+		// The members view's filter is typed even under the audit trail.
+		if m.screen == screenMembers {
+			return m.apply(m.members.update(ctx, msg))
+		}
+	}
+	in, cmd := m.shown().update(ctx, msg)
+	if _, pass := in.(passOn); pass {
+		in, cmd = m.members.update(ctx, msg)
+	}
+	return m.apply(in, cmd)
+}
+
+// apply does what a view asked for; cmd is the view's own.
+func (m *Model) apply(in intent, cmd tea.Cmd) tea.Cmd {
+	switch in := in.(type) {
+	case showScreen:
+		m.screen = in.screen
+	case openPool:
+		m.openMembers(in.pool)
+	case openMember:
+		return tea.Batch(cmd, m.openDetail(in.pool, in.member))
+	case openAudit:
+		return tea.Batch(cmd, m.audit.show(m.ctx, m.opts.Events, m.namespaceOf(in.pool), in.pool))
+	case actionKey:
+		return tea.Batch(cmd, m.actionKey(in.msg, in.pool, in.member))
+	case dialogDone:
+		m.dialog = nil
+		if !in.confirmed {
+			m.setNote("cancelled: "+in.req.describe(), levelNone)
+			return cmd
+		}
+		return tea.Batch(cmd, m.startAction(in.req))
+	}
+	return cmd
+}
+
+// helpLine is the bottom line: the keys of the current screen or dialog.
+func (m *Model) helpLine(ctx viewContext) string {
+	k := &m.keys
+	var keys []key.Binding
+	switch {
+	case m.dialog != nil && m.dialog.hasInput:
+		keys = []key.Binding{k.Confirm, k.Cancel}
+	case m.dialog != nil:
+		keys = []key.Binding{k.NextButton, k.Confirm, k.Cancel}
+	case m.showHelp:
+		keys = []key.Binding{withHelp(k.Back, "close help"), k.Quit}
+	default:
+		filtering := m.screen == screenMembers && m.members.filter.typing || m.screen == screenPools && m.pools.filter.typing
+		keys = m.shownKeys().helpFor(m.screen, filtering).short
+	}
+	return fitHelp(ctx, &m.help, keys)
+}
+
+func (m *Model) openMembers(pool string) {
+	if m.members.pool != pool {
+		m.members.open(pool)
+	}
+	m.members.setData(m.view(pool))
+	m.screen = screenMembers
+	m.layout()
+}
+
+// openDetail shows a member's details and starts loading its Events.
+func (m *Model) openDetail(pool, member string) tea.Cmd {
+	m.detail.open(pool, member)
+	m.screen = screenDetail
+	// The nodes may have changed since start (a virtual node came up).
+	var nodes tea.Cmd
+	if !m.side.noNodes {
+		nodes = nodesCmd(m.ctx, m.opts.Nodes)
+	}
+	if m.opts.Events == nil {
+		return nodes
+	}
+	events := m.detail.ask(m.ctx, m.opts.Events, m.namespaceOf(pool), memberVersions(m.view(pool), member), m.now)
+	return tea.Batch(events, nodes)
+}
+
+// refreshEvents reads the open pane's Events again when its member changed
+// (detailView.stale). The Events shown stay until the answer comes.
+func (m *Model) refreshEvents() tea.Cmd {
+	d := &m.detail
+	if m.screen != screenDetail || m.opts.Events == nil {
+		return nil
+	}
+	cur := memberVersions(m.view(d.pool), d.member)
+	if !d.stale(cur, m.now) {
+		return nil
+	}
+	return d.ask(m.ctx, m.opts.Events, m.namespaceOf(d.pool), cur, m.now)
+}
+
+// openLogs shows the member's log and starts streaming it, or says why not.
+func (m *Model) openLogs(pool string, mm *engine.Member) tea.Cmd {
+	if why := toolUnavailable(actLogs, m.view(pool), mm); why != "" {
+		m.setNote(glyphBad+" "+why, levelError)
+		return nil
+	}
+	if m.opts.Logs == nil {
+		m.setNote(glyphBad+" logs unavailable: no log connection", levelError)
+		return nil
+	}
+	cmd := m.logs.open(m.ctx, m.opts.Logs, m.st, pool, mm.Name, m.namespaceOf(pool), m.screen)
+	m.screen = screenLogs
+	return cmd
+}
+
+// namespaceOf is the pool's namespace (the dashboard's when unknown).
+func (m *Model) namespaceOf(pool string) string {
+	if v := m.view(pool); v != nil && v.Namespace != "" {
+		return v.Namespace
+	}
+	return m.opts.Namespace
+}

@@ -1,0 +1,107 @@
+package tui
+
+import (
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/themes"
+)
+
+// viewContext is what every view reads to handle a key and to draw, as
+// gh-dash passes its ProgramContext: the root builds it for each message
+// and each frame. Views keep their own state and read the root's data only
+// through it.
+type viewContext struct {
+	st   *themes.Styles
+	keys *keyMap
+	// now is this frame's clock reading (from the last tick).
+	now time.Time
+	// width and height are the body's size (the whole screen for the wall).
+	width, height int
+
+	// The snapshot: every observed pool, and whether one has arrived.
+	views  []engine.PoolView
+	loaded bool
+	// nodes are the cluster's nodes for the diagnosis (nil: unknown).
+	nodes []*corev1.Node
+
+	// The connection as the header shows it (health.connState), and when the
+	// data was last known good.
+	conn      string
+	connLevel int
+	dataAt    time.Time
+
+	// The dashboard's options as views show them.
+	kubeContext, namespace string
+	readOnly, demo         bool
+	// hints: actions can run, so explanations name the keys that act.
+	hints bool
+	// events: an EventSource is wired, so Events can be shown.
+	events bool
+}
+
+// pool returns the named pool of the snapshot, or nil.
+func (c *viewContext) pool(name string) *engine.PoolView {
+	for i := range c.views {
+		if c.views[i].Name == name {
+			return &c.views[i]
+		}
+	}
+	return nil
+}
+
+// level maps a level onto a style.
+func (c *viewContext) level(level int) lipgloss.Style {
+	switch level {
+	case levelOK:
+		return c.st.OK
+	case levelInfo:
+		return c.st.Info
+	case levelWarn:
+		return c.st.Warn
+	case levelError:
+		return c.st.Error
+	}
+	return c.st.Text
+}
+
+// A view's update returns what it asks of the root, which owns the screens,
+// the overlays and the actions: one of the intents below, or nil.
+type intent interface{ isIntent() }
+
+type (
+	// showScreen: show another screen as it was left.
+	showScreen struct{ screen screen }
+	// openPool: show a pool's members.
+	openPool struct{ pool string }
+	// openMember: show a member's details.
+	openMember struct{ pool, member string }
+	// openAudit: list the pool's audit Events over the members view.
+	openAudit struct{ pool string }
+	// actionKey: a key the view does not handle, maybe an action on the
+	// pool (and the member when set).
+	actionKey struct {
+		msg    tea.KeyMsg
+		pool   string
+		member *engine.Member
+	}
+	// passOn: the key is not this view's; the view beneath handles it.
+	passOn struct{}
+	// dialogDone: the dialog closed; run req when confirmed.
+	dialogDone struct {
+		req       actionRequest
+		confirmed bool
+	}
+)
+
+func (showScreen) isIntent() {}
+func (openPool) isIntent()   {}
+func (openMember) isIntent() {}
+func (openAudit) isIntent()  {}
+func (actionKey) isIntent()  {}
+func (dialogDone) isIntent() {}
+func (passOn) isIntent()     {}
