@@ -102,9 +102,9 @@ func (e *Engine) Claim(ctx context.Context, pool, identity string) (res ClaimRes
 	return res, &NoFreeMembersError{Desired: st.Desired, Claimed: st.Claimed, Unschedulable: st.Unschedulable}
 }
 
-// errClaimChanged: a claimed member's start found, after creating, that a
-// release (or a reconciler) had taken the member's Lease meanwhile; what the
-// start created was removed.
+// errClaimChanged: a claimed member's start found, after creating its Pod,
+// that a release (or a reconciler) had taken the member's Lease meanwhile;
+// the Pod was removed.
 var errClaimChanged = errors.New("the claim changed meanwhile")
 
 // startClaimed creates the Pod of a claimed member that has none (its PVC too
@@ -112,42 +112,39 @@ var errClaimChanged = errors.New("the claim changed meanwhile")
 // claim protects the member.
 //
 // A release may take the claim between the caller's check and these creates.
-// Had the release read the member before they landed, it would not delete
-// them, and the new Pod would keep the released PVC from ever going. So the
-// Lease is read again, fresh, after the creates: either the release's read
-// saw the new objects, or this read sees the release's take. When the
-// reconciler holds the Lease, what this call created is deleted again (by
-// UID) and errClaimChanged is returned. When the Lease is gone or another
-// user holds it, a release has finished meanwhile: it waited for the old PVC
-// to go, which this Pod would have kept, so the Pod is the new member's, on
-// its new data, and stays. When the read fails nothing is deleted: a user's
-// desktop is not stopped on a guess (a release waiting for it fails, and stays
-// in maintenance until a reconcile finishes it).
+// Had the release read the member before the Pod landed, it would not delete
+// it, and the Pod would keep the released PVC from ever going. So the Lease is
+// read again, fresh, once the Pod exists: either the release's read saw the
+// Pod, or this read sees the release's take. When the reconciler holds the
+// Lease, the Pod is deleted again (by UID) and errClaimChanged is returned.
+// When the Lease is gone or another user holds it, a release finished
+// meanwhile: it waited for the old PVC to go, which this Pod would have kept,
+// so the Pod is on the new member's data and stays. When the read fails
+// nothing is deleted: a user's desktop is not stopped on a guess (a release
+// waiting for it fails, and stays in maintenance until a reconcile finishes).
+//
+// A PVC this call created is never deleted here: only a Lease holder deletes
+// a member's data. It is brand new (the member had none), and a release at
+// work adopts it or deletes it under its own Lease.
 func (e *Engine) startClaimed(ctx context.Context, ns, pool string, spec Spec, m *Member, holder string) error {
-	var pvc *corev1.PersistentVolumeClaim
 	if m.PVC == nil {
-		var err error
-		if pvc, err = e.Cluster.CreatePVC(ctx, BuildPVC(ns, pool, m.Index, spec)); ignoreExists(err) != nil {
+		if _, err := e.Cluster.CreatePVC(ctx, BuildPVC(ns, pool, m.Index, spec)); ignoreExists(err) != nil {
 			return fmt.Errorf("start %s: create PVC: %w", m.Name, err)
 		}
 	}
 	pod, err := e.Cluster.CreatePod(ctx, BuildPod(ns, pool, m.Index, spec))
-	if err = ignoreExists(err); err != nil {
-		err = fmt.Errorf("start %s: create Pod: %w", m.Name, err)
+	if err != nil {
+		if err = ignoreExists(err); err != nil {
+			return fmt.Errorf("start %s: create Pod: %w", m.Name, err)
+		}
+		return nil
 	}
-	if pvc == nil && pod == nil {
-		return err
-	}
-	if cerr := e.stillHeld(ctx, pool, m.Name, holder, pvc, pod); cerr != nil {
-		return cerr
-	}
-	return err
+	return e.keepIfClaimed(ctx, pool, m.Name, holder, pod)
 }
 
-// stillHeld reads the member's Lease fresh; when the reconciler holds it, it
-// deletes pvc and pod (those just created, by UID; either may be nil) and
-// returns errClaimChanged.
-func (e *Engine) stillHeld(ctx context.Context, pool, member, holder string, pvc *corev1.PersistentVolumeClaim, pod *corev1.Pod) error {
+// keepIfClaimed reads the member's Lease fresh; when the reconciler holds it,
+// it deletes pod (just created, by UID) and returns errClaimChanged.
+func (e *Engine) keepIfClaimed(ctx context.Context, pool, member, holder string, pod *corev1.Pod) error {
 	leases, err := e.Cluster.ListLeases(ctx, pool)
 	if err != nil {
 		return fmt.Errorf("start %s: check the claim after starting: %w", member, err)
@@ -163,17 +160,10 @@ func (e *Engine) stillHeld(ctx context.Context, pool, member, holder string, pvc
 	}
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 	defer cancel()
-	var errs []error
-	if pod != nil {
-		errs = append(errs, e.Cluster.DeletePod(dctx, pod.Name, pod.UID))
+	if derr := e.Cluster.DeletePod(dctx, pod.Name, pod.UID); derr != nil && !errors.Is(derr, ErrConflict) {
+		return fmt.Errorf("start %s: %w (released by %q, or taken by a reconciler), and removing the Pod just created failed: %v", member, errClaimChanged, holder, derr)
 	}
-	if pvc != nil {
-		errs = append(errs, e.Cluster.DeletePVC(dctx, pvc.Name, pvc.UID))
-	}
-	if derr := errors.Join(errs...); derr != nil && !errors.Is(derr, ErrConflict) {
-		return fmt.Errorf("start %s: %w (released by %q, or taken by a reconciler), and removing what was just created failed: %v", member, errClaimChanged, holder, derr)
-	}
-	return fmt.Errorf("start %s: %w (released by %q, or taken by a reconciler): what was just created was removed", member, errClaimChanged, holder)
+	return fmt.Errorf("start %s: %w (released by %q, or taken by a reconciler): the Pod just created was removed", member, errClaimChanged, holder)
 }
 
 // heldBy returns the member the identity holds (its earliest claim, should

@@ -33,7 +33,9 @@ func TestClaimedStartRacesARelease(t *testing.T) {
 		{name: "released meanwhile (the Lease passed to the reconciler)", state: StateStopped, meanwhile: func(f *fakeCluster) {
 			f.add(setLeaseHolder(f.lease(LeaseName("desk-1")), ReconcilerIdentity, ReconcilerLeaseTTL, testNow))
 		}},
-		{name: "released meanwhile, member missing (PVC and Pod removed)", state: StateMissing, meanwhile: func(f *fakeCluster) {
+		// The new PVC stays (only a Lease holder deletes data): the release
+		// at work adopts it or deletes it under its Lease.
+		{name: "released meanwhile, member missing (the Pod removed, the new PVC kept)", state: StateMissing, meanwhile: func(f *fakeCluster) {
 			f.add(setLeaseHolder(f.lease(LeaseName("desk-1")), ReconcilerIdentity, ReconcilerLeaseTTL, testNow))
 		}},
 		// A release that finished meanwhile waited for the old PVC to go,
@@ -105,11 +107,11 @@ func TestClaimedStartRacesARelease(t *testing.T) {
 			if pod != nil {
 				t.Fatal("the Pod started for a claim that changed meanwhile is still there")
 			}
-			switch {
-			case before != nil && (pvc == nil || pvc.UID != before.UID):
-				t.Fatal("the member's existing PVC was touched")
-			case before == nil && pvc != nil:
-				t.Fatal("the PVC created for a claim that changed meanwhile is still there")
+			if pvc == nil || (before != nil && pvc.UID != before.UID) {
+				t.Fatal("a PVC was deleted without the member's Lease")
+			}
+			if hasAct(f.writes(), "delete", kPVC, "desk-1-data") {
+				t.Fatal("the start deleted a PVC")
 			}
 		})
 	}
