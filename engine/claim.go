@@ -103,25 +103,26 @@ func (e *Engine) Claim(ctx context.Context, pool, identity string) (res ClaimRes
 }
 
 // errClaimChanged: a claimed member's start found, after creating its Pod,
-// that a release (or a reconciler) had taken the member's Lease meanwhile;
-// the Pod was removed.
+// that the claim had been released meanwhile and the release was destroying
+// the member's data; the Pod was removed.
 var errClaimChanged = errors.New("the claim changed meanwhile")
 
 // startClaimed creates the Pod of a claimed member that has none (its PVC too
 // when that is missing) for holder's claim, without a reconciler Lease: the
 // claim protects the member.
 //
-// A release may take the claim between the caller's check and these creates.
-// Had the release read the member before the Pod landed, it would not delete
-// it, and the Pod would keep the released PVC from ever going. So the Lease is
-// read again, fresh, once the Pod exists: either the release's read saw the
-// Pod, or this read sees the release's take. When the reconciler holds the
-// Lease, the Pod is deleted again (by UID) and errClaimChanged is returned.
-// When the Lease is gone or another user holds it, a release finished
-// meanwhile: it waited for the old PVC to go, which this Pod would have kept,
-// so the Pod is on the new member's data and stays. When the read fails
-// nothing is deleted: a user's desktop is not stopped on a guess (a release
-// waiting for it fails, and stays in maintenance until a reconcile finishes).
+// A release may take the claim between the caller's check and these creates,
+// and read the member before the Pod lands: the Pod would keep the released
+// PVC from ever going. Two reads close that gap. The release, once it has
+// deleted the PVC, deletes whatever Pod of the member exists (destroyMember).
+// And this start, once its Pod exists, reads the Lease and the PVC fresh:
+// when the reconciler holds the Lease and the PVC is being deleted (or marked
+// released), a release is waiting on this Pod, which is deleted again (by
+// UID; errClaimChanged). Either the release's delete came after this Pod, or
+// this read comes after the release's delete of the PVC. In any other case
+// the Pod stays: on data still claimed, or on the new member's data once a
+// release has finished. When a read fails nothing is deleted: a user's
+// desktop is not stopped on a guess.
 //
 // A PVC this call created is never deleted here: only a Lease holder deletes
 // a member's data. It is brand new (the member had none), and a release at
@@ -139,12 +140,13 @@ func (e *Engine) startClaimed(ctx context.Context, ns, pool string, spec Spec, m
 		}
 		return nil
 	}
-	return e.keepIfClaimed(ctx, pool, m.Name, holder, pod)
+	return e.keepUnlessReleasing(ctx, pool, m.Name, holder, pod)
 }
 
-// keepIfClaimed reads the member's Lease fresh; when the reconciler holds it,
-// it deletes pod (just created, by UID) and returns errClaimChanged.
-func (e *Engine) keepIfClaimed(ctx context.Context, pool, member, holder string, pod *corev1.Pod) error {
+// keepUnlessReleasing deletes pod (just created, by UID) and returns
+// errClaimChanged when a reconciler holds the member's Lease and its PVC is
+// being destroyed; see startClaimed.
+func (e *Engine) keepUnlessReleasing(ctx context.Context, pool, member, holder string, pod *corev1.Pod) error {
 	leases, err := e.Cluster.ListLeases(ctx, pool)
 	if err != nil {
 		return fmt.Errorf("start %s: check the claim after starting: %w", member, err)
@@ -158,12 +160,21 @@ func (e *Engine) keepIfClaimed(ctx context.Context, pool, member, holder string,
 	if !taken {
 		return nil
 	}
+	pvc, err := e.Cluster.GetPVC(ctx, PVCName(member))
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return nil // its PVC is created after the release: the new member's
+	case err != nil:
+		return fmt.Errorf("start %s: check the data after starting: %w", member, err)
+	case pvc.DeletionTimestamp == nil && pvc.Annotations[AnnotationReleased] == "":
+		return nil
+	}
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 	defer cancel()
 	if derr := e.Cluster.DeletePod(dctx, pod.Name, pod.UID); derr != nil && !errors.Is(derr, ErrConflict) {
-		return fmt.Errorf("start %s: %w (released by %q, or taken by a reconciler), and removing the Pod just created failed: %v", member, errClaimChanged, holder, derr)
+		return fmt.Errorf("start %s: %w (released by %q while starting), and removing the Pod just created failed: %v", member, errClaimChanged, holder, derr)
 	}
-	return fmt.Errorf("start %s: %w (released by %q, or taken by a reconciler): the Pod just created was removed", member, errClaimChanged, holder)
+	return fmt.Errorf("start %s: %w (released by %q while starting): the Pod just created was removed", member, errClaimChanged, holder)
 }
 
 // heldBy returns the member the identity holds (its earliest claim, should

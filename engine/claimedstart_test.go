@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // A claimed member is started (its Pod, and its PVC when missing) without a
@@ -30,14 +31,12 @@ func TestClaimedStartRacesARelease(t *testing.T) {
 		{name: "claim renewed meanwhile", state: StateStopped, kept: true, meanwhile: func(f *fakeCluster) {
 			f.add(renewLease(f.lease(LeaseName("desk-1")), testNow.Add(ClaimDuration/2)))
 		}},
-		{name: "released meanwhile (the Lease passed to the reconciler)", state: StateStopped, meanwhile: func(f *fakeCluster) {
-			f.add(setLeaseHolder(f.lease(LeaseName("desk-1")), ReconcilerIdentity, ReconcilerLeaseTTL, testNow))
-		}},
-		// The new PVC stays (only a Lease holder deletes data): the release
-		// at work adopts it or deletes it under its Lease.
-		{name: "released meanwhile, member missing (the Pod removed, the new PVC kept)", state: StateMissing, meanwhile: func(f *fakeCluster) {
-			f.add(setLeaseHolder(f.lease(LeaseName("desk-1")), ReconcilerIdentity, ReconcilerLeaseTTL, testNow))
-		}},
+		{name: "released meanwhile, the release deleting the data", state: StateStopped, meanwhile: releasing(true)},
+		// The release's own destroy deletes whatever Pod the member has once
+		// its PVC is deleted (TestReleaseDeletesAPodStartedAfterItsRead).
+		{name: "released meanwhile, the release not at the data yet", state: StateStopped, kept: true, meanwhile: releasing(false)},
+		// A PVC the start creates is brand new: only a Lease holder deletes data.
+		{name: "released meanwhile, member missing (its new PVC and Pod kept)", state: StateMissing, kept: true, meanwhile: releasing(false)},
 		// A release that finished meanwhile waited for the old PVC to go,
 		// which this Pod would have kept: the Pod is the new member's.
 		{name: "released and claimed by another identity meanwhile", state: StateStopped, kept: true, meanwhile: func(f *fakeCluster) {
@@ -51,9 +50,7 @@ func TestClaimedStartRacesARelease(t *testing.T) {
 			delete(f.leases, LeaseName("desk-1"))
 			f.mu.Unlock()
 		}},
-		{name: "the claim's own start, released by an administrator meanwhile", state: StateStopped, claim: true, wantErr: "claim changed meanwhile", meanwhile: func(f *fakeCluster) {
-			f.add(setLeaseHolder(f.lease(LeaseName("desk-1")), ReconcilerIdentity, ReconcilerLeaseTTL, testNow))
-		}},
+		{name: "the claim's own start, released by an administrator meanwhile", state: StateStopped, claim: true, wantErr: "claim changed meanwhile", meanwhile: releasing(true)},
 		{name: "the check fails: nothing is stopped on a guess", state: StateStopped, kept: true, wantErr: "check the claim after starting", meanwhile: func(f *fakeCluster) {
 			f.fail("list", kLease, "desk", boom, 1)
 		}},
@@ -68,7 +65,7 @@ func TestClaimedStartRacesARelease(t *testing.T) {
 				before = c
 			}
 			f.hook = func(a act) {
-				if a.Verb == "create" && tc.meanwhile != nil {
+				if a.Verb == "create" && a.Kind == kPod && tc.meanwhile != nil {
 					f.hook = nil
 					tc.meanwhile(f)
 				}
@@ -108,11 +105,62 @@ func TestClaimedStartRacesARelease(t *testing.T) {
 				t.Fatal("the Pod started for a claim that changed meanwhile is still there")
 			}
 			if pvc == nil || (before != nil && pvc.UID != before.UID) {
-				t.Fatal("a PVC was deleted without the member's Lease")
+				t.Fatal("a PVC went without the member's Lease")
 			}
 			if hasAct(f.writes(), "delete", kPVC, "desk-1-data") {
 				t.Fatal("the start deleted a PVC")
 			}
 		})
+	}
+}
+
+// releasing is a release that took the member's Lease meanwhile and, with
+// atData, has marked and deleted its PVC (held Terminating by the Pod).
+func releasing(atData bool) func(f *fakeCluster) {
+	return func(f *fakeCluster) {
+		f.add(setLeaseHolder(f.lease(LeaseName("desk-1")), ReconcilerIdentity, ReconcilerLeaseTTL, testNow))
+		if !atData {
+			return
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		c := f.pvcs["desk-1-data"]
+		now := metav1.NewTime(testNow)
+		c.DeletionTimestamp = &now
+		c.Annotations = map[string]string{AnnotationReleased: "true"}
+	}
+}
+
+// The release's side of the same race: a claimed start that checked the claim
+// before the release took it creates a Pod after the release read the member
+// (here a stopped one, so the release saw no Pod). The release deletes
+// whatever Pod the member has once its PVC is deleted, so that Pod neither
+// keeps the released PVC nor survives on the rebuilt member.
+func TestReleaseDeletesAPodStartedAfterItsRead(t *testing.T) {
+	spec := baseSpec(1)
+	e, f := newEngine()
+	f.add(BuildConfigMap(testNS, "desk", spec))
+	seedMember(f, 1, spec, StateStopped)
+	f.add(claimAt("desk", "desk-1", "alice", testNow))
+	var started *corev1.Pod
+	f.hook = func(a act) {
+		if a == (act{"delete", kPVC, "desk-1-data"}) {
+			f.hook = nil
+			p, _ := readyMember("desk", 1, spec)
+			f.add(p)
+			started = f.pod("desk-1")
+		}
+	}
+	if _, err := e.Release(context.Background(), "desk", "desk-1", "alice"); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	if started == nil {
+		t.Fatal("the start was not simulated")
+	}
+	if p := f.pod("desk-1"); p == nil || p.UID == started.UID {
+		t.Fatalf("the Pod started after the release's read survived it (or the member has no Pod: %v)", p == nil)
+	}
+	if f.lease(LeaseName("desk-1")) != nil {
+		t.Fatal("the Lease is still there")
 	}
 }

@@ -64,6 +64,10 @@ type Writer interface {
 	// it succeeds when the Lease is already gone.
 	DeleteLease(ctx context.Context, name, rv string) error
 
+	// GetPVC reads one PVC fresh from the API server (ErrNotFound when
+	// there is none), also when Snapshot reads a cache.
+	GetPVC(ctx context.Context, name string) (*corev1.PersistentVolumeClaim, error)
+
 	// WaitGone returns when the object is gone (or replaced by one with
 	// another UID), with a watch or polling, honouring ctx.
 	WaitGone(ctx context.Context, kind Kind, name string, uid types.UID) error

@@ -185,7 +185,7 @@ func (f *fakeCluster) actions() []act {
 func (f *fakeCluster) writes() []act {
 	var out []act
 	for _, a := range f.actions() {
-		if a.Verb != "wait" && a.Verb != "list" {
+		if a.Verb != "wait" && a.Verb != "list" && a.Verb != "get" {
 			out = append(out, a)
 		}
 	}
@@ -389,6 +389,19 @@ func (f *fakeCluster) CreatePod(_ context.Context, pod *corev1.Pod) (*corev1.Pod
 	f.stamp(&c.ObjectMeta)
 	f.pods[c.Name] = c
 	f.notify()
+	return c.DeepCopy(), nil
+}
+
+func (f *fakeCluster) GetPVC(_ context.Context, name string) (*corev1.PersistentVolumeClaim, error) {
+	err := f.record("get", kPVC, name)
+	defer f.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	c := f.pvcs[name]
+	if c == nil {
+		return nil, fmt.Errorf("persistentvolumeclaims %q: %w", name, ErrNotFound)
+	}
 	return c.DeepCopy(), nil
 }
 

@@ -23,22 +23,29 @@ func (e *Engine) createMember(ctx context.Context, ns, pool string, n int, spec 
 	return nil
 }
 
-// destroyMember deletes the member's Pod, console Service and PVC (each with
-// the UID seen, so a member rebuilt meanwhile is not touched) and waits until
-// they are gone.
+// destroyMember deletes the member's PVC, Pod and console Service and waits
+// until they are gone. The PVC goes first, with the UID seen (a member rebuilt
+// meanwhile is not touched), then whatever Pod the member has: a claimed
+// member's start that checked the claim before the caller took the Lease may
+// have created one since the member was read, and it would keep the PVC from
+// going (the Lease holder may delete it; see startClaimed). Without a PVC the
+// Pod seen is deleted by its UID.
 func (e *Engine) destroyMember(ctx context.Context, m *Member) error {
-	if m.Pod != nil {
+	switch {
+	case m.PVC != nil:
+		if err := e.Cluster.DeletePVC(ctx, m.PVC.Name, m.PVC.UID); err != nil && !errors.Is(err, ErrConflict) {
+			return fmt.Errorf("delete PVC: %w", err)
+		}
+		if err := e.Cluster.DeletePod(ctx, m.Name, ""); err != nil {
+			return fmt.Errorf("delete Pod: %w", err)
+		}
+	case m.Pod != nil:
 		if err := e.Cluster.DeletePod(ctx, m.Pod.Name, m.Pod.UID); err != nil && !errors.Is(err, ErrConflict) {
 			return fmt.Errorf("delete Pod: %w", err)
 		}
 	}
 	if err := e.Cluster.DeleteService(ctx, ConsoleServiceName(m.Name)); err != nil {
 		return fmt.Errorf("delete console Service: %w", err)
-	}
-	if m.PVC != nil {
-		if err := e.Cluster.DeletePVC(ctx, m.PVC.Name, m.PVC.UID); err != nil && !errors.Is(err, ErrConflict) {
-			return fmt.Errorf("delete PVC: %w", err)
-		}
 	}
 	if m.Pod != nil {
 		if err := e.wait(ctx, KindPod, m.Pod.Name, m.Pod.UID); err != nil {

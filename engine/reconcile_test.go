@@ -48,9 +48,9 @@ func TestReconcileStepsInOrder(t *testing.T) {
 		"delete Lease corral-vdi-ct-desk-2",
 		// 3. replace drifted: delete, wait, create
 		"create Lease corral-vdi-ct-desk-3",
+		"delete PersistentVolumeClaim desk-3-data",
 		"delete Pod desk-3",
 		"delete Service desk-3-console",
-		"delete PersistentVolumeClaim desk-3-data",
 		"wait Pod desk-3",
 		"wait PersistentVolumeClaim desk-3-data",
 		"create PersistentVolumeClaim desk-3-data",
@@ -58,9 +58,9 @@ func TestReconcileStepsInOrder(t *testing.T) {
 		"delete Lease corral-vdi-ct-desk-3",
 		// 4. delete above size
 		"create Lease corral-vdi-ct-desk-5",
+		"delete PersistentVolumeClaim desk-5-data",
 		"delete Pod desk-5",
 		"delete Service desk-5-console",
-		"delete PersistentVolumeClaim desk-5-data",
 		"wait Pod desk-5",
 		"wait PersistentVolumeClaim desk-5-data",
 		"delete Lease corral-vdi-ct-desk-5",
@@ -186,9 +186,9 @@ func TestReconcileMaintenanceLeases(t *testing.T) {
 			name: "stale lease on a drifted member: taken over, member replaced", leaseAge: 11 * time.Minute, drifted: true,
 			wantActs: wantActs(
 				"update Lease corral-vdi-ct-desk-1",
+				"delete PersistentVolumeClaim desk-1-data",
 				"delete Pod desk-1",
 				"delete Service desk-1-console",
-				"delete PersistentVolumeClaim desk-1-data",
 				"create PersistentVolumeClaim desk-1-data",
 				"create Pod desk-1",
 				"delete Lease corral-vdi-ct-desk-1",

@@ -153,6 +153,15 @@ func (c *Cluster) CreatePVC(ctx context.Context, pvc *corev1.PersistentVolumeCla
 	return out, nil
 }
 
+// GetPVC reads one PVC fresh from the API server.
+func (c *Cluster) GetPVC(ctx context.Context, name string) (*corev1.PersistentVolumeClaim, error) {
+	out, err := c.Client.CoreV1().PersistentVolumeClaims(c.Namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, MapError(err)
+	}
+	return out, nil
+}
+
 // DeletePod deletes a Pod (UID precondition when set); gone is success.
 func (c *Cluster) DeletePod(ctx context.Context, name string, uid types.UID) error {
 	return ignoreNotFound(c.Client.CoreV1().Pods(c.Namespace).Delete(ctx, name, deleteOptions(uid, "")))
