@@ -143,6 +143,16 @@ func (e *Engine) startClaimed(ctx context.Context, ns, pool string, spec Spec, m
 	return e.keepUnlessReleasing(ctx, pool, m.Name, holder, pod)
 }
 
+// StartRacePermissions are what a claimed member's start needs beyond its
+// reads and creates when it finds a release deleting the member's data
+// (keepUnlessReleasing reads the PVC and deletes its own Pod). The permission
+// derivation's pool cannot reach that race, so they are declared here and
+// merged into the claim and reconcile permissions.
+var StartRacePermissions = []Permission{
+	{Resource: "persistentvolumeclaims", Verb: "get"},
+	{Resource: "pods", Verb: "delete"},
+}
+
 // keepUnlessReleasing deletes pod (just created, by UID) and returns
 // errClaimChanged when a reconciler holds the member's Lease and its PVC is
 // being destroyed; see startClaimed.

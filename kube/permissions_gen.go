@@ -27,8 +27,11 @@ var actionPermissions = map[engine.Action][]engine.Permission{
 	engine.ActionClaim: {
 		{Group: "", Resource: "configmaps", Verb: "get"},
 		{Group: "", Resource: "events", Verb: "create"},
+		{Group: "", Resource: "persistentvolumeclaims", Verb: "get"},
 		{Group: "", Resource: "persistentvolumeclaims", Verb: "list"},
 		{Group: "", Resource: "persistentvolumeclaims", Verb: "patch"},
+		{Group: "", Resource: "pods", Verb: "create"},
+		{Group: "", Resource: "pods", Verb: "delete"},
 		{Group: "", Resource: "pods", Verb: "list"},
 		{Group: "coordination.k8s.io", Resource: "leases", Verb: "create"},
 		{Group: "coordination.k8s.io", Resource: "leases", Verb: "list"},

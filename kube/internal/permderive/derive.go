@@ -65,13 +65,24 @@ func Derive(action engine.Action) ([]engine.Permission, error) {
 			return nil, err
 		}
 	case engine.ActionClaim:
+		// The pool's one free member, stopped: a claim starts it.
+		if err := client.CoreV1().Pods(ns).Delete(ctx, engine.MemberName(pool, 2), metav1.DeleteOptions{}); err != nil {
+			return nil, err
+		}
+		client.ClearActions()
 		_, _ = eng.Claim(ctx, pool, "bob@example.com")
+		for _, p := range engine.StartRacePermissions {
+			extra[p] = true
+		}
 	case engine.ActionRelease:
 		_, _ = eng.Release(ctx, pool, pool+"-1", "alice@example.com")
 	case engine.ActionForceRelease:
 		_, _ = eng.ForceRelease(ctx, pool, pool+"-1")
 	case engine.ActionReconcile:
 		_, _ = eng.Reconcile(ctx, pool)
+		for _, p := range engine.StartRacePermissions {
+			extra[p] = true
+		}
 	case engine.ActionResize:
 		_, _ = eng.Resize(ctx, pool, 2)
 	case engine.ActionApply:
