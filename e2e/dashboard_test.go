@@ -5,6 +5,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -165,9 +166,12 @@ func consoleAndBack(t *testing.T, env *kubetest.Env, term *terminal) {
 func execProbe(ctx context.Context, env *kubetest.Env, pod string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, keyTimeout)
 	defer cancel()
-	var out bytes.Buffer
+	var out, errOut bytes.Buffer // apart: the streams are copied concurrently
 	ex := &kube.Exec{Config: env.Config, Client: env.Client}
-	err := ex.Run(ctx, kube.ExecRequest{Namespace: env.Namespace, Pod: pod, Command: []string{"echo", "e2e-probe"}, Stdout: &out, Stderr: &out})
+	err := ex.Run(ctx, kube.ExecRequest{Namespace: env.Namespace, Pod: pod, Command: []string{"echo", "e2e-probe"}, Stdout: &out, Stderr: &errOut})
+	if err != nil && errOut.Len() > 0 {
+		err = fmt.Errorf("%w (stderr: %q)", err, errOut.String())
+	}
 	return strings.TrimSpace(out.String()), err
 }
 

@@ -76,8 +76,9 @@ type terminal struct {
 }
 
 // start runs the binary with args in a cols×rows terminal. env replaces the
-// variables it names (NAME=VALUE) in the test's environment; TERM, COLORTERM
-// and NO_COLOR are dropped unless env sets them.
+// variables it names (NAME=VALUE) in the test's environment; TERM, COLORTERM,
+// NO_COLOR and CI are dropped unless env sets them (termenv takes CI for a
+// log, not a terminal, and writes no colour there).
 func start(t *testing.T, cols, rows int, env []string, args ...string) *terminal {
 	t.Helper()
 	ptmx, tty, err := pty.Open()
@@ -110,7 +111,7 @@ func start(t *testing.T, cols, rows int, env []string, args ...string) *terminal
 }
 
 func childEnv(set []string) []string {
-	drop := map[string]bool{"TERM": true, "COLORTERM": true, "NO_COLOR": true, "CLICOLOR": true, "CLICOLOR_FORCE": true}
+	drop := map[string]bool{"CI": true, "TERM": true, "COLORTERM": true, "NO_COLOR": true, "CLICOLOR": true, "CLICOLOR_FORCE": true}
 	for _, kv := range set {
 		name, _, _ := strings.Cut(kv, "=")
 		drop[name] = true
@@ -162,6 +163,24 @@ func (term *terminal) close() {
 	// Ends answerQueries (Emulator.Close would race with its Read).
 	_ = term.emu.InputPipe().(*io.PipeWriter).Close()
 	_ = term.ptmx.Close()
+}
+
+// syncKeys waits until the program has handled every key sent before: it
+// opens the help overlay (?) and closes it again, and fails the test when a
+// dialog is open instead.
+func (term *terminal) syncKeys(after string) {
+	term.t.Helper()
+	// NUL (ctrl+@, bound to nothing) ends a run of printable keys, which
+	// bubbletea would otherwise take for one key.
+	term.send("\x00?")
+	rows := term.waitScreen("the help overlay after the keys on "+after, keyTimeout, func(rows []string) bool {
+		return rowWith(rows, "[ Cancel ]") >= 0 || rowWith(rows, "page up") >= 0
+	})
+	if i := rowWith(rows, "[ Cancel ]"); i >= 0 {
+		term.t.Fatalf("a dialog opened on %s:\n%s", after, dump(rows))
+	}
+	term.send("?")
+	term.waitScreen("the help overlay closed", keyTimeout, func(rows []string) bool { return rowWith(rows, "page up") < 0 })
 }
 
 // send types keys: text as is, "\r" for enter, "\t" for tab.
