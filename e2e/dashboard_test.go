@@ -107,6 +107,7 @@ func TestE2EDashboard(t *testing.T) {
 // for the member's node; where it does not, the dashboard's error is checked
 // and the step is skipped.
 func consoleAndBack(t *testing.T, env *kubetest.Env, term *terminal) {
+	term = term.with(t)
 	ns := env.Namespace
 	term.send("j")
 	term.waitScreen("desk-2 selected", keyTimeout, func(rows []string) bool { return rowWith(rows, "▸ desk-2") >= 0 })
@@ -137,10 +138,6 @@ func consoleAndBack(t *testing.T, env *kubetest.Env, term *terminal) {
 	term.waitScreen("the console session of desk-2", keyTimeout, func(rows []string) bool {
 		return rowWith(rows, "shell in "+ns+"/desk-2") >= 0 && !term.altScreen()
 	})
-	if term.echo() {
-		// The console sets raw mode for the remote terminal, which echoes.
-		t.Log("note: the local terminal echoes during the console session")
-	}
 	// A command whose output differs from what was typed.
 	term.send("echo e2e-$((6*7))\r")
 	term.waitText(keyTimeout, "e2e-42")

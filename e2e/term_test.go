@@ -58,10 +58,16 @@ const (
 )
 
 // terminal is the binary running in a pseudo-terminal, its output read by a
-// terminal emulator. The test holds the terminal side (tty) open too, to read
-// its modes after the process has exited.
+// terminal emulator, as one test (or subtest) drives it: its failures go to t.
 type terminal struct {
-	t    *testing.T
+	t *testing.T
+	*session
+}
+
+// session is the running program and its terminal. The test holds the
+// terminal side (tty) open too, to read its modes after the process has
+// exited.
+type session struct {
 	cmd  *exec.Cmd
 	ptmx *os.File // the emulator's side
 	tty  *os.File // the program's side
@@ -74,6 +80,9 @@ type terminal struct {
 	exited  chan struct{} // the process ended; waitErr is set
 	waitErr error
 }
+
+// with returns the same terminal driven by t (a subtest).
+func (term *terminal) with(t *testing.T) *terminal { return &terminal{t: t, session: term.session} }
 
 // start runs the binary with args in a cols×rows terminal. env replaces the
 // variables it names (NAME=VALUE) in the test's environment; TERM, COLORTERM,
@@ -93,8 +102,8 @@ func start(t *testing.T, cols, rows int, env []string, args ...string) *terminal
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
 	// Its own session with the pty as controlling terminal: SIGWINCH reaches it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
-	term := &terminal{t: t, cmd: cmd, ptmx: ptmx, tty: tty, emu: vt.NewEmulator(cols, rows),
-		outDone: make(chan struct{}), exited: make(chan struct{})}
+	term := &terminal{t: t, session: &session{cmd: cmd, ptmx: ptmx, tty: tty, emu: vt.NewEmulator(cols, rows),
+		outDone: make(chan struct{}), exited: make(chan struct{})}}
 	if err := cmd.Start(); err != nil {
 		_ = ptmx.Close()
 		_ = tty.Close()
