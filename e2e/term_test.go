@@ -95,6 +95,8 @@ func start(t *testing.T, cols, rows int, env []string, args ...string) *terminal
 		t.Fatalf("open a pseudo-terminal: %v", err)
 	}
 	if err := pty.Setsize(ptmx, &pty.Winsize{Cols: uint16(cols), Rows: uint16(rows)}); err != nil {
+		_ = ptmx.Close()
+		_ = tty.Close()
 		t.Fatalf("size the pseudo-terminal: %v", err)
 	}
 	cmd := exec.Command(binary, args...)
