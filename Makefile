@@ -65,6 +65,7 @@ lint: ## gofmt, go.mod and go.sum tidy, a stale generated permission table, and 
 	$(GO) vet -tags integration $(PKGS)
 	$(GO) vet -tags 'integration outage' $(PKGS)
 	$(GO) vet -tags 'integration perf' $(PKGS)
+	$(GO) vet -tags e2e ./e2e/
 
 .PHONY: test
 test: lint ## everything CI runs: lint, unit and integration tests on a local control plane, short fuzzing
@@ -72,8 +73,9 @@ test: lint ## everything CI runs: lint, unit and integration tests on a local co
 	$(MAKE) --no-print-directory fuzz
 
 .PHONY: test-in-cluster
-test-in-cluster: ## unit + integration tests, then the outage tests alone (they stop the API server); needs a plane
+test-in-cluster: ## unit + integration tests, the binary in a terminal (e2e), then the outage tests alone (they stop the API server); needs a plane
 	$(GO) test -race -count=1 -timeout 40m -p 1 -tags integration $(PKGS)
+	$(GO) test -race -count=1 -timeout 5m -tags e2e ./e2e/
 	$(GO) test -race -count=1 -timeout 15m -p 1 -tags 'integration outage' -run Outage $(PKGS)
 
 .PHONY: test-unit
@@ -83,6 +85,10 @@ test-unit: ## unit and golden tests only (no control plane)
 .PHONY: test-integration
 test-integration: ## integration tests against a running plane (make cluster-up first)
 	CI=$${CI:-1} $(GO) test -race -count=1 -timeout 30m -tags integration -run Integration $(PKGS)
+
+.PHONY: test-e2e
+test-e2e: ## the binary in a pseudo-terminal with a terminal emulator, on a running plane (make cluster-up first)
+	CI=$${CI:-1} $(GO) test -race -count=1 -timeout 5m -tags e2e ./e2e/
 
 CHAOS_OPS ?= 10000
 
