@@ -135,7 +135,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case dataMsg:
 		m.applyData(msg)
 		m.pending = false
-		events := m.refreshEvents()
+		events := tea.Batch(m.refreshEvents(), m.askCaps())
 		if m.dirty || !m.armed {
 			m.dirty = false
 			m.pending = true
@@ -153,7 +153,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case actionDoneMsg:
 		delete(m.acts.running, msg.id)
 		m.actlog.update(m.viewCtx(), msg)
-		return m, m.audit.refresh(m.ctx, m.opts.Events, m.namespaceOf(m.audit.pool))
+		return m, m.audit.refresh(m.ctx, m.opts.Events)
 	case spinner.TickMsg:
 		if len(m.acts.running) == 0 {
 			return m, nil
@@ -165,7 +165,11 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		_, cmd := m.logs.update(m.viewCtx(), msg)
 		return m, cmd
 	case tea.KeyMsg:
-		return m, m.handleKey(msg)
+		cmd := m.handleKey(msg)
+		if caps := m.askCaps(); caps != nil {
+			cmd = tea.Batch(cmd, caps)
+		}
+		return m, cmd
 	}
 	return m, nil
 }
@@ -178,17 +182,17 @@ func (m *Model) applyData(msg dataMsg) {
 		m.now = msg.at
 	}
 	m.rebuilds++
-	m.pools.sync(m.views)
+	m.pools.sync(m.views, m.opts.Fleet)
 	if m.members.pool != "" {
 		m.members.setData(m.view(m.members.pool))
 	}
 	m.layout()
 }
 
-// view returns the named pool, or nil.
+// view returns the pool with this key (fleet.go), or nil.
 func (m *Model) view(pool string) *engine.PoolView {
 	for i := range m.views {
-		if m.views[i].Name == pool {
+		if poolKey(m.opts.Fleet, &m.views[i]) == pool {
 			return &m.views[i]
 		}
 	}
@@ -224,7 +228,7 @@ func (m *Model) viewCtx() viewContext {
 		views: m.views, loaded: m.loaded, nodes: m.side.nodes,
 		conn: conn, connLevel: level, dataAt: dataAt,
 		kubeContext: m.opts.Context, namespace: m.opts.Namespace, readOnly: m.opts.ReadOnly, demo: m.opts.Demo,
-		hints: m.opts.Actions != nil, events: m.opts.Events != nil,
+		hints: m.canAct(), events: m.opts.Events != nil, fleet: m.opts.Fleet,
 	}
 }
 

@@ -199,8 +199,13 @@ func (m *Model) openLogs(pool string, mm *engine.Member) tea.Cmd {
 	return cmd
 }
 
-// namespaceOf is the pool's namespace (the dashboard's when unknown).
+// namespaceOf is the namespace of the pool with this key (the dashboard's
+// when unknown).
 func (m *Model) namespaceOf(pool string) string {
+	if m.opts.Fleet {
+		ns, _ := splitPoolKey(pool)
+		return ns
+	}
 	if v := m.view(pool); v != nil && v.Namespace != "" {
 		return v.Namespace
 	}
