@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"reflect"
@@ -303,5 +304,39 @@ func TestPoolKeys(t *testing.T) {
 	v := &engine.PoolView{Namespace: "vdi-eng", Name: "desk"}
 	if poolKey(false, v) != "desk" || poolKey(true, v) != "vdi-eng/desk" {
 		t.Errorf("poolKey: %q, %q", poolKey(false, v), poolKey(true, v))
+	}
+}
+
+func TestRenderOnceFleet(t *testing.T) {
+	views := engine.ObserveAll(fleetSnapshots(), t0)
+	for _, tc := range []struct {
+		name   string
+		opts   OnceOptions
+		golden string
+		want   []string
+		code   int
+	}{
+		{name: "table", opts: OnceOptions{Fleet: true, Context: "prod-eu", Now: t0}, golden: "once_fleet_table", code: ExitAttention},
+		{name: "one pool in every namespace", opts: OnceOptions{Fleet: true, Pool: "desk", Now: t0},
+			want: []string{"vdi-cad    desk", "vdi-eng    desk", "vdi-cad/desk (", "vdi-eng/desk ("}, code: ExitOK},
+		{name: "no such pool", opts: OnceOptions{Fleet: true, Namespaces: []string{"vdi-eng", "kiosk"}, Pool: "gone", Now: t0},
+			want: []string{"no pool named gone in namespaces vdi-eng, kiosk"}, code: ExitAttention},
+		{name: "json", opts: OnceOptions{Fleet: true, Format: "json", Now: t0},
+			want: []string{`"allNamespaces": true`, `"namespace": "vdi-cad",` + "\n" + `      "name": "desk"`, `"namespace": "kiosk",`}, code: ExitAttention},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b bytes.Buffer
+			if code := RenderOnce(&b, views, tc.opts); code != tc.code {
+				t.Errorf("exit %d, want %d", code, tc.code)
+			}
+			if tc.golden != "" {
+				golden(t, tc.golden, b.String())
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(b.String(), w) {
+					t.Errorf("output lacks %q:\n%s", w, b.String())
+				}
+			}
+		})
 	}
 }
