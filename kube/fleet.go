@@ -94,7 +94,8 @@ func listAllNamespaces(ctx context.Context, client kubernetes.Interface) ([]engi
 		pvcs   *corev1.PersistentVolumeClaimList
 		leases *coordinationv1.LeaseList
 	)
-	g, gctx := errgroup.WithContext(ctx)
+	var g errgroup.Group // no cancel at the first error: see listPools
+	gctx := ctx
 	g.Go(func() (err error) {
 		cms, err = client.CoreV1().ConfigMaps(all).List(gctx, opts)
 		return listError(err, "configmaps", all)

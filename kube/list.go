@@ -30,7 +30,10 @@ func listPools(ctx context.Context, client kubernetes.Interface, namespace strin
 		pvcs   *corev1.PersistentVolumeClaimList
 		leases *coordinationv1.LeaseList
 	)
-	g, gctx := errgroup.WithContext(ctx)
+	// Every List runs to its end: cancelling the others at the first
+	// refusal only makes client-go log the cancelled reads.
+	var g errgroup.Group
+	gctx := ctx
 	g.Go(func() (err error) {
 		cms, err = client.CoreV1().ConfigMaps(namespace).List(gctx, opts)
 		return mapErr(err, "configmaps")
