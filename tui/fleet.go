@@ -30,6 +30,20 @@ func poolKey(fleet bool, v *engine.PoolView) string {
 	return v.Name
 }
 
+// findPool returns the pool of views with this key, or nil.
+func findPool(views []engine.PoolView, fleet bool, key string) *engine.PoolView {
+	ns, name := "", key
+	if fleet {
+		ns, name = splitPoolKey(key)
+	}
+	for i := range views {
+		if v := &views[i]; v.Name == name && (!fleet || v.Namespace == ns) {
+			return v
+		}
+	}
+	return nil
+}
+
 // splitPoolKey splits a fleet key into the namespace and the pool's name
 // (a pool name has no "/"); a key without one is a name in the dashboard's
 // namespace (ns "").

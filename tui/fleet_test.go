@@ -305,6 +305,27 @@ func TestPoolKeys(t *testing.T) {
 	if poolKey(false, v) != "desk" || poolKey(true, v) != "vdi-eng/desk" {
 		t.Errorf("poolKey: %q, %q", poolKey(false, v), poolKey(true, v))
 	}
+	views := []engine.PoolView{{Namespace: "vdi-cad", Name: "desk"}, {Namespace: "vdi-eng", Name: "desk"}}
+	for _, tc := range []struct {
+		fleet bool
+		key   string
+		want  string // namespace of the pool found; "-" for none
+	}{
+		{false, "desk", "vdi-cad"},
+		{true, "vdi-eng/desk", "vdi-eng"},
+		{true, "vdi-cad/desk", "vdi-cad"},
+		{true, "desk", "-"},
+		{true, "kiosk/desk", "-"},
+		{false, "vdi-eng/desk", "-"},
+	} {
+		got := "-"
+		if v := findPool(views, tc.fleet, tc.key); v != nil {
+			got = v.Namespace
+		}
+		if got != tc.want {
+			t.Errorf("findPool(fleet %v, %q) in %s, want %s", tc.fleet, tc.key, got, tc.want)
+		}
+	}
 }
 
 func TestRenderOnceFleet(t *testing.T) {

@@ -190,14 +190,7 @@ func (m *Model) applyData(msg dataMsg) {
 }
 
 // view returns the pool with this key (fleet.go), or nil.
-func (m *Model) view(pool string) *engine.PoolView {
-	for i := range m.views {
-		if poolKey(m.opts.Fleet, &m.views[i]) == pool {
-			return &m.views[i]
-		}
-	}
-	return nil
-}
+func (m *Model) view(pool string) *engine.PoolView { return findPool(m.views, m.opts.Fleet, pool) }
 
 // layout recomputes the heights the views scroll within.
 func (m *Model) layout() {

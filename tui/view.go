@@ -47,14 +47,7 @@ type viewContext struct {
 }
 
 // pool returns the pool of the snapshot with this key, or nil.
-func (c *viewContext) pool(key string) *engine.PoolView {
-	for i := range c.views {
-		if c.key(&c.views[i]) == key {
-			return &c.views[i]
-		}
-	}
-	return nil
-}
+func (c *viewContext) pool(key string) *engine.PoolView { return findPool(c.views, c.fleet, key) }
 
 // level maps a level onto a style.
 func (c *viewContext) level(level int) lipgloss.Style {
