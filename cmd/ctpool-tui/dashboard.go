@@ -232,7 +232,7 @@ func fleetOptions(conn *connection, w *kube.Watcher, readOnly bool) tui.Options 
 		c.auditIn = func(ns string) func(context.Context, engine.AuditEntry) { return engineIn(conn, ns).Audit }
 		opts.Console = c
 	}
-	opts.ActionsIn = func(ns string) tui.Actions { return cachedClaimsIn(engineIn(conn, ns), w.In(ns)) }
+	opts.ActionsIn = func(ns string) tui.Actions { return cachedClaims(engineIn(conn, ns), w.In(ns)) }
 	if !conn.demo {
 		opts.AccessIn = func(ns string) tui.Access {
 			return accessAdapter{&kube.Access{Client: conn.client, Namespace: ns}}
@@ -260,11 +260,6 @@ func (d dashboardActions) Claim(ctx context.Context, pool, identity string) (eng
 
 // cachedClaims returns eng's actions with claims read from cache.
 func cachedClaims(eng *engine.Engine, cache engine.Reader) tui.Actions {
-	return cachedClaimsIn(eng, cache)
-}
-
-// cachedClaimsIn is cachedClaims for one namespace of a fleet's cache.
-func cachedClaimsIn(eng *engine.Engine, cache engine.Reader) tui.Actions {
 	claims := *eng
 	if kc, ok := eng.Cluster.(*kube.Cluster); ok {
 		cc := *kc
