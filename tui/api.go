@@ -137,6 +137,11 @@ type Options struct {
 	Logs LogSource
 	// Demo marks the header as a simulated cluster.
 	Demo bool
+	// Scoper switches the namespaces shown (`:ns NAME`, `:ns all`;
+	// optional: without it there is no command line).
+	Scoper Scoper
+	// StopData stops Data's informers when a switch replaces it (optional).
+	StopData func()
 	// Renderer overrides the lipgloss renderer (tests pin an ASCII one).
 	Renderer *lipgloss.Renderer
 	// ActionTimeout bounds one action (default 10 minutes: a release waits

@@ -56,6 +56,9 @@ func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
 	if key.Matches(msg, k.Interrupt) {
 		return tea.Quit
 	}
+	if m.command.open {
+		return m.updateCommand(msg)
+	}
 	m.acts.note = "" // a note lasts until the next key
 	ctx := m.viewCtx()
 	if m.dialog != nil {
@@ -81,6 +84,8 @@ func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
 			m.showLog = !m.showLog
 			m.layout()
 			return nil
+		case key.Matches(msg, k.Command):
+			return m.openCommand()
 		case key.Matches(msg, k.Wall) && m.screen != screenDetail && m.screen != screenLogs:
 			if m.screen == screenWall {
 				m.screen = screenPools
@@ -138,6 +143,8 @@ func (m *Model) helpLine(ctx viewContext) string {
 		keys = []key.Binding{k.NextButton, k.Confirm, k.Cancel}
 	case m.showHelp:
 		keys = []key.Binding{withHelp(k.Back, "close help"), k.Quit}
+	case m.command.open:
+		keys = []key.Binding{withHelp(k.Confirm, "run"), k.Cancel}
 	default:
 		filtering := m.screen == screenMembers && m.members.filter.typing || m.screen == screenPools && m.pools.filter.typing
 		keys = m.shownKeys().helpFor(m.screen, filtering).short
