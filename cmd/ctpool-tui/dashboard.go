@@ -110,20 +110,18 @@ func runDashboard(ctx context.Context, e *env, df dashFlags, stdin io.Reader) er
 		return opErr(err)
 	}
 	if conn.scope.fleet {
-		return runFleetDashboard(ctx, e, conn, df, theme)
+		if err := checkFleet(ctx, conn); err != nil {
+			return opErr(err)
+		}
 	}
-	watcher := kube.NewWatcher(conn.client, conn.namespace)
-	if err := watcher.Start(ctx); err != nil {
+	sctx, stop := context.WithCancel(ctx)
+	defer stop()
+	opts, err := scopeOptions(sctx, conn, df.readonly)
+	if err != nil {
 		return opErr(err)
 	}
-	opts := dashboardOptions(conn, watcher, df.readonly)
+	opts.StopData, opts.Scoper = stop, dashScoper{conn: conn, readOnly: df.readonly}
 	opts.Theme, opts.NoColor = theme, os.Getenv("NO_COLOR") != ""
-	var audit func(context.Context, engine.AuditEntry)
-	if !df.readonly {
-		eng := e.dashboardEngine(conn)
-		opts.Actions, audit = cachedClaims(eng, watcher), eng.Audit
-	}
-	consoleAndLogs(&opts, conn, df.readonly, audit)
 	err = tui.Run(ctx, opts)
 	if conn.readOnly != nil && conn.readOnly.Refused() > 0 {
 		fmt.Fprintf(e.stderr, "read-only: %d write requests were refused\n", conn.readOnly.Refused())
@@ -163,14 +161,10 @@ func (a accessAdapter) Capabilities(ctx context.Context, actions []engine.Action
 	return out, nil
 }
 
-// dashboardEngine is the engine behind the dashboard's actions: fresh reads,
-// audit Events naming the caller, and the API server's word on force-release.
-func (e *env) dashboardEngine(conn *connection) *engine.Engine {
-	return engineIn(conn, conn.namespace)
-}
-
-// engineIn is the dashboard's engine for the pools of namespace ns: a fleet
-// builds one for each action, in the namespace of the action's pool.
+// engineIn is the engine behind the dashboard's actions on the pools of
+// namespace ns (a fleet builds one for each action, in the namespace of the
+// action's pool): fresh reads, audit Events naming the caller, and the API
+// server's word on force-release.
 func engineIn(conn *connection, ns string) *engine.Engine {
 	eng := &engine.Engine{Cluster: kube.NewCluster(conn.client, ns), Namespace: ns, Now: time.Now}
 	aud := auditor(conn.client, ns)
@@ -183,26 +177,60 @@ func engineIn(conn *connection, ns string) *engine.Engine {
 	return eng
 }
 
-// runFleetDashboard is the dashboard over several namespaces (-A,
-// --namespaces): one informer set (cluster-wide, or per namespace named),
-// and every action, audit Event, log and console in its pool's own
-// namespace. An identity that may not list what it asked for is told so in
-// one line before the screen opens.
-func runFleetDashboard(ctx context.Context, e *env, conn *connection, df dashFlags, theme themes.Theme) error {
-	if err := checkFleet(ctx, conn); err != nil {
-		return opErr(err)
+// scopeOptions starts the informers of the connection's namespace, or of
+// its fleet (-A, --namespaces: one informer set, cluster-wide or per
+// namespace named, and every action, audit Event, log and console in its
+// pool's own namespace), until ctx ends, and wires the dashboard on them.
+func scopeOptions(ctx context.Context, conn *connection, readOnly bool) (tui.Options, error) {
+	if conn.scope.fleet {
+		w := kube.NewFleetWatcher(conn.client, conn.scope.namespaces)
+		if err := w.Start(ctx); err != nil {
+			return tui.Options{}, err
+		}
+		return fleetOptions(conn, w, readOnly), nil
 	}
-	watcher := kube.NewFleetWatcher(conn.client, conn.scope.namespaces)
-	if err := watcher.Start(ctx); err != nil {
-		return opErr(err)
+	w := kube.NewWatcher(conn.client, conn.namespace)
+	if err := w.Start(ctx); err != nil {
+		return tui.Options{}, err
 	}
-	opts := fleetOptions(conn, watcher, df.readonly)
-	opts.Theme, opts.NoColor = theme, os.Getenv("NO_COLOR") != ""
-	err := tui.Run(ctx, opts)
-	if conn.readOnly != nil && conn.readOnly.Refused() > 0 {
-		fmt.Fprintf(e.stderr, "read-only: %d write requests were refused\n", conn.readOnly.Refused())
+	opts := dashboardOptions(conn, w, readOnly)
+	var audit func(context.Context, engine.AuditEntry)
+	if !readOnly {
+		eng := engineIn(conn, conn.namespace)
+		opts.Actions, audit = cachedClaims(eng, w), eng.Audit
 	}
-	return opErr(err)
+	consoleAndLogs(&opts, conn, readOnly, audit)
+	return opts, nil
+}
+
+// dashScoper switches the dashboard to another namespace or to every
+// namespace (`:ns NAME`, `:ns all`). It first asks whether the identity may
+// list there, so that a refusal is one line in the status area, not a
+// screen that never syncs.
+type dashScoper struct {
+	conn     *connection
+	readOnly bool
+}
+
+func (s dashScoper) Scope(ctx context.Context, namespace string) (tui.Scope, error) {
+	c := *s.conn
+	c.namespace, c.scope = namespace, scope{}
+	check := []string{namespace}
+	if namespace == "" {
+		c.scope, check = scope{fleet: true}, nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	err := kube.CheckListable(cctx, c.client, check)
+	cancel()
+	if err != nil {
+		return tui.Scope{}, err
+	}
+	o, err := scopeOptions(ctx, &c, s.readOnly)
+	if err != nil {
+		return tui.Scope{}, err
+	}
+	return tui.Scope{Namespace: o.Namespace, Fleet: o.Fleet, Data: o.Data, Actions: o.Actions, ActionsIn: o.ActionsIn,
+		Access: o.Access, AccessIn: o.AccessIn, Console: o.Console}, nil
 }
 
 // checkFleet asks, before any informer starts, whether the identity may

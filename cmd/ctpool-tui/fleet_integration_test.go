@@ -381,3 +381,56 @@ func TestIntegrationFleetForceReleaseLandsInItsNamespace(t *testing.T) {
 		}
 	}
 }
+
+// `:ns` as the dashboard wires it, for an identity of two namespaces:
+// `:ns all` is refused in one line and the screen stays; `:ns` of its other
+// namespace shows that namespace's pools.
+func TestIntegrationFleetCommandSwitches(t *testing.T) {
+	p := newFleetPlane(t)
+	ns := p.namespaces
+	cfg, err := clientcmd.BuildConfigFromFlags("", p.twoSpace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ = kube.ReadOnly(cfg)
+	client := kubernetes.NewForConfigOrDie(cfg)
+	conn := &connection{client: client, namespace: ns[0], host: cfg.Host, cfg: cfg}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	sctx, stop := context.WithCancel(ctx)
+	opts, err := scopeOptions(sctx, conn, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.StopData, opts.Scoper = stop, dashScoper{conn: conn, readOnly: true}
+	opts.Theme, opts.Renderer = themes.Dark(), themes.NoColorRenderer(io.Discard)
+	m := tui.New(opts)
+	d := &modelDriver{m: m, out: make(chan tea.Msg, 256), done: ctx.Done()}
+	m.Update(tea.WindowSizeMsg{Width: 160, Height: 50})
+	d.run(m.Init())
+	d.key("tab") // the read-only dashboard opens on the wall: the table
+	d.until(t, 30*time.Second, "the pools of "+ns[0], func(s string) bool {
+		return strings.Contains(s, "ns: "+ns[0]) && strings.Contains(s, "▸ desk: ")
+	})
+	command := func(line string) {
+		d.key(":")
+		for _, r := range line {
+			d.key(string(r))
+		}
+		d.key("enter")
+	}
+	command("ns all")
+	d.until(t, 30*time.Second, "the refusal of :ns all", func(s string) bool {
+		return strings.Contains(s, "may not list") && strings.Contains(s, "in all namespaces")
+	})
+	if s := d.m.View(); !strings.Contains(s, "ns: "+ns[0]) {
+		t.Fatalf("a refused :ns all left the namespace:\n%s", s)
+	}
+	command("ns " + ns[1])
+	d.until(t, 30*time.Second, "the pools of "+ns[1], func(s string) bool {
+		return strings.Contains(s, "ns: "+ns[1]) && strings.Contains(s, "▸ desk: ") && strings.Contains(s, "1 claimed")
+	})
+	if sctx.Err() == nil {
+		t.Error("the first namespace's informers still run after the switch")
+	}
+}

@@ -3,12 +3,15 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
@@ -135,5 +138,45 @@ func TestDemoOnceAllNamespaces(t *testing.T) {
 	}
 	if !r.AllNamespaces || len(seen) < 3 || !seen[demo.DefaultNamespace] || !seen[demo.FleetNamespaces[0]] || !seen[demo.FleetNamespaces[1]] {
 		t.Fatalf("allNamespaces %v, namespaces %v", r.AllNamespaces, seen)
+	}
+}
+
+// :ns builds the scope of the namespace asked, or of every namespace, and
+// refuses in one line where the identity may not list.
+func TestDashScoper(t *testing.T) {
+	client := fake.NewClientset()
+	client.PrependReactor("list", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if ns := a.GetNamespace(); ns == "" || ns == "secret" {
+			return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: a.GetResource().Resource}, "", errors.New("denied"))
+		}
+		return false, nil, nil
+	})
+	conn := &connection{client: client, namespace: "vdi", cfg: &rest.Config{}}
+	s := dashScoper{conn: conn}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sc, err := s.Scope(ctx, "vdi-cad")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, ok := sc.Actions.(dashboardActions)
+	if sc.Fleet || sc.Namespace != "vdi-cad" || sc.Data == nil || !ok || a.Engine.Namespace != "vdi-cad" || sc.Access == nil || sc.Console == nil {
+		t.Fatalf("scope of vdi-cad: %+v", sc)
+	}
+	if w, ok := sc.Data.(*kube.Watcher); !ok || w.Namespace() != "vdi-cad" {
+		t.Fatalf("data %T", sc.Data)
+	}
+	var lf *kube.ListForbiddenError
+	for _, ns := range []string{"", "secret"} {
+		if _, err := s.Scope(ctx, ns); !errors.As(err, &lf) || lf.Namespace != ns {
+			t.Errorf("Scope(%q) = %v, want the refusal", ns, err)
+		}
+	}
+	if conn.namespace != "vdi" || conn.scope.fleet {
+		t.Error("Scope changed the dashboard's connection")
+	}
+	ro := dashScoper{conn: conn, readOnly: true}
+	if sc, err := ro.Scope(ctx, "vdi-cad"); err != nil || sc.Actions != nil || sc.Console != nil || sc.Access != nil {
+		t.Errorf("read-only scope: %+v, %v", sc, err)
 	}
 }
