@@ -8,11 +8,13 @@ import (
 	"errors"
 	"io"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/spf13/cobra"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -432,5 +434,24 @@ func TestIntegrationFleetCommandSwitches(t *testing.T) {
 	})
 	if sctx.Err() == nil {
 		t.Error("the first namespace's informers still run after the switch")
+	}
+}
+
+// --namespaces completes its last namespace, after the ones typed.
+func TestIntegrationFleetNamespacesCompletion(t *testing.T) {
+	env := kubetest.Require(t)
+	t.Setenv("KUBECONFIG", filepath.Join(env.Dir, "admin.kubeconfig"))
+	ns := env.Namespace
+	for _, args := range [][]string{{"--namespaces", "default," + ns[:len(ns)-2]}, {"status", "desk", "--namespaces", "default," + ns[:len(ns)-2]}} {
+		got, dir := complete(t, args...)
+		found := false
+		for _, c := range got {
+			name, _, _ := strings.Cut(c, "\t")
+			found = found || name == "default,"+ns
+		}
+		d, err := strconv.Atoi(strings.TrimPrefix(dir, ":"))
+		if !found || err != nil || cobra.ShellCompDirective(d)&cobra.ShellCompDirectiveNoSpace == 0 {
+			t.Errorf("%v: candidates %q, directive %s; want default,%s without a space", args, got, dir, ns)
+		}
 	}
 }
