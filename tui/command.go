@@ -168,7 +168,7 @@ func (m *Model) applyScope(msg scopeMsg) tea.Cmd {
 	m.side.caps, m.side.capsErr, m.side.inNS = nil, nil, nil
 	m.pools = newPoolsView(m.st)
 	m.members = newMembersView(m.st)
-	m.audit = auditView{}
+	m.audit = auditView{req: m.audit.req} // a late answer of the old trail is dropped
 	m.logs.stop()
 	if m.screen != screenWall {
 		m.screen = screenPools
