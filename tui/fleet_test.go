@@ -176,6 +176,7 @@ func TestFleetGoldenScreens(t *testing.T) {
 		{name: "fleet_pools_80x24", width: 80, height: 24, keys: []string{"down"}},
 		{name: "fleet_pools_filtered_120x40", width: 120, height: 40, keys: []string{"/", "c", "a", "d", "enter"}},
 		{name: "fleet_members_120x40", width: 120, height: 40, keys: []string{"down", "enter"}},
+		{name: "fleet_detail_120x40", width: 120, height: 40, keys: []string{"down", "enter", "enter"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m, _ := newFleetModel(t, fleetOpts{width: tc.width, height: tc.height, actions: newFleetActions()})
