@@ -9,9 +9,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	coordinationlisters "k8s.io/client-go/listers/coordination/v1"
@@ -26,7 +28,8 @@ import (
 // Pods and PVCs (StripForCache).
 const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 
-// Watcher keeps an informer cache of every pool object in one namespace (the
+// Watcher keeps an informer cache of every pool object in one namespace, or
+// in several (NewFleetWatcher: every namespace or a list of them) (the
 // pool ConfigMaps and the labelled Pods, PVCs and Leases) for the dashboard.
 //
 // Its event handlers only make a non-blocking send on a channel of capacity
@@ -41,6 +44,11 @@ type Watcher struct {
 	now       func() time.Time
 	informers *PoolInformers
 	selector  labels.Selector
+
+	// The fleet: every namespace (one informer set, cluster-wide) or the
+	// namespaces named (one informer set each). nil for one namespace.
+	fleet      []*PoolInformers
+	namespaces []string
 
 	cms    corelisters.ConfigMapLister
 	pods   corelisters.PodLister
@@ -91,14 +99,7 @@ func NewWatcher(client kubernetes.Interface, namespace string, opts ...WatcherOp
 	for _, o := range opts {
 		o(w)
 	}
-	w.informers = NewPoolInformers(client, namespace, cache.FilteringResourceEventHandler{
-		FilterFunc: w.selected,
-		Handler: cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(any) { w.signal() },
-			UpdateFunc: func(any, any) { w.signal() },
-			DeleteFunc: func(any) { w.signal() },
-		},
-	}, w.onWatchError)
+	w.informers = w.newInformers(namespace)
 	w.selector = w.informers.Selector()
 	w.cms = corelisters.NewConfigMapLister(w.informers.ConfigMaps.GetIndexer())
 	w.pods = corelisters.NewPodLister(w.informers.Pods.GetIndexer())
@@ -107,8 +108,61 @@ func NewWatcher(client kubernetes.Interface, namespace string, opts ...WatcherOp
 	return w
 }
 
-// Namespace is the namespace the Watcher reads.
+// NewFleetWatcher is a Watcher of the pools of several namespaces: of every
+// namespace when namespaces is empty (one cluster-wide informer per kind,
+// with the same label selector and transform), else of each namespace named
+// (one informer set each). Its Snapshots carry each pool's namespace.
+func NewFleetWatcher(client kubernetes.Interface, namespaces []string, opts ...WatcherOption) *Watcher {
+	w := &Watcher{
+		client:     client,
+		namespaces: namespaces,
+		probeEvery: DefaultProbeInterval,
+		now:        time.Now,
+		changed:    make(chan struct{}, 1),
+	}
+	for _, o := range opts {
+		o(w)
+	}
+	if len(namespaces) == 0 {
+		w.fleet = []*PoolInformers{w.newInformers(metav1.NamespaceAll)}
+	}
+	for _, ns := range namespaces {
+		w.fleet = append(w.fleet, w.newInformers(ns))
+	}
+	w.selector = w.fleet[0].Selector()
+	return w
+}
+
+// newInformers builds the informers of one namespace (NamespaceAll: every
+// namespace) with the Watcher's handler and watch-error hook.
+func (w *Watcher) newInformers(namespace string) *PoolInformers {
+	return NewPoolInformers(w.client, namespace, cache.FilteringResourceEventHandler{
+		FilterFunc: w.selected,
+		Handler: cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(any) { w.signal() },
+			UpdateFunc: func(any, any) { w.signal() },
+			DeleteFunc: func(any) { w.signal() },
+		},
+	}, w.onWatchError)
+}
+
+// sets are the Watcher's informer sets.
+func (w *Watcher) sets() []*PoolInformers {
+	if w.fleet != nil {
+		return w.fleet
+	}
+	return []*PoolInformers{w.informers}
+}
+
+// Namespace is the namespace the Watcher reads ("" for a fleet).
 func (w *Watcher) Namespace() string { return w.namespace }
+
+// Namespaces are the namespaces a fleet Watcher reads (nil: all of them, or
+// one namespace: see Namespace).
+func (w *Watcher) Namespaces() []string { return w.namespaces }
+
+// Fleet reports whether the Watcher reads several namespaces.
+func (w *Watcher) Fleet() bool { return w.fleet != nil }
 
 // Start starts the informers; they stop when ctx ends. It does not wait for
 // the caches to sync (see WaitForSync and Synced).
@@ -116,7 +170,9 @@ func (w *Watcher) Start(ctx context.Context) error {
 	if !w.started.CompareAndSwap(false, true) {
 		return errors.New("watcher already started")
 	}
-	w.informers.Start(ctx)
+	for _, s := range w.sets() {
+		s.Start(ctx)
+	}
 	go Probe(ctx, w.client, w.probeEvery, w.probed)
 	return nil
 }
@@ -174,10 +230,24 @@ func (w *Watcher) probed(err error) {
 }
 
 // WaitForSync waits until every cache has synced or ctx ends.
-func (w *Watcher) WaitForSync(ctx context.Context) bool { return w.informers.WaitForSync(ctx) }
+func (w *Watcher) WaitForSync(ctx context.Context) bool {
+	for _, s := range w.sets() {
+		if !s.WaitForSync(ctx) {
+			return false
+		}
+	}
+	return true
+}
 
 // Synced reports whether every cache has finished its first list.
-func (w *Watcher) Synced() bool { return w.informers.Synced() }
+func (w *Watcher) Synced() bool {
+	for _, s := range w.sets() {
+		if !s.Synced() {
+			return false
+		}
+	}
+	return true
+}
 
 // Changed delivers at most one pending signal after any number of changes.
 func (w *Watcher) Changed() <-chan struct{} { return w.changed }
@@ -202,8 +272,12 @@ func (w *Watcher) LastWatchError() (time.Time, error) {
 // room to signal (the others coalesced into a pending signal).
 func (w *Watcher) Stats() (events, signals int64) { return w.events.Load(), w.signals.Load() }
 
-// Snapshots returns one Snapshot per pool from the caches, sorted by pool.
+// Snapshots returns one Snapshot per pool from the caches, sorted by pool
+// (a fleet's by namespace, then pool).
 func (w *Watcher) Snapshots() []engine.Snapshot {
+	if w.fleet != nil {
+		return w.fleetSnapshots()
+	}
 	cms, _ := w.cms.ConfigMaps(w.namespace).List(w.selector)
 	pods, _ := w.pods.Pods(w.namespace).List(w.selector)
 	pvcs, _ := w.pvcs.PersistentVolumeClaims(w.namespace).List(w.selector)
@@ -211,11 +285,78 @@ func (w *Watcher) Snapshots() []engine.Snapshot {
 	return engine.GroupByPool(w.namespace, cms, pods, pvcs, leases)
 }
 
+// fleetSnapshots groups every cached object of the fleet by namespace and
+// pool.
+func (w *Watcher) fleetSnapshots() []engine.Snapshot {
+	var (
+		cms    []*corev1.ConfigMap
+		pods   []*corev1.Pod
+		pvcs   []*corev1.PersistentVolumeClaim
+		leases []*coordinationv1.Lease
+	)
+	for _, s := range w.fleet {
+		for _, o := range s.ConfigMaps.GetStore().List() {
+			if c, ok := o.(*corev1.ConfigMap); ok && w.selected(c) {
+				cms = append(cms, c)
+			}
+		}
+		for _, o := range s.Pods.GetStore().List() {
+			if p, ok := o.(*corev1.Pod); ok && w.selected(p) {
+				pods = append(pods, p)
+			}
+		}
+		for _, o := range s.PVCs.GetStore().List() {
+			if c, ok := o.(*corev1.PersistentVolumeClaim); ok && w.selected(c) {
+				pvcs = append(pvcs, c)
+			}
+		}
+		for _, o := range s.Leases.GetStore().List() {
+			if l, ok := o.(*coordinationv1.Lease); ok && w.selected(l) {
+				leases = append(leases, l)
+			}
+		}
+	}
+	return GroupByNamespace(cms, pods, pvcs, leases)
+}
+
 // Snapshot returns one pool's objects from the caches. It fails with
 // ErrNotSynced while the caches have not synced, so that an operation never
-// acts on an empty cache.
+// acts on an empty cache. A fleet Watcher has no namespace of its own: use In.
 func (w *Watcher) Snapshot(ctx context.Context, pool string) (engine.Snapshot, error) {
+	if w.fleet != nil {
+		return engine.Snapshot{Pool: pool}, errors.New("a fleet cache serves a namespace's pools through In(namespace)")
+	}
 	return w.informers.Snapshot(ctx, PoolKey{Namespace: w.namespace, Pool: pool})
+}
+
+// In is the cache as an engine.Reader of one namespace's pools (a fleet
+// Watcher's reads go to the informer set that holds the namespace).
+func (w *Watcher) In(namespace string) engine.Reader {
+	return namespaceReader{w: w, namespace: namespace}
+}
+
+type namespaceReader struct {
+	w         *Watcher
+	namespace string
+}
+
+func (r namespaceReader) Snapshot(ctx context.Context, pool string) (engine.Snapshot, error) {
+	k := PoolKey{Namespace: r.namespace, Pool: pool}
+	if r.w.fleet == nil {
+		if r.namespace != r.w.namespace {
+			return engine.Snapshot{Namespace: r.namespace, Pool: pool}, fmt.Errorf("the cache holds namespace %s, not %s", r.w.namespace, r.namespace)
+		}
+		return r.w.informers.Snapshot(ctx, k)
+	}
+	if len(r.w.namespaces) == 0 {
+		return r.w.fleet[0].Snapshot(ctx, k)
+	}
+	for i, ns := range r.w.namespaces {
+		if ns == r.namespace {
+			return r.w.fleet[i].Snapshot(ctx, k)
+		}
+	}
+	return engine.Snapshot{Namespace: r.namespace, Pool: pool}, fmt.Errorf("namespace %s is not one the dashboard watches", r.namespace)
 }
 
 // selected reports whether an object carries the pool label. The list and

@@ -17,6 +17,12 @@ import (
 // label), and groups them by pool. It is the headless --once path: one round
 // trip's worth of latency, no informer start-up.
 func ListPools(ctx context.Context, client kubernetes.Interface, namespace string) ([]engine.Snapshot, error) {
+	return listPools(ctx, client, namespace, func(err error, _ string) error { return MapError(err) })
+}
+
+// listPools is ListPools with mapErr mapping each List's error (and the
+// resource it listed).
+func listPools(ctx context.Context, client kubernetes.Interface, namespace string, mapErr func(err error, resource string) error) ([]engine.Snapshot, error) {
 	opts := metav1.ListOptions{LabelSelector: engine.LabelPool}
 	var (
 		cms    *corev1.ConfigMapList
@@ -24,22 +30,25 @@ func ListPools(ctx context.Context, client kubernetes.Interface, namespace strin
 		pvcs   *corev1.PersistentVolumeClaimList
 		leases *coordinationv1.LeaseList
 	)
-	g, gctx := errgroup.WithContext(ctx)
+	// Every List runs to its end: cancelling the others at the first
+	// refusal only makes client-go log the cancelled reads.
+	var g errgroup.Group
+	gctx := ctx
 	g.Go(func() (err error) {
 		cms, err = client.CoreV1().ConfigMaps(namespace).List(gctx, opts)
-		return MapError(err)
+		return mapErr(err, "configmaps")
 	})
 	g.Go(func() (err error) {
 		pods, err = client.CoreV1().Pods(namespace).List(gctx, opts)
-		return MapError(err)
+		return mapErr(err, "pods")
 	})
 	g.Go(func() (err error) {
 		pvcs, err = client.CoreV1().PersistentVolumeClaims(namespace).List(gctx, opts)
-		return MapError(err)
+		return mapErr(err, "persistentvolumeclaims")
 	})
 	g.Go(func() (err error) {
 		leases, err = client.CoordinationV1().Leases(namespace).List(gctx, opts)
-		return MapError(err)
+		return mapErr(err, "leases.coordination.k8s.io")
 	})
 	if err := g.Wait(); err != nil {
 		return nil, err

@@ -135,6 +135,30 @@ func RoleObjects(role, namespace, subject string) (*rbacv1.Role, *rbacv1.RoleBin
 	return r, b, nil
 }
 
+// ClusterRoleObjects returns the ClusterRole and ClusterRoleBinding of a
+// role: the same rules as RoleObjects', granted in every namespace, for the
+// fleet view (-A). A ServiceAccount subject without a namespace is taken in
+// namespace.
+func ClusterRoleObjects(role, namespace, subject string) (*rbacv1.ClusterRole, *rbacv1.ClusterRoleBinding, error) {
+	r, b, err := RoleObjects(role, namespace, subject)
+	if err != nil {
+		return nil, nil, err
+	}
+	name := r.Name + "-cluster"
+	cr := &rbacv1.ClusterRole{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: r.Labels},
+		Rules:      r.Rules,
+	}
+	cb := &rbacv1.ClusterRoleBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: b.Labels},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: name},
+		Subjects:   b.Subjects,
+	}
+	return cr, cb, nil
+}
+
 func parseSubject(s, namespace string) (rbacv1.Subject, error) {
 	kind, name, ok := strings.Cut(s, ":")
 	if !ok || name == "" {

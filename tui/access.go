@@ -18,12 +18,15 @@ type sideState struct {
 	noNodes bool                         // the user may not read nodes: not asked again
 	caps    map[engine.Action]Capability // nil until known
 	capsErr error
+	// inNS: the fleet's capabilities, per namespace (fleet.go).
+	inNS map[string]*nsCaps
 }
 
 // capsMsg answers the capabilities request.
 type capsMsg struct {
-	caps []Capability
-	err  error
+	namespace string // the fleet's namespace asked ("": the dashboard's)
+	caps      []Capability
+	err       error
 }
 
 // healthMsg carries the data source's connection state, read on each tick.
@@ -76,17 +79,35 @@ func (m *Model) updateSide(msg tea.Msg) tea.Cmd {
 			m.side.nodes, m.side.noNodes = msg.nodes, msg.nodes == nil
 		}
 	case capsMsg:
+		var caps map[engine.Action]Capability
+		if msg.err == nil {
+			caps = map[engine.Action]Capability{}
+			for _, c := range msg.caps {
+				caps[c.Action] = c
+			}
+		}
+		if m.opts.Fleet {
+			if c := m.side.inNS[msg.namespace]; c != nil {
+				c.caps, c.err = caps, msg.err
+			}
+			return nil
+		}
 		m.side.capsErr = msg.err
 		if msg.err == nil {
-			m.side.caps = map[engine.Action]Capability{}
-			for _, c := range msg.caps {
-				m.side.caps[c.Action] = c
-			}
+			m.side.caps = caps
 		}
 	case healthMsg:
 		was := m.health.disconnected()
 		m.health = msg.health
 		// Capabilities asked during an outage are asked again on recovery.
+		if was && !m.health.disconnected() && m.opts.Fleet {
+			for ns, c := range m.side.inNS {
+				if c.err != nil {
+					delete(m.side.inNS, ns)
+				}
+			}
+			return m.askCaps()
+		}
 		if was && !m.health.disconnected() && m.side.capsErr != nil && m.opts.Access != nil && !m.opts.ReadOnly {
 			m.side.capsErr = nil
 			return capsCmd(m.ctx, m.opts.Access)
@@ -103,21 +124,29 @@ func (h health) disconnected() bool {
 // unreachable is the reason given for an action while disconnected.
 const unreachable = "API server unreachable"
 
-// refusal says why kind cannot run now, or "" when it may: the API server
-// is unreachable, or the user lacks a permission.
-func (m *Model) refusal(kind actionKind) string {
+// refusal says why kind cannot run now on the pool with this key, or ""
+// when it may: the API server is unreachable, or the user lacks a
+// permission (in the pool's namespace).
+func (m *Model) refusal(kind actionKind, pool string) string {
 	if m.health.disconnected() {
 		return unreachable + ": " + kind.String() + " needs the server (data " + short(m.now.Sub(m.health.lastSync)) + " old)"
 	}
-	if c, ok := m.side.caps[kind]; ok && !c.Allowed {
-		return kind.String() + " is not allowed: needs " + orWord(c.Missing, "a permission")
+	caps, _ := m.capsFor(pool)
+	if c, ok := caps[kind]; ok && !c.Allowed {
+		msg := kind.String() + " is not allowed: needs " + orWord(c.Missing, "a permission")
+		if m.opts.Fleet {
+			msg += " in namespace " + m.namespaceOf(pool)
+		}
+		return msg
 	}
 	return ""
 }
 
-// missing is the permission an action lacks ("" when allowed or unknown).
+// missing is the permission an action lacks on the current pool ("" when
+// allowed or unknown).
 func (m *Model) missing(kind actionKind) (string, bool) {
-	if c, ok := m.side.caps[kind]; ok && !c.Allowed {
+	caps, _ := m.capsFor(m.currentPool())
+	if c, ok := caps[kind]; ok && !c.Allowed {
 		return orWord(c.Missing, "a permission"), true
 	}
 	return "", false
@@ -164,8 +193,8 @@ func (m *Model) unavailableLines() []string {
 			out = append(out, m.st.Muted.Render(glyphBad+" "+ab.b.Help().Key+" "+ab.kind.String()+" · "+unreachable))
 		}
 	}
-	if m.side.capsErr != nil {
-		out = append(out, m.st.Warn.Render(glyphWarn+" permissions unknown: "+clean(m.side.capsErr.Error())))
+	if _, err := m.capsFor(m.currentPool()); err != nil {
+		out = append(out, m.st.Warn.Render(glyphWarn+" permissions unknown: "+clean(err.Error())))
 	}
 	return out
 }

@@ -168,10 +168,10 @@ func TestCapabilitiesAskedAtStartNotInReadOnly(t *testing.T) {
 		t.Fatalf("asked %v, want %v", fa.asked, ActionNames)
 	}
 	m.Update(msg)
-	if why := m.refusal(actForceRelease); !strings.Contains(why, "needs force-release leases.coordination.k8s.io") {
+	if why := m.refusal(actForceRelease, "desk"); !strings.Contains(why, "needs force-release leases.coordination.k8s.io") {
 		t.Fatalf("refusal = %q", why)
 	}
-	if why := m.refusal(actReconcile); why != "" {
+	if why := m.refusal(actReconcile, "desk"); why != "" {
 		t.Fatalf("reconcile refused: %q", why)
 	}
 
@@ -244,7 +244,7 @@ func TestDisconnectedRefusesActionsAndRecovers(t *testing.T) {
 	if h := header(m); !strings.Contains(h, "live · synced") {
 		t.Fatalf("header after recovery = %q", h)
 	}
-	if why := m.refusal(actReconcile); why != "" {
+	if why := m.refusal(actReconcile, "desk"); why != "" {
 		t.Fatalf("still refused after recovery: %q", why)
 	}
 }
@@ -307,7 +307,7 @@ func TestCapabilitiesAskedAgainAfterOutage(t *testing.T) {
 	fa.ok = true
 	_, cmd := m.Update(healthMsg{health: health{synced: true, lastSync: t0}})
 	m.Update(waitMsg[capsMsg](t, cmd))
-	if why := m.refusal(actForceRelease); !strings.Contains(why, "needs force-release") {
+	if why := m.refusal(actForceRelease, "desk"); !strings.Contains(why, "needs force-release") {
 		t.Fatalf("after recovery: refusal %q", why)
 	}
 }

@@ -75,8 +75,9 @@ type actionState struct {
 	noteLvl int
 }
 
-// actionCmd runs one action. It reads nothing from the model.
-func actionCmd(ctx context.Context, a Actions, timeout time.Duration, id int, req actionRequest) tea.Cmd {
+// actionCmd runs one action on pool, the name in its namespace of the pool
+// req names (its key). It reads nothing from the model.
+func actionCmd(ctx context.Context, a Actions, pool string, timeout time.Duration, id int, req actionRequest) tea.Cmd {
 	return func() (msg tea.Msg) {
 		ctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
@@ -88,21 +89,21 @@ func actionCmd(ctx context.Context, a Actions, timeout time.Duration, id int, re
 		done := func(text string, err error) tea.Msg { return actionDoneMsg{id: id, req: req, text: text, err: err} }
 		switch req.kind {
 		case actReconcile:
-			res, err := a.Reconcile(ctx, req.pool)
+			res, err := a.Reconcile(ctx, pool)
 			return done(reconcileText(res), err)
 		case actRelease:
-			res, err := a.Release(ctx, req.pool, req.member, req.holder)
+			res, err := a.Release(ctx, pool, req.member, req.holder)
 			return done(releaseText(req, res), err)
 		case actForceRelease:
-			res, err := a.ForceRelease(ctx, req.pool, req.member)
+			res, err := a.ForceRelease(ctx, pool, req.member)
 			return done(releaseText(req, res), err)
 		case actResize:
-			res, err := a.Resize(ctx, req.pool, req.size)
+			res, err := a.Resize(ctx, pool, req.size)
 			return done(fmt.Sprintf("size %d; %s", req.size, reconcileText(res)), err)
 		case actDelete:
-			return done("pool deleted", a.Delete(ctx, req.pool))
+			return done("pool deleted", a.Delete(ctx, pool))
 		case actClaim:
-			res, err := a.Claim(ctx, req.pool, req.assignee)
+			res, err := a.Claim(ctx, pool, req.assignee)
 			return done(claimText(req, res), err)
 		}
 		return done("", fmt.Errorf("unknown action %q", req.kind))
@@ -139,17 +140,18 @@ func releaseText(req actionRequest, r engine.ReleaseResult) string {
 // startAction records and runs an action. Read-only mode never gets here
 // (the keys are not bound), and refuses again if it ever did.
 func (m *Model) startAction(req actionRequest) tea.Cmd {
-	if m.opts.ReadOnly || m.opts.Actions == nil {
+	a, pool := m.actionsFor(req.pool)
+	if m.opts.ReadOnly || a == nil {
 		m.setNote(glyphBad+" read-only: actions are disabled", levelError)
 		return nil
 	}
-	if why := m.refusal(req.kind); why != "" {
+	if why := m.refusal(req.kind, req.pool); why != "" {
 		m.setNote(glyphBad+" "+why, levelError)
 		return nil
 	}
 	id := m.logStart(req)
 	m.acts.note = ""
-	cmds := []tea.Cmd{actionCmd(m.ctx, m.opts.Actions, m.opts.ActionTimeout, id, req)}
+	cmds := []tea.Cmd{actionCmd(m.ctx, a, pool, m.opts.ActionTimeout, id, req)}
 	if len(m.acts.running) == 1 {
 		cmds = append(cmds, m.spin.Tick)
 	}
@@ -178,7 +180,7 @@ func (m *Model) actionKey(msg tea.KeyMsg, pool string, mm *engine.Member) tea.Cm
 	if b == nil {
 		return nil
 	}
-	if why := m.refusal(kind); why != "" {
+	if why := m.refusal(kind, pool); why != "" {
 		m.setNote(glyphBad+" "+why, levelError)
 		return nil
 	}
@@ -198,6 +200,7 @@ func (m *Model) actionKey(msg tea.KeyMsg, pool string, mm *engine.Member) tea.Cm
 			return nil
 		}
 		m.dialog = newResizeDialog(m.st, v)
+		m.dialog.req.pool = pool
 		return m.dialog.input.Focus()
 	case &k.Delete:
 		m.dialog = newDeleteDialog(m.st, pool, v)
@@ -221,6 +224,7 @@ func (m *Model) actionKey(msg tea.KeyMsg, pool string, mm *engine.Member) tea.Cm
 		// force-release (the same permission check, confirmation and audit
 		// as f and release --force).
 		m.dialog = newReleaseDialog(v, mm, true, m.now)
+		m.dialog.req.pool = pool
 	}
 	return nil
 }

@@ -185,7 +185,7 @@ func TestActionErrorShownWithoutCrash(t *testing.T) {
 }
 
 func TestActionPanicBecomesError(t *testing.T) {
-	cmd := actionCmd(t.Context(), panicActions{&fakeActions{}}, time.Second, 1, actionRequest{kind: actDelete, pool: "desk"})
+	cmd := actionCmd(t.Context(), panicActions{&fakeActions{}}, "desk", time.Second, 1, actionRequest{kind: actDelete, pool: "desk"})
 	msg := cmd().(actionDoneMsg)
 	if msg.err == nil || !strings.Contains(msg.err.Error(), "internal error") {
 		t.Errorf("panic became %v", msg.err)

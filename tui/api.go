@@ -94,8 +94,14 @@ var _ Actions = (*engine.Engine)(nil)
 
 // Options wire the dashboard. Only Data is required.
 type Options struct {
-	// Context and Namespace are shown in the header.
+	// Context and Namespace are shown in the header (with Fleet, Namespace
+	// names the namespaces shown, e.g. "all").
 	Context, Namespace string
+	// Fleet: the pools come from several namespaces (every Snapshot carries
+	// its namespace). The pools view gets a NAMESPACE column, a pool is named
+	// namespace/pool, and the actions, Events, logs and console of a pool go
+	// to its own namespace (ActionsIn, AccessIn).
+	Fleet bool
 	// ReadOnly is the wall-display mode: no action key is bound and Actions
 	// is never called.
 	ReadOnly bool
@@ -110,6 +116,9 @@ type Options struct {
 	Data DataSource
 	// Actions runs the pool operations (nil in read-only mode).
 	Actions Actions
+	// ActionsIn runs the pool operations of a namespace: with Fleet, every
+	// action goes through it to its pool's namespace (nil in read-only mode).
+	ActionsIn func(namespace string) Actions
 	// Events reads Pod and PVC Events for the detail pane (optional).
 	Events EventSource
 	// Nodes lists nodes for the diagnosis (optional).
@@ -117,6 +126,9 @@ type Options struct {
 	// Access reports which actions the user may run (optional; not asked in
 	// read-only mode).
 	Access Access
+	// AccessIn reports what the user may do in a namespace (Fleet; optional):
+	// it is asked the first time a pool of the namespace is selected.
+	AccessIn func(namespace string) Access
 	// Console opens a terminal in a member (nil: no console; never used in
 	// read-only mode: exec is a write).
 	Console ConsoleRunner
@@ -125,6 +137,11 @@ type Options struct {
 	Logs LogSource
 	// Demo marks the header as a simulated cluster.
 	Demo bool
+	// Scoper switches the namespaces shown (`:ns NAME`, `:ns all`;
+	// optional: without it there is no command line).
+	Scoper Scoper
+	// StopData stops Data's informers when a switch replaces it (optional).
+	StopData func()
 	// Renderer overrides the lipgloss renderer (tests pin an ASCII one).
 	Renderer *lipgloss.Renderer
 	// ActionTimeout bounds one action (default 10 minutes: a release waits
@@ -146,7 +163,7 @@ func (o *Options) defaults() {
 		o.Renderer = themes.NoColorRenderer(io.Discard)
 	}
 	if o.ReadOnly {
-		o.Actions = nil
+		o.Actions, o.ActionsIn = nil, nil
 		o.Console = nil
 	}
 }

@@ -28,7 +28,7 @@ func newAssignDialog(st themes.Styles, v *engine.PoolView, pool string) *dialogM
 
 // openAssign opens the assign dialog for a pool.
 func (m *Model) openAssign(pool string) tea.Cmd {
-	if m.opts.ReadOnly || m.opts.Actions == nil {
+	if !m.canAct() {
 		m.setNote(glyphBad+" read-only: assign is a write", levelError)
 		return nil
 	}

@@ -30,12 +30,13 @@ const maxAudit = 50
 // in place of the member rows. It loads asynchronously each time it opens;
 // an older answer is dropped.
 type auditView struct {
-	open    bool
-	pool    string
-	req     int
-	loading bool
-	events  []corev1.Event
-	err     error
+	open      bool
+	pool      string // the pool's key (fleet.go)
+	namespace string
+	req       int
+	loading   bool
+	events    []corev1.Event
+	err       error
 }
 
 // auditMsg answers an audit request.
@@ -73,22 +74,22 @@ func auditEvents(evs []corev1.Event) []corev1.Event {
 // show opens the audit trail of pool and reads it (src may be nil: no
 // Events to read).
 func (a *auditView) show(ctx context.Context, src EventSource, namespace, pool string) tea.Cmd {
-	a.open, a.pool, a.req, a.events, a.err = true, pool, a.req+1, nil, nil
+	a.open, a.pool, a.namespace, a.req, a.events, a.err = true, pool, namespace, a.req+1, nil, nil
 	if src == nil {
 		return nil
 	}
 	a.loading = true
-	return auditCmd(ctx, src, namespace, a.pool, a.req)
+	return auditCmd(ctx, src, namespace, poolName(a.pool), a.req)
 }
 
 // refresh re-reads an open audit trail (an action just wrote an audit
 // Event); the old list stays on screen until the answer arrives.
-func (a *auditView) refresh(ctx context.Context, src EventSource, namespace string) tea.Cmd {
+func (a *auditView) refresh(ctx context.Context, src EventSource) tea.Cmd {
 	if !a.open || src == nil {
 		return nil
 	}
 	a.req++
-	return auditCmd(ctx, src, namespace, a.pool, a.req)
+	return auditCmd(ctx, src, a.namespace, poolName(a.pool), a.req)
 }
 
 // update takes the answer to a read, and A or esc, which close the trail;
@@ -112,7 +113,7 @@ func (a *auditView) update(ctx viewContext, msg tea.Msg) (intent, tea.Cmd) {
 // view renders the pool's recent audit Events.
 func (a *auditView) view(ctx viewContext) string {
 	st := ctx.st
-	lines := []string{" " + st.Accent.Render(clean(a.pool)) + st.Muted.Render(" · audit: recent actions on "+clean(engine.ConfigMapName(a.pool))+" (A or esc closes)")}
+	lines := []string{" " + st.Accent.Render(clean(a.pool)) + st.Muted.Render(" · audit: recent actions on "+clean(engine.ConfigMapName(poolName(a.pool)))+" (A or esc closes)")}
 	switch {
 	case !ctx.events:
 		lines = append(lines, st.Muted.Render("  audit Events not available"))

@@ -18,14 +18,16 @@ const syncDeadline = 30 * time.Second
 // tickMsg carries the time, once a second.
 type tickMsg time.Time
 
-// changedMsg: the data source signalled a change.
-type changedMsg struct{}
+// changedMsg: the data source (of generation gen: Model.dataGen)
+// signalled a change.
+type changedMsg struct{ gen int }
 
 // rebuildMsg: the coalescing delay has passed; read the data now.
 type rebuildMsg struct{}
 
 // dataMsg carries freshly observed pools and the connection health.
 type dataMsg struct {
+	gen    int // Model.dataGen of the source read
 	views  []engine.PoolView
 	health health
 	at     time.Time
@@ -43,18 +45,46 @@ func tickCmd(now func() time.Time) tea.Cmd {
 	return tea.Tick(time.Second, func(time.Time) tea.Msg { return tickMsg(now()) })
 }
 
-// waitChangeCmd blocks until the data source signals; the model re-arms it
-// once per rebuild, so at most one changedMsg is handled per rebuild cycle.
-func waitChangeCmd(ch <-chan struct{}) tea.Cmd {
+// waitChangeCmd blocks until the data source signals, or done closes (the
+// source was replaced); the model re-arms it once per rebuild, so at most
+// one changedMsg is handled per rebuild cycle.
+func waitChangeCmd(ch <-chan struct{}, done <-chan struct{}, gen int) tea.Cmd {
 	if ch == nil {
 		return nil
 	}
 	return func() tea.Msg {
-		if _, ok := <-ch; !ok {
+		select {
+		case _, ok := <-ch:
+			if !ok {
+				return nil
+			}
+			return changedMsg{gen: gen}
+		case <-done:
 			return nil
 		}
-		return changedMsg{}
 	}
+}
+
+// load reads the current data source, tagged with its generation.
+func (m *Model) load() tea.Cmd {
+	read := loadCmd(m.opts.Data, m.opts.Now)
+	if read == nil {
+		return nil
+	}
+	gen := m.dataGen
+	return func() tea.Msg {
+		msg := read().(dataMsg)
+		msg.gen = gen
+		return msg
+	}
+}
+
+// waitChange waits for the current data source's next signal.
+func (m *Model) waitChange() tea.Cmd {
+	if m.opts.Data == nil {
+		return nil
+	}
+	return waitChangeCmd(m.opts.Data.Changed(), m.scopeDone, m.dataGen)
 }
 
 func coalesceCmd() tea.Cmd {

@@ -171,7 +171,11 @@ func (d *detailView) view(ctx viewContext) string {
 		}
 	}
 	add := func(label, text string) { addStyled(label, st.ColumnHeader, st.Text, text) }
-	lines = append(lines, " "+st.Accent.Render(clean(mm.Name))+" · "+ctx.level(memberLevel(mm)).Render(string(mm.State))+" · "+clean(claimSummary(mm, ctx.now)))
+	name := mm.Name
+	if ctx.fleet {
+		name = v.Namespace + "/" + name // two namespaces may have a desk-1
+	}
+	lines = append(lines, " "+st.Accent.Render(clean(name))+" · "+ctx.level(memberLevel(mm)).Render(string(mm.State))+" · "+clean(claimSummary(mm, ctx.now)))
 	lines = append(lines, "")
 	add("Pod", podLine(mm, ctx.now))
 	if mm.Pod != nil {

@@ -32,20 +32,29 @@ func poolSpec(image string, size int, rt *engine.Runtime) engine.Spec {
 
 // cluster accumulates the objects of a test cluster.
 type cluster struct {
+	ns     string // "" for ns
 	cms    []*corev1.ConfigMap
 	pods   []*corev1.Pod
 	pvcs   []*corev1.PersistentVolumeClaim
 	leases []*coordinationv1.Lease
 }
 
+// namespace is the cluster's namespace.
+func (c *cluster) namespace() string {
+	if c.ns == "" {
+		return ns
+	}
+	return c.ns
+}
+
 func (c *cluster) snapshots() []engine.Snapshot {
-	return engine.GroupByPool(ns, c.cms, c.pods, c.pvcs, c.leases)
+	return engine.GroupByPool(c.namespace(), c.cms, c.pods, c.pvcs, c.leases)
 }
 
 func (c *cluster) views() []engine.PoolView { return engine.ObserveAll(c.snapshots(), t0) }
 
 func (c *cluster) pool(name string, s engine.Spec, rec *engine.Status) {
-	cm := engine.BuildConfigMap(ns, name, s)
+	cm := engine.BuildConfigMap(c.namespace(), name, s)
 	if rec != nil {
 		cm.Data[engine.KeyStatus] = rec.Encode()
 	}
@@ -56,11 +65,11 @@ func (c *cluster) pool(name string, s engine.Spec, rec *engine.Status) {
 type memberOpt func(*corev1.Pod)
 
 func (c *cluster) member(pool string, n int, s engine.Spec, opts ...memberOpt) *corev1.Pod {
-	pvc := engine.BuildPVC(ns, pool, n, s)
+	pvc := engine.BuildPVC(c.namespace(), pool, n, s)
 	pvc.Status.Phase = corev1.ClaimBound
 	pvc.Status.Capacity = corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(s.Disk)}
 	c.pvcs = append(c.pvcs, pvc)
-	p := engine.BuildPod(ns, pool, n, s)
+	p := engine.BuildPod(c.namespace(), pool, n, s)
 	ready(p)
 	p.CreationTimestamp = metav1.NewTime(t0.Add(-10 * time.Minute))
 	p.Spec.NodeName = "node-a"
@@ -72,7 +81,7 @@ func (c *cluster) member(pool string, n int, s engine.Spec, opts ...memberOpt) *
 }
 
 func (c *cluster) claim(pool, member, holder string, acquired time.Time) {
-	c.leases = append(c.leases, engine.ClaimLease(ns, pool, member, holder, acquired))
+	c.leases = append(c.leases, engine.ClaimLease(c.namespace(), pool, member, holder, acquired))
 }
 
 func ready(p *corev1.Pod) {

@@ -15,6 +15,8 @@ type keyMap struct {
 	Open, Back, Filter, Sort, Wall, Log     key.Binding
 	Audit                                   key.Binding
 	Help, Quit                              key.Binding
+	// Command opens the `:` command line (command.go); enabled with a Scoper.
+	Command key.Binding
 
 	// A list's filter while it is typed.
 	ApplyFilter, ClearFilter key.Binding
@@ -46,6 +48,7 @@ func newKeyMap(readOnly bool) keyMap {
 		Audit:     key.NewBinding(key.WithKeys("A"), key.WithHelp("A", "audit")),
 		Help:      key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
 		Quit:      key.NewBinding(key.WithKeys("q"), key.WithHelp("q", "quit")),
+		Command:   commandKey(),
 
 		ApplyFilter: key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "apply filter")),
 		ClearFilter: key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "clear filter")),
@@ -93,7 +96,7 @@ func (k keyMap) FullHelp() [][]key.Binding {
 		{k.Open, k.Back, k.Filter, k.ApplyFilter, k.ClearFilter, k.Sort, k.Wall, k.Audit},
 		{k.Reconcile, k.Resize, k.Delete, k.Release, k.ForceRelease, k.Assign, k.Console, k.Logs,
 			k.Follow, k.Previous, k.Wrap, k.Search, k.NextMatch},
-		{k.Log, k.Help, k.Quit, k.NextButton, k.Confirm, k.Cancel},
+		{k.Log, k.Command, k.Help, k.Quit, k.NextButton, k.Confirm, k.Cancel},
 	}
 }
 

@@ -144,7 +144,7 @@ func (l *membersView) view(ctx viewContext) string {
 		return b.String()
 	}
 	status := v.Status
-	title := st.Accent.Render(clean(v.Name)) + st.Muted.Render(fmt.Sprintf(" · %s · %s · %d ready · %d claimed · %d free",
+	title := st.Accent.Render(clean(ctx.key(v))) + st.Muted.Render(fmt.Sprintf(" · %s · %s · %d ready · %d claimed · %d free",
 		clean(v.Spec.BackendName()), plural(len(v.Members), "member", "members"), status.Ready, status.Claimed, status.Free))
 	if status.Exhausted {
 		title += " " + st.Error.Render(glyphWarn+" EXHAUSTED")

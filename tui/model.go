@@ -48,6 +48,12 @@ type Model struct {
 	// is scheduled or loading, dirty when a change arrived meanwhile.
 	armed, pending, dirty bool
 	rebuilds              int
+	// dataGen counts the data sources (a `:ns` switch replaces it): an
+	// answer of an older one is dropped. scopeGen counts `:ns` commands;
+	// scopeCancel stops the current data source's informers.
+	dataGen, scopeGen int
+	scopeCancel       func()
+	scopeDone         chan struct{} // closed when the data source is replaced
 
 	screen  screen
 	pools   poolsView
@@ -58,6 +64,7 @@ type Model struct {
 	audit   auditView // over the members view while open
 
 	dialog   *dialogModel
+	command  commandLine
 	showHelp bool
 	showLog  bool
 	actlog   actionLog
@@ -81,7 +88,10 @@ func newModel(ctx context.Context, opts Options) *Model {
 		members: newMembersView(st),
 		pools:   newPoolsView(st),
 		acts:    actionState{running: map[int]actionRequest{}},
+		command: newCommandLine(st),
 	}
+	m.keys.Command.SetEnabled(opts.Scoper != nil)
+	m.scopeCancel, m.scopeDone = opts.StopData, make(chan struct{})
 	if opts.ReadOnly {
 		m.screen = screenWall
 	}
@@ -94,7 +104,7 @@ func (m *Model) Init() tea.Cmd {
 	cmds = append(cmds, tickCmd(m.opts.Now))
 	if m.opts.Data != nil {
 		m.pending, m.armed = true, true
-		cmds = append(cmds, loadCmd(m.opts.Data, m.opts.Now), waitChangeCmd(m.opts.Data.Changed()))
+		cmds = append(cmds, m.load(), m.waitChange())
 	}
 	cmds = append(cmds, m.startCmds()...)
 	return tea.Batch(cmds...)
@@ -114,10 +124,13 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		// Until the first sync, poll: an empty namespace sends no signal.
 		if (!m.health.synced || !m.loaded) && !m.pending && m.opts.Data != nil {
 			m.pending = true
-			cmds = append(cmds, loadCmd(m.opts.Data, m.opts.Now))
+			cmds = append(cmds, m.load())
 		}
 		return m, tea.Batch(cmds...)
 	case changedMsg:
+		if msg.gen != m.dataGen {
+			return m, nil // the source a `:ns` replaced
+		}
 		m.armed = false
 		if m.pending {
 			m.dirty = true
@@ -126,16 +139,21 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.pending = true
 		return m, coalesceCmd()
 	case rebuildMsg:
-		cmds := []tea.Cmd{loadCmd(m.opts.Data, m.opts.Now)}
+		cmds := []tea.Cmd{m.load()}
 		if !m.armed && m.opts.Data != nil {
 			m.armed = true
-			cmds = append(cmds, waitChangeCmd(m.opts.Data.Changed()))
+			cmds = append(cmds, m.waitChange())
 		}
 		return m, tea.Batch(cmds...)
+	case scopeMsg:
+		return m, m.applyScope(msg)
 	case dataMsg:
+		if msg.gen != m.dataGen {
+			return m, nil // read from the source a `:ns` replaced
+		}
 		m.applyData(msg)
 		m.pending = false
-		events := m.refreshEvents()
+		events := tea.Batch(m.refreshEvents(), m.askCaps())
 		if m.dirty || !m.armed {
 			m.dirty = false
 			m.pending = true
@@ -153,7 +171,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case actionDoneMsg:
 		delete(m.acts.running, msg.id)
 		m.actlog.update(m.viewCtx(), msg)
-		return m, m.audit.refresh(m.ctx, m.opts.Events, m.namespaceOf(m.audit.pool))
+		return m, m.audit.refresh(m.ctx, m.opts.Events)
 	case spinner.TickMsg:
 		if len(m.acts.running) == 0 {
 			return m, nil
@@ -165,7 +183,11 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		_, cmd := m.logs.update(m.viewCtx(), msg)
 		return m, cmd
 	case tea.KeyMsg:
-		return m, m.handleKey(msg)
+		cmd := m.handleKey(msg)
+		if caps := m.askCaps(); caps != nil {
+			cmd = tea.Batch(cmd, caps)
+		}
+		return m, cmd
 	}
 	return m, nil
 }
@@ -178,22 +200,15 @@ func (m *Model) applyData(msg dataMsg) {
 		m.now = msg.at
 	}
 	m.rebuilds++
-	m.pools.sync(m.views)
+	m.pools.sync(m.views, m.opts.Fleet)
 	if m.members.pool != "" {
 		m.members.setData(m.view(m.members.pool))
 	}
 	m.layout()
 }
 
-// view returns the named pool, or nil.
-func (m *Model) view(pool string) *engine.PoolView {
-	for i := range m.views {
-		if m.views[i].Name == pool {
-			return &m.views[i]
-		}
-	}
-	return nil
-}
+// view returns the pool with this key (fleet.go), or nil.
+func (m *Model) view(pool string) *engine.PoolView { return findPool(m.views, m.opts.Fleet, pool) }
 
 // layout recomputes the heights the views scroll within.
 func (m *Model) layout() {
@@ -224,7 +239,7 @@ func (m *Model) viewCtx() viewContext {
 		views: m.views, loaded: m.loaded, nodes: m.side.nodes,
 		conn: conn, connLevel: level, dataAt: dataAt,
 		kubeContext: m.opts.Context, namespace: m.opts.Namespace, readOnly: m.opts.ReadOnly, demo: m.opts.Demo,
-		hints: m.opts.Actions != nil, events: m.opts.Events != nil,
+		hints: m.canAct(), events: m.opts.Events != nil, fleet: m.opts.Fleet,
 	}
 }
 
@@ -259,7 +274,11 @@ func (m *Model) View() string {
 		pane.height = logPaneHeight
 		lines = append(lines, m.actlog.view(pane))
 	}
-	lines = append(lines, statusLine(ctx, &m.acts, &m.spin, &m.actlog), m.helpLine(ctx))
+	status := statusLine(ctx, &m.acts, &m.spin, &m.actlog)
+	if m.command.open {
+		status = " " + m.command.input.View()
+	}
+	lines = append(lines, status, m.helpLine(ctx))
 	return lipgloss.JoinVertical(lipgloss.Left, lines...)
 }
 

@@ -28,6 +28,11 @@ type OnceOptions struct {
 	Pool string
 	// Namespace and Context are reported in the output.
 	Namespace, Context string
+	// Fleet: the views come from several namespaces, Namespaces (nil: all
+	// of them). The table gets a NAMESPACE column, each pool is named
+	// namespace/pool, and Pool matches a pool of that name in any of them.
+	Fleet      bool
+	Namespaces []string
 	// Now is the time ages and expiries are computed at (default: the
 	// views' ObservedAt).
 	Now time.Time
@@ -39,8 +44,12 @@ const OnceSchemaVersion = 1
 
 // OnceReport is the JSON document of `--once -o json`.
 type OnceReport struct {
-	SchemaVersion int        `json:"schemaVersion"`
-	Namespace     string     `json:"namespace"`
+	SchemaVersion int    `json:"schemaVersion"`
+	Namespace     string `json:"namespace"`
+	// AllNamespaces and Namespaces are set for a report of several
+	// namespaces (-A, --namespaces); each pool then names its namespace.
+	AllNamespaces bool       `json:"allNamespaces,omitempty"`
+	Namespaces    []string   `json:"namespaces,omitempty"`
 	Context       string     `json:"context,omitempty"`
 	ObservedAt    time.Time  `json:"observedAt"`
 	Pools         []OncePool `json:"pools"`
@@ -50,6 +59,8 @@ type OnceReport struct {
 
 // OncePool is one pool of the JSON document.
 type OncePool struct {
+	// Namespace is set in a report of several namespaces.
+	Namespace     string `json:"namespace,omitempty"`
 	Name          string `json:"name"`
 	Defined       bool   `json:"defined"`
 	Backend       string `json:"backend"`
@@ -125,6 +136,9 @@ func Report(views []engine.PoolView, opts OnceOptions) (OnceReport, int) {
 		now = views[0].ObservedAt
 	}
 	r := OnceReport{SchemaVersion: OnceSchemaVersion, Namespace: opts.Namespace, Context: opts.Context, ObservedAt: now, Pools: []OncePool{}}
+	if opts.Fleet {
+		r.Namespace, r.AllNamespaces, r.Namespaces = "", len(opts.Namespaces) == 0, opts.Namespaces
+	}
 	code := ExitOK
 	for i := range views {
 		v := &views[i]
@@ -147,6 +161,9 @@ func Report(views []engine.PoolView, opts OnceOptions) (OnceReport, int) {
 			Errors:        cleanAll(v.Recorded.Errors), Problems: cleanAll(v.Problems),
 			Members: make([]OnceMember, 0, len(v.Members)),
 		}
+		if opts.Fleet {
+			p.Namespace = clean(v.Namespace)
+		}
 		for j := range v.Members {
 			om := onceMember(&v.Members[j], now)
 			if d := diagnose(v, &v.Members[j], nil, nil); d.Reason != "" {
@@ -157,7 +174,7 @@ func Report(views []engine.PoolView, opts OnceOptions) (OnceReport, int) {
 		r.Pools = append(r.Pools, p)
 	}
 	if opts.Pool != "" && len(r.Pools) == 0 {
-		r.Error = fmt.Sprintf("no pool named %s in namespace %s", opts.Pool, opts.Namespace)
+		r.Error = fmt.Sprintf("no pool named %s in %s", opts.Pool, r.where())
 		code = ExitAttention
 	}
 	return r, code
@@ -189,6 +206,18 @@ func onceMember(mm *engine.Member, now time.Time) OnceMember {
 		o.Created = &t
 	}
 	return o
+}
+
+// where names the namespaces of the report: "namespace vdi", "all
+// namespaces" or "namespaces a, b".
+func (r OnceReport) where() string {
+	switch {
+	case r.AllNamespaces:
+		return "all namespaces"
+	case len(r.Namespaces) > 0:
+		return "namespaces " + strings.Join(r.Namespaces, ", ")
+	}
+	return "namespace " + r.Namespace
 }
 
 // cleanAll sanitises a list, never returning nil (JSON shows []).
@@ -230,21 +259,34 @@ func writeTable(w io.Writer, r OnceReport, wide bool) {
 		return
 	}
 	if len(r.Pools) == 0 {
-		fmt.Fprintf(w, "no pools in namespace %s\n", sanitize.Sanitize(r.Namespace))
+		fmt.Fprintf(w, "no pools in %s\n", sanitize.Sanitize(r.where()))
 		return
 	}
-	rows := [][]string{{"POOL", "BACKEND", "SIZE", "READY", "CLAIMED", "FREE", "UNSCHED", "DRIFT", "FAILED", "STATUS", "LAST RECONCILE"}}
+	fleet := r.AllNamespaces || len(r.Namespaces) > 0
+	head := []string{"POOL", "BACKEND", "SIZE", "READY", "CLAIMED", "FREE", "UNSCHED", "DRIFT", "FAILED", "STATUS", "LAST RECONCILE"}
+	if fleet {
+		head = append([]string{"NAMESPACE"}, head...)
+	}
+	rows := [][]string{head}
 	for _, p := range r.Pools {
 		last := "never"
 		if p.LastReconcile != nil {
 			last = ago(r.ObservedAt, *p.LastReconcile)
 		}
-		rows = append(rows, []string{p.Name, orWord(p.Backend, "-"), fmt.Sprint(p.Size), fmt.Sprint(p.Ready), fmt.Sprint(p.Claimed),
-			fmt.Sprint(p.Free), fmt.Sprint(p.Unschedulable), fmt.Sprint(p.Drifted), fmt.Sprint(p.Failed), p.Status, last})
+		row := []string{p.Name, orWord(p.Backend, "-"), fmt.Sprint(p.Size), fmt.Sprint(p.Ready), fmt.Sprint(p.Claimed),
+			fmt.Sprint(p.Free), fmt.Sprint(p.Unschedulable), fmt.Sprint(p.Drifted), fmt.Sprint(p.Failed), p.Status, last}
+		if fleet {
+			row = append([]string{p.Namespace}, row...)
+		}
+		rows = append(rows, row)
 	}
 	writeRows(w, rows, wide)
 	for _, p := range r.Pools {
-		fmt.Fprintf(w, "\n%s (%s, image %s)\n", sanitize.Sanitize(p.Name), sanitize.Sanitize(orWord(p.Backend, "no definition")), sanitize.Sanitize(orWord(p.Image, "-")))
+		name := p.Name
+		if fleet {
+			name = p.Namespace + "/" + p.Name
+		}
+		fmt.Fprintf(w, "\n%s (%s, image %s)\n", sanitize.Sanitize(name), sanitize.Sanitize(orWord(p.Backend, "no definition")), sanitize.Sanitize(orWord(p.Image, "-")))
 		for _, e := range p.Problems {
 			fmt.Fprintf(w, "  problem: %s\n", sanitize.Sanitize(e))
 		}

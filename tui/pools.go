@@ -14,8 +14,9 @@ import (
 )
 
 // poolsView is the home view: the table of pools, with the selection
-// tracked by pool name and a filter on the pool's name, backend and image.
-// Its rows are indices into the snapshot's pools.
+// tracked by pool key (its name; namespace/name in the fleet, which adds a
+// NAMESPACE column) and a filter on the pool's name, namespace, backend and
+// image. Its rows are indices into the snapshot's pools.
 type poolsView struct {
 	list
 }
@@ -24,13 +25,17 @@ func newPoolsView(st themes.Styles) poolsView {
 	return poolsView{list: list{filter: newListFilter(st, "pool, backend, image…")}}
 }
 
-// sync follows a new list of pools, keeping the selection by name.
-func (p *poolsView) sync(views []engine.PoolView) {
+// sync follows a new list of pools, keeping the selection by key.
+func (p *poolsView) sync(views []engine.PoolView, fleet bool) {
 	p.names, p.hay = p.names[:0], p.hay[:0]
 	for i := range views {
 		v := &views[i]
-		p.names = append(p.names, v.Name)
-		p.hay = append(p.hay, strings.ToLower(clean(v.Name+" "+v.Spec.BackendName()+" "+v.Spec.Image)))
+		p.names = append(p.names, poolKey(fleet, v))
+		hay := v.Name + " " + v.Spec.BackendName() + " " + v.Spec.Image
+		if fleet {
+			hay = v.Namespace + " " + hay
+		}
+		p.hay = append(p.hay, strings.ToLower(clean(hay)))
 	}
 	p.refresh()
 }
@@ -78,8 +83,14 @@ func (p *poolsView) update(ctx viewContext, msg tea.Msg) (intent, tea.Cmd) {
 // header, a blank line and up to three explanation lines.
 const poolsChrome = 5
 
-func poolColumns(width, nameW int) []column {
-	return fitColumns([]column{
+// poolColumns are the pools table's columns; nsW > 0 (the fleet) adds a
+// NAMESPACE column first.
+func poolColumns(width, nsW, nameW int) []column {
+	var ns []column
+	if nsW > 0 {
+		ns = []column{{title: "NAMESPACE", width: min(max(nsW, 9), 20)}}
+	}
+	return fitColumns(append(ns, []column{
 		{title: "POOL", width: min(max(nameW, 6), 24)},
 		{title: "BACKEND", width: 8, drop: 3},
 		{title: "IMAGE", width: 12, flex: true, max: 40, drop: 4},
@@ -91,7 +102,7 @@ func poolColumns(width, nameW int) []column {
 		{title: "DRIFT", width: 5, right: true, drop: 2},
 		{title: "FAILED", width: 6, right: true},
 		{title: "LAST RECONCILE", width: 18, flex: true},
-	}, width, 2)
+	}...), width, 2)
 }
 
 // view renders the table's visible rows, the filter and notes on the
@@ -102,14 +113,21 @@ func (p *poolsView) view(ctx viewContext) string {
 		return st.Muted.Render("  waiting for the first snapshot…")
 	}
 	if len(ctx.views) == 0 {
-		return st.Muted.Render("  no pools in namespace " + clean(ctx.namespace) +
+		where := "namespace " + clean(ctx.namespace)
+		if ctx.fleet {
+			where = "the namespaces shown (" + clean(ctx.namespace) + ")"
+		}
+		return st.Muted.Render("  no pools in " + where +
 			" (a pool is a ConfigMap corral-vdi-ctpool-<pool> labelled " + engine.LabelPool + ")")
 	}
-	nameW := 0
+	nsW, nameW := 0, 0
 	for i := range ctx.views {
 		nameW = max(nameW, sanitize.Width(ctx.views[i].Name))
+		if ctx.fleet {
+			nsW = max(nsW, sanitize.Width(ctx.views[i].Namespace), 1)
+		}
 	}
-	cols := poolColumns(ctx.width, nameW)
+	cols := poolColumns(ctx.width, nsW, nameW)
 	var b strings.Builder
 	b.WriteString("  " + st.ColumnHeader.Render(headerCells(cols)))
 	end := min(p.offset+p.height, len(p.rows))
@@ -138,7 +156,7 @@ func poolRow(ctx viewContext, cols []column, v *engine.PoolView, selected bool) 
 		free += " " + glyphWarn
 	}
 	vals := map[string]string{
-		"POOL": v.Name, "BACKEND": v.Spec.BackendName(), "IMAGE": v.Spec.Image,
+		"NAMESPACE": v.Namespace, "POOL": v.Name, "BACKEND": v.Spec.BackendName(), "IMAGE": v.Spec.Image,
 		"SIZE": fmt.Sprint(v.Spec.Size), "READY": fmt.Sprint(st.Ready), "CLAIMED": fmt.Sprint(st.Claimed),
 		"FREE": free, "UNSCHED": fmt.Sprint(st.Unschedulable), "DRIFT": fmt.Sprint(st.Drifted),
 		"FAILED": fmt.Sprint(st.Failed), "LAST RECONCILE": lastReconcile(v, ctx.now),
@@ -201,17 +219,17 @@ func isLow(v *engine.PoolView) bool {
 func (p *poolsView) notes(ctx viewContext, limit int) []string {
 	var out []string
 	if v := ctx.pool(p.selected); v != nil {
-		out = append(out, ctx.st.Bold.Render(glyphCursor+" "+clean(v.Name)+": ")+clean(poolExplanation(v)))
+		out = append(out, ctx.st.Bold.Render(glyphCursor+" "+clean(ctx.key(v))+": ")+clean(poolExplanation(v)))
 	}
 	for i := range ctx.views {
 		v := &ctx.views[i]
 		if len(out) >= limit {
 			break
 		}
-		if v.Name == p.selected || poolLevel(v) < levelError {
+		if ctx.key(v) == p.selected || poolLevel(v) < levelError {
 			continue
 		}
-		out = append(out, ctx.st.Error.Render("  "+clean(v.Name)+": ")+clean(poolExplanation(v)))
+		out = append(out, ctx.st.Error.Render("  "+clean(ctx.key(v))+": ")+clean(poolExplanation(v)))
 	}
 	for i := range out {
 		out[i] = cut(out[i], ctx.width)

@@ -56,6 +56,9 @@ func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
 	if key.Matches(msg, k.Interrupt) {
 		return tea.Quit
 	}
+	if m.command.open {
+		return m.updateCommand(msg)
+	}
 	m.acts.note = "" // a note lasts until the next key
 	ctx := m.viewCtx()
 	if m.dialog != nil {
@@ -81,6 +84,8 @@ func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
 			m.showLog = !m.showLog
 			m.layout()
 			return nil
+		case key.Matches(msg, k.Command):
+			return m.openCommand()
 		case key.Matches(msg, k.Wall) && m.screen != screenDetail && m.screen != screenLogs:
 			if m.screen == screenWall {
 				m.screen = screenPools
@@ -138,6 +143,8 @@ func (m *Model) helpLine(ctx viewContext) string {
 		keys = []key.Binding{k.NextButton, k.Confirm, k.Cancel}
 	case m.showHelp:
 		keys = []key.Binding{withHelp(k.Back, "close help"), k.Quit}
+	case m.command.open:
+		keys = []key.Binding{withHelp(k.Confirm, "run"), k.Cancel}
 	default:
 		filtering := m.screen == screenMembers && m.members.filter.typing || m.screen == screenPools && m.pools.filter.typing
 		keys = m.shownKeys().helpFor(m.screen, filtering).short
@@ -199,8 +206,13 @@ func (m *Model) openLogs(pool string, mm *engine.Member) tea.Cmd {
 	return cmd
 }
 
-// namespaceOf is the pool's namespace (the dashboard's when unknown).
+// namespaceOf is the namespace of the pool with this key (the dashboard's
+// when unknown).
 func (m *Model) namespaceOf(pool string) string {
+	if m.opts.Fleet {
+		ns, _ := splitPoolKey(pool)
+		return ns
+	}
 	if v := m.view(pool); v != nil && v.Namespace != "" {
 		return v.Namespace
 	}

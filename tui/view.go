@@ -38,21 +38,16 @@ type viewContext struct {
 	// The dashboard's options as views show them.
 	kubeContext, namespace string
 	readOnly, demo         bool
+	// fleet: pools of several namespaces, each named namespace/pool (key).
+	fleet bool
 	// hints: actions can run, so explanations name the keys that act.
 	hints bool
 	// events: an EventSource is wired, so Events can be shown.
 	events bool
 }
 
-// pool returns the named pool of the snapshot, or nil.
-func (c *viewContext) pool(name string) *engine.PoolView {
-	for i := range c.views {
-		if c.views[i].Name == name {
-			return &c.views[i]
-		}
-	}
-	return nil
-}
+// pool returns the pool of the snapshot with this key, or nil.
+func (c *viewContext) pool(key string) *engine.PoolView { return findPool(c.views, c.fleet, key) }
 
 // level maps a level onto a style.
 func (c *viewContext) level(level int) lipgloss.Style {

@@ -130,7 +130,7 @@ func tile(ctx viewContext, v *engine.PoolView, width int, large bool) []string {
 	if level >= levelWarn {
 		border = style
 	}
-	return strings.Split(titledBox(clean(v.Name), body, width, border), "\n")
+	return strings.Split(titledBox(clean(ctx.key(v)), body, width, border), "\n")
 }
 
 // wallView is the read-only wall display: tiles that reflow to the width,

@@ -55,6 +55,8 @@ func setupCompletion(root *cobra.Command, e *env) {
 		_ = c.RegisterFlagCompletionFunc(flag, f)
 	}
 	register(root, "namespace", completeNamespaces(e))
+	register(root, "namespaces", completeNamespaceList(e))
+	register(sub(root, "status"), "namespaces", completeNamespaceList(e))
 	register(root, "context", completeKubeconfig(e, "context"))
 	register(root, "cluster", completeKubeconfig(e, "cluster"))
 	register(root, "user", completeKubeconfig(e, "user"))
@@ -98,6 +100,22 @@ func completeArgs(e *env, members bool) cobra.CompletionFunc {
 			})
 		}
 		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+// completeNamespaceList completes the last namespace of --namespaces a,b,c.
+func completeNamespaceList(e *env) cobra.CompletionFunc {
+	one := completeNamespaces(e)
+	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		head := ""
+		if i := strings.LastIndexByte(toComplete, ','); i >= 0 {
+			head, toComplete = toComplete[:i+1], toComplete[i+1:]
+		}
+		names, dir := one(cmd, args, toComplete)
+		for i := range names {
+			names[i] = head + names[i]
+		}
+		return names, dir | cobra.ShellCompDirectiveNoSpace
 	}
 }
 

@@ -105,11 +105,17 @@ func consoleAndLogs(opts *tui.Options, conn *connection, readOnly bool, audit fu
 type auditedConsole struct {
 	*kube.Exec
 	audit func(context.Context, engine.AuditEntry)
+	// auditIn records in the pool's own namespace (the fleet view).
+	auditIn func(namespace string) func(context.Context, engine.AuditEntry)
 }
 
 func (c auditedConsole) Console(ctx context.Context, namespace, pod string, in io.Reader, out, errOut io.Writer) error {
 	err := c.Exec.Console(ctx, namespace, pod, in, out, errOut)
-	auditConsole(ctx, c.audit, pod, err)
+	audit := c.audit
+	if c.auditIn != nil {
+		audit = c.auditIn(namespace)
+	}
+	auditConsole(ctx, audit, pod, err)
 	return err
 }
 

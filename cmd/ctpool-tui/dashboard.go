@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/mattn/go-isatty"
@@ -22,7 +23,8 @@ import (
 // connection is what the dashboard paths need from the cluster.
 type connection struct {
 	client    kubernetes.Interface
-	namespace string
+	namespace string // "" for a fleet
+	scope     scope
 	context   string
 	host      string
 	readOnly  *kube.ReadOnlyGuard
@@ -33,12 +35,16 @@ type connection struct {
 // connect builds the client: the simulated cluster with --demo, otherwise the
 // kubeconfig's, refusing every write in read-only modes.
 func (e *env) connect(ctx context.Context, df dashFlags, readOnly bool) (*connection, error) {
+	sc, err := df.scope.resolve(e)
+	if err != nil {
+		return nil, err
+	}
 	if df.demo {
 		ns := ""
 		if e.opts.Flags.Namespace != nil {
 			ns = *e.opts.Flags.Namespace
 		}
-		sim, err := demo.New(demo.Options{Namespace: ns, Seed: time.Now().UnixNano(), Now: time.Now})
+		sim, err := demo.New(demo.Options{Namespace: ns, Fleet: sc.fleet, Seed: time.Now().UnixNano(), Now: time.Now})
 		if err != nil {
 			return nil, fmt.Errorf("start the demo cluster: %w", err)
 		}
@@ -46,17 +52,22 @@ func (e *env) connect(ctx context.Context, df dashFlags, readOnly bool) (*connec
 		if ns == "" {
 			ns = demo.DefaultNamespace
 		}
-		return &connection{client: sim.Client(), namespace: ns, context: "demo (simulated)", host: "demo", demo: true}, nil
+		if sc.fleet {
+			ns = ""
+		}
+		return &connection{client: sim.Client(), namespace: ns, scope: sc, context: "demo (simulated)", host: "demo", demo: true}, nil
 	}
-	ns, err := e.opts.Namespace()
-	if err != nil {
-		return nil, err
+	ns := ""
+	if !sc.fleet {
+		if ns, err = e.opts.Namespace(); err != nil {
+			return nil, err
+		}
 	}
 	cfg, err := e.opts.RESTConfig()
 	if err != nil {
 		return nil, err
 	}
-	c := &connection{namespace: ns, context: e.opts.ContextName(), host: cfg.Host, cfg: cfg}
+	c := &connection{namespace: ns, scope: sc, context: e.opts.ContextName(), host: cfg.Host, cfg: cfg}
 	if readOnly {
 		cfg, c.readOnly = kube.ReadOnly(cfg)
 	}
@@ -85,6 +96,9 @@ func runDashboard(ctx context.Context, e *env, df dashFlags, stdin io.Reader) er
 			return err
 		}
 	}
+	if _, err := df.scope.resolve(e); err != nil {
+		return err
+	}
 	if df.once {
 		return runOnce(ctx, e, df)
 	}
@@ -95,18 +109,19 @@ func runDashboard(ctx context.Context, e *env, df dashFlags, stdin io.Reader) er
 	if err != nil {
 		return opErr(err)
 	}
-	watcher := kube.NewWatcher(conn.client, conn.namespace)
-	if err := watcher.Start(ctx); err != nil {
+	if conn.scope.fleet {
+		if err := checkFleet(ctx, conn); err != nil {
+			return opErr(err)
+		}
+	}
+	sctx, stop := context.WithCancel(ctx)
+	defer stop()
+	opts, err := scopeOptions(sctx, conn, df.readonly)
+	if err != nil {
 		return opErr(err)
 	}
-	opts := dashboardOptions(conn, watcher, df.readonly)
+	opts.StopData, opts.Scoper = stop, dashScoper{conn: conn, readOnly: df.readonly}
 	opts.Theme, opts.NoColor = theme, os.Getenv("NO_COLOR") != ""
-	var audit func(context.Context, engine.AuditEntry)
-	if !df.readonly {
-		eng := e.dashboardEngine(conn)
-		opts.Actions, audit = cachedClaims(eng, watcher), eng.Audit
-	}
-	consoleAndLogs(&opts, conn, df.readonly, audit)
 	err = tui.Run(ctx, opts)
 	if conn.readOnly != nil && conn.readOnly.Refused() > 0 {
 		fmt.Fprintf(e.stderr, "read-only: %d write requests were refused\n", conn.readOnly.Refused())
@@ -146,18 +161,112 @@ func (a accessAdapter) Capabilities(ctx context.Context, actions []engine.Action
 	return out, nil
 }
 
-// dashboardEngine is the engine behind the dashboard's actions: fresh reads,
-// audit Events naming the caller, and the API server's word on force-release.
-func (e *env) dashboardEngine(conn *connection) *engine.Engine {
-	eng := &engine.Engine{Cluster: kube.NewCluster(conn.client, conn.namespace), Namespace: conn.namespace, Now: time.Now}
-	aud := auditor(conn.client, conn.namespace)
+// engineIn is the engine behind the dashboard's actions on the pools of
+// namespace ns (a fleet builds one for each action, in the namespace of the
+// action's pool): fresh reads, audit Events naming the caller, and the API
+// server's word on force-release.
+func engineIn(conn *connection, ns string) *engine.Engine {
+	eng := &engine.Engine{Cluster: kube.NewCluster(conn.client, ns), Namespace: ns, Now: time.Now}
+	aud := auditor(conn.client, ns)
 	if conn.demo {
-		aud = &kube.Auditor{Client: conn.client, Namespace: conn.namespace, Actor: "demo-admin"}
+		aud = &kube.Auditor{Client: conn.client, Namespace: ns, Actor: "demo-admin"}
 	} else {
-		eng.Authorize = (&kube.Access{Client: conn.client, Namespace: conn.namespace}).Authorize
+		eng.Authorize = (&kube.Access{Client: conn.client, Namespace: ns}).Authorize
 	}
 	eng.Audit = aud.Record
 	return eng
+}
+
+// scopeOptions starts the informers of the connection's namespace, or of
+// its fleet (-A, --namespaces: one informer set, cluster-wide or per
+// namespace named, and every action, audit Event, log and console in its
+// pool's own namespace), until ctx ends, and wires the dashboard on them.
+func scopeOptions(ctx context.Context, conn *connection, readOnly bool) (tui.Options, error) {
+	if conn.scope.fleet {
+		w := kube.NewFleetWatcher(conn.client, conn.scope.namespaces)
+		if err := w.Start(ctx); err != nil {
+			return tui.Options{}, err
+		}
+		return fleetOptions(conn, w, readOnly), nil
+	}
+	w := kube.NewWatcher(conn.client, conn.namespace)
+	if err := w.Start(ctx); err != nil {
+		return tui.Options{}, err
+	}
+	opts := dashboardOptions(conn, w, readOnly)
+	var audit func(context.Context, engine.AuditEntry)
+	if !readOnly {
+		eng := engineIn(conn, conn.namespace)
+		opts.Actions, audit = cachedClaims(eng, w), eng.Audit
+	}
+	consoleAndLogs(&opts, conn, readOnly, audit)
+	return opts, nil
+}
+
+// dashScoper switches the dashboard to another namespace or to every
+// namespace (`:ns NAME`, `:ns all`). It first asks whether the identity may
+// list there, so that a refusal is one line in the status area, not a
+// screen that never syncs.
+type dashScoper struct {
+	conn     *connection
+	readOnly bool
+}
+
+func (s dashScoper) Scope(ctx context.Context, namespace string) (tui.Scope, error) {
+	c := *s.conn
+	c.namespace, c.scope = namespace, scope{}
+	check := []string{namespace}
+	if namespace == "" {
+		c.scope, check = scope{fleet: true}, nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	err := kube.CheckListable(cctx, c.client, check)
+	cancel()
+	if err != nil {
+		return tui.Scope{}, err
+	}
+	o, err := scopeOptions(ctx, &c, s.readOnly)
+	if err != nil {
+		return tui.Scope{}, err
+	}
+	return tui.Scope{Namespace: o.Namespace, Fleet: o.Fleet, Data: o.Data, Actions: o.Actions, ActionsIn: o.ActionsIn,
+		Access: o.Access, AccessIn: o.AccessIn, Console: o.Console}, nil
+}
+
+// checkFleet asks, before any informer starts, whether the identity may
+// list the pool objects where the fleet reads: informers that are refused
+// would retry forever behind an empty screen.
+func checkFleet(ctx context.Context, conn *connection) error {
+	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	err := kube.CheckListable(cctx, conn.client, conn.scope.namespaces)
+	if err != nil && cctx.Err() != nil && ctx.Err() == nil {
+		return fmt.Errorf("no answer from %s within 15s", conn.host)
+	}
+	return err
+}
+
+// fleetOptions wires the fleet dashboard: its reads and logs, and unless
+// read-only the engine, the capabilities and the console audit of each
+// namespace, built on first use.
+func fleetOptions(conn *connection, w *kube.Watcher, readOnly bool) tui.Options {
+	opts := dashboardOptions(conn, w, readOnly)
+	opts.Fleet, opts.Namespace, opts.Access = true, conn.scope.label(), nil
+	consoleAndLogs(&opts, conn, readOnly, nil)
+	if readOnly {
+		return opts
+	}
+	if c, ok := opts.Console.(auditedConsole); ok {
+		c.auditIn = func(ns string) func(context.Context, engine.AuditEntry) { return engineIn(conn, ns).Audit }
+		opts.Console = c
+	}
+	opts.ActionsIn = func(ns string) tui.Actions { return cachedClaims(engineIn(conn, ns), w.In(ns)) }
+	if !conn.demo {
+		opts.AccessIn = func(ns string) tui.Access {
+			return accessAdapter{&kube.Access{Client: conn.client, Namespace: ns}}
+		}
+	}
+	return opts
 }
 
 // dashboardActions is the dashboard's engine with claims (key a) decided on
@@ -206,17 +315,22 @@ func runOnce(ctx context.Context, e *env, df dashFlags) error {
 		// Let the simulation reach a first steady picture.
 		waitDemo(rctx, conn)
 	}
-	snaps, err := kube.ListPools(rctx, conn.client, conn.namespace)
+	snaps, err := conn.listPools(rctx)
 	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) || rctx.Err() != nil {
+		var lf *kube.ListForbiddenError
+		switch {
+		case errors.As(err, &lf):
+			return &codeError{code: exitError, err: err}
+		case errors.Is(err, context.DeadlineExceeded) || rctx.Err() != nil:
 			err = fmt.Errorf("no answer within %s", timeout)
 		}
-		return &codeError{code: exitError, err: fmt.Errorf("cannot read namespace %s at %s: %w", conn.namespace, conn.host, err)}
+		return &codeError{code: exitError, err: fmt.Errorf("cannot read %s at %s: %w", conn.where(), conn.host, err)}
 	}
 	now := time.Now()
 	views := engine.ObserveAll(snaps, now)
 	code := tui.RenderOnce(e.stdout, views, tui.OnceOptions{
 		Format: df.output, Pool: df.pool, Namespace: conn.namespace, Context: conn.context, Now: now,
+		Fleet: conn.scope.fleet, Namespaces: conn.scope.namespaces,
 	})
 	if code != 0 {
 		return &codeError{code: code}
@@ -228,7 +342,7 @@ func waitDemo(ctx context.Context, conn *connection) {
 	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
 	for {
-		snaps, err := kube.ListPools(ctx, conn.client, conn.namespace)
+		snaps, err := conn.listPools(ctx)
 		if err == nil {
 			views := engine.ObserveAll(snaps, time.Now())
 			ready := len(views) > 0
@@ -245,6 +359,25 @@ func waitDemo(ctx context.Context, conn *connection) {
 		case <-t.C:
 		}
 	}
+}
+
+// listPools reads the pools once: of the namespace, or of the fleet.
+func (c *connection) listPools(ctx context.Context) ([]engine.Snapshot, error) {
+	if c.scope.fleet {
+		return kube.ListFleet(ctx, c.client, c.scope.namespaces)
+	}
+	return kube.ListPools(ctx, c.client, c.namespace)
+}
+
+// where names what the connection reads ("namespace vdi", "all namespaces").
+func (c *connection) where() string {
+	switch {
+	case !c.scope.fleet:
+		return "namespace " + c.namespace
+	case len(c.scope.namespaces) == 0:
+		return "all namespaces"
+	}
+	return "namespaces " + strings.Join(c.scope.namespaces, ", ")
 }
 
 func isTerminal(v any) bool {

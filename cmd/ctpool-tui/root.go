@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/ctpool-tui/ctpool-tui/kube"
 )
@@ -23,6 +24,55 @@ type dashFlags struct {
 	pool     string
 	theme    string
 	version  bool
+	scope    scopeFlags
+}
+
+// scopeFlags are -A/--all-namespaces and --namespaces: the fleet view.
+type scopeFlags struct {
+	all        bool
+	namespaces string
+}
+
+func (s *scopeFlags) register(f *pflag.FlagSet, what string) {
+	f.BoolVarP(&s.all, "all-namespaces", "A", false, what+" of every namespace the identity may list (a NAMESPACE column)")
+	f.StringVar(&s.namespaces, "namespaces", "", what+" of these namespaces (a,b,c: for an identity that may not list every namespace)")
+}
+
+// scope is where pools are read: one namespace (-n), or a fleet.
+type scope struct {
+	fleet bool
+	// namespaces of the fleet; nil: every namespace.
+	namespaces []string
+}
+
+// label names the fleet in the header ("all" or "a,b,c").
+func (s scope) label() string {
+	if len(s.namespaces) == 0 {
+		return "all"
+	}
+	return strings.Join(s.namespaces, ",")
+}
+
+// resolve checks the flags: -A, --namespaces and -n exclude one another.
+func (s *scopeFlags) resolve(e *env) (scope, error) {
+	nsSet := e.opts.Flags.Namespace != nil && *e.opts.Flags.Namespace != ""
+	switch {
+	case s.all && s.namespaces != "":
+		return scope{}, usageErr("-A reads every namespace; leave out --namespaces")
+	case s.all && nsSet:
+		return scope{}, usageErr("-A reads every namespace; leave out -n")
+	case s.namespaces != "" && nsSet:
+		return scope{}, usageErr("--namespaces names the namespaces; leave out -n")
+	case s.all:
+		return scope{fleet: true}, nil
+	case s.namespaces != "":
+		list, err := kube.ParseNamespaces(s.namespaces)
+		if err != nil {
+			return scope{}, usageErr("%v", err)
+		}
+		return scope{fleet: true, namespaces: list}, nil
+	}
+	return scope{}, nil
 }
 
 // newRootCmd builds the command tree. argv0 is the name the program was
@@ -39,6 +89,7 @@ func newRootCmd(argv0 string, stdin io.Reader, stdout, stderr io.Writer) *cobra.
 reconciles, resizes and releases them from the keyboard.
 
   ctpool-tui -n vdi            the dashboard
+  ctpool-tui -A                the pools of every namespace (--namespaces a,b,c: of these)
   ctpool-tui --readonly        a wall display that never writes to the cluster
   ctpool-tui --once [-o json]  print the state once and exit (0 ok, 3 attention, 1 unreadable, 2 usage)
   ctpool-tui --demo            the dashboard on an embedded simulated cluster (no kubeconfig needed)
@@ -90,6 +141,7 @@ The namespace is -n, else the kubeconfig context's namespace, else "corral".`,
 	f.StringVar(&df.pool, "pool", "", "with --once: only this pool")
 	f.StringVar(&df.theme, "theme", "dark", "colour theme: dark, light or high-contrast (NO_COLOR disables colour)")
 	f.BoolVar(&df.version, "version", false, "print the version (as the version command does) and exit")
+	df.scope.register(f, "the pools")
 
 	root.AddCommand(newApplyCmd(e), newReconcileCmd(e), newStatusCmd(e), newClaimCmd(e), newReleaseCmd(e), newDeleteCmd(e), newRBACCmd(e), newManifestsCmd(e))
 	root.AddCommand(newConsoleCmd(e), newVersionCmd(e))

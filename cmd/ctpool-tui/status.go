@@ -2,10 +2,13 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
@@ -15,6 +18,7 @@ import (
 
 func newStatusCmd(e *env) *cobra.Command {
 	var output string
+	var sf scopeFlags
 	c := &cobra.Command{
 		Use:   "status POOL",
 		Short: "Show the live state of each member of a pool (changes nothing)",
@@ -24,8 +28,11 @@ A member's MESSAGE is the cluster's own words (for an Unschedulable member the
 scheduler's message), cut to its first sentence; DIAGNOSIS says what it means.
 -o wide prints every message and diagnosis whole. -o json and -o yaml print the
 same documented schema as --once -o json: message is the whole message,
-diagnosis its reason and fix.`,
-		Example: "  ctpool-tui status desk\n  ctpool-tui status desk -o wide\n  ctpool-tui status desk -o yaml",
+diagnosis its reason and fix.
+
+-A shows the pool of that name in every namespace the identity may list
+(--namespaces a,b,c: in these), with a NAMESPACE column.`,
+		Example: "  ctpool-tui status desk\n  ctpool-tui status desk -o wide\n  ctpool-tui status desk -o yaml\n  ctpool-tui status desk -A",
 		Args:    exactArgs(1, "POOL"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			pool := args[0]
@@ -35,9 +42,15 @@ diagnosis its reason and fix.`,
 			if output != "table" && output != "wide" && output != "json" && output != "yaml" {
 				return usageErr("-o must be table, wide, json or yaml (got %q)", output)
 			}
-			ns, err := e.opts.Namespace()
+			sc, err := sf.resolve(e)
 			if err != nil {
-				return opErr(err)
+				return err
+			}
+			ns := ""
+			if !sc.fleet {
+				if ns, err = e.opts.Namespace(); err != nil {
+					return opErr(err)
+				}
 			}
 			cfg, err := e.opts.RESTConfig()
 			if err != nil {
@@ -48,16 +61,19 @@ diagnosis its reason and fix.`,
 			if err != nil {
 				return opErr(err)
 			}
-			snap, err := kube.NewCluster(cs, ns).Snapshot(cmd.Context(), pool)
-			if err != nil {
-				return opErr(fmt.Errorf("read pool %s: %w", pool, err))
+			var snaps []engine.Snapshot
+			if sc.fleet {
+				snaps, err = fleetPool(cmd.Context(), cs, sc, pool)
+			} else {
+				snaps, err = onePool(cmd.Context(), cs, ns, pool)
 			}
-			if snap.ConfigMap == nil && len(snap.Pods)+len(snap.PVCs)+len(snap.Leases) == 0 {
-				return opErr(fmt.Errorf("%w: %s (no ConfigMap %s in namespace %s)", engine.ErrPoolNotFound, pool, engine.ConfigMapName(pool), ns))
+			if err != nil {
+				return opErr(err)
 			}
 			now := time.Now()
-			views := []engine.PoolView{engine.Observe(snap, now)}
-			opts := tui.OnceOptions{Format: output, Pool: pool, Namespace: ns, Context: e.opts.ContextName(), Now: now}
+			views := engine.ObserveAll(snaps, now)
+			opts := tui.OnceOptions{Format: output, Pool: pool, Namespace: ns, Context: e.opts.ContextName(), Now: now,
+				Fleet: sc.fleet, Namespaces: sc.namespaces}
 			if output != "yaml" {
 				tui.RenderOnce(e.stdout, views, opts)
 				return nil
@@ -74,5 +90,40 @@ diagnosis its reason and fix.`,
 		},
 	}
 	c.Flags().StringVarP(&output, "output", "o", "table", "table, wide, json or yaml")
+	sf.register(c.Flags(), "the pool")
 	return c
+}
+
+// onePool reads a pool of namespace ns, fresh.
+func onePool(ctx context.Context, cs kubernetes.Interface, ns, pool string) ([]engine.Snapshot, error) {
+	snap, err := kube.NewCluster(cs, ns).Snapshot(ctx, pool)
+	if err != nil {
+		return nil, fmt.Errorf("read pool %s: %w", pool, err)
+	}
+	if snap.ConfigMap == nil && len(snap.Pods)+len(snap.PVCs)+len(snap.Leases) == 0 {
+		return nil, fmt.Errorf("%w: %s (no ConfigMap %s in namespace %s)", engine.ErrPoolNotFound, pool, engine.ConfigMapName(pool), ns)
+	}
+	return []engine.Snapshot{snap}, nil
+}
+
+// fleetPool reads the pools named pool of the fleet's namespaces, fresh.
+func fleetPool(ctx context.Context, cs kubernetes.Interface, sc scope, pool string) ([]engine.Snapshot, error) {
+	all, err := kube.ListFleet(ctx, cs, sc.namespaces)
+	if err != nil {
+		return nil, err
+	}
+	var out []engine.Snapshot
+	for _, s := range all {
+		if s.Pool == pool {
+			out = append(out, s)
+		}
+	}
+	if len(out) == 0 {
+		where := "any namespace"
+		if len(sc.namespaces) > 0 {
+			where = "namespaces " + strings.Join(sc.namespaces, ", ")
+		}
+		return nil, fmt.Errorf("%w: %s (no ConfigMap %s in %s)", engine.ErrPoolNotFound, pool, engine.ConfigMapName(pool), where)
+	}
+	return out, nil
 }

@@ -33,6 +33,7 @@ const (
 
 // objRef names the object an Event is about.
 type objRef struct {
+	namespace              string // "": the main namespace
 	kind, apiVersion, name string
 	uid                    types.UID
 	rv                     string
@@ -40,7 +41,7 @@ type objRef struct {
 }
 
 func podRef(p *corev1.Pod) objRef {
-	return objRef{kind: "Pod", apiVersion: "v1", name: p.Name, uid: p.UID, rv: p.ResourceVersion}
+	return objRef{namespace: p.Namespace, kind: "Pod", apiVersion: "v1", name: p.Name, uid: p.UID, rv: p.ResourceVersion}
 }
 
 func containerRef(p *corev1.Pod, container string) objRef {
@@ -50,15 +51,19 @@ func containerRef(p *corev1.Pod, container string) objRef {
 }
 
 func pvcRef(c *corev1.PersistentVolumeClaim) objRef {
-	return objRef{kind: "PersistentVolumeClaim", apiVersion: "v1", name: c.Name, uid: c.UID, rv: c.ResourceVersion}
+	return objRef{namespace: c.Namespace, kind: "PersistentVolumeClaim", apiVersion: "v1", name: c.Name, uid: c.UID, rv: c.ResourceVersion}
 }
 
 // record writes an Event the way client-go's recorder does: a repeat of the
 // same event (object, reason, message, source) raises the count and the last
 // timestamp of the existing one.
 func (s *Sim) record(ctx context.Context, ref objRef, typ, reason, message, component, host string) {
-	key := strings.Join([]string{ref.kind, ref.name, string(ref.uid), ref.fieldPath, typ, reason, message, component, host}, "\x00")
-	events := s.client.CoreV1().Events(s.opts.Namespace)
+	ns := ref.namespace
+	if ns == "" {
+		ns = s.opts.Namespace
+	}
+	key := strings.Join([]string{ns, ref.kind, ref.name, string(ref.uid), ref.fieldPath, typ, reason, message, component, host}, "\x00")
+	events := s.client.CoreV1().Events(ns)
 	now := metav1.NewTime(s.now)
 	if name, ok := s.events[key]; ok {
 		ev, err := events.Get(ctx, name, metav1.GetOptions{})
@@ -82,9 +87,9 @@ func (s *Sim) record(ctx context.Context, ref objRef, typ, reason, message, comp
 		instance = host
 	}
 	ev := &corev1.Event{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.opts.Namespace},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		InvolvedObject: corev1.ObjectReference{
-			Kind: ref.kind, APIVersion: ref.apiVersion, Namespace: s.opts.Namespace,
+			Kind: ref.kind, APIVersion: ref.apiVersion, Namespace: ns,
 			Name: ref.name, UID: ref.uid, ResourceVersion: ref.rv, FieldPath: ref.fieldPath,
 		},
 		Reason:              reason,
@@ -118,7 +123,14 @@ func (s *Sim) collectEvents(ctx context.Context) {
 		return
 	}
 	s.gcAt = s.now.Add(gcEvery)
-	events := s.client.CoreV1().Events(s.opts.Namespace)
+	for _, ns := range s.Namespaces() {
+		s.collectEventsIn(ctx, ns)
+	}
+}
+
+// collectEventsIn collects the Events of one namespace.
+func (s *Sim) collectEventsIn(ctx context.Context, ns string) {
+	events := s.client.CoreV1().Events(ns)
 	list, err := events.List(ctx, metav1.ListOptions{})
 	if err != nil {
 		s.note("list events", err)

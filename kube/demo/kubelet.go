@@ -39,6 +39,7 @@ const (
 
 // podSim is the scheduler's and kubelet's memory of one Pod.
 type podSim struct {
+	namespace    string
 	name         string
 	uid          types.UID
 	schedAt      time.Time // first scheduling attempt
@@ -80,7 +81,7 @@ const (
 func (s *Sim) podState(p *corev1.Pod) *podSim {
 	ps := s.pods[p.UID]
 	if ps == nil {
-		ps = &podSim{name: p.Name, uid: p.UID, schedAt: s.after(schedLatencyMin, schedLatencyMax)}
+		ps = &podSim{namespace: p.Namespace, name: p.Name, uid: p.UID, schedAt: s.after(schedLatencyMin, schedLatencyMax)}
 		s.pods[p.UID] = ps
 	}
 	return ps
@@ -106,7 +107,7 @@ func (s *Sim) forget(ctx context.Context, pods []corev1.Pod, pvcs []corev1.Persi
 		if ni == nil || ps.stage < stageStarted {
 			continue
 		}
-		ref := objRef{kind: "Pod", apiVersion: "v1", name: ps.name, uid: ps.uid, fieldPath: "spec.containers{desktop}"}
+		ref := objRef{namespace: ps.namespace, kind: "Pod", apiVersion: "v1", name: ps.name, uid: ps.uid, fieldPath: "spec.containers{desktop}"}
 		s.record(ctx, ref, corev1.EventTypeNormal, "Killing", "Stopping container desktop", ni.component, ps.node)
 	}
 	livePVC := map[types.UID]bool{}

@@ -102,10 +102,12 @@ func (s *Sim) seedCluster(ctx context.Context) error {
 	marks := func() (map[string]string, map[string]string) {
 		return map[string]string{labelSimulated: "true"}, map[string]string{annotationSimulated: simulatedNote}
 	}
-	l, a := marks()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.opts.Namespace, Labels: l, Annotations: a}, Status: corev1.NamespaceStatus{Phase: corev1.NamespaceActive}}
-	if _, err := s.client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
-		return err
+	for _, name := range s.Namespaces() {
+		l, a := marks()
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: l, Annotations: a}, Status: corev1.NamespaceStatus{Phase: corev1.NamespaceActive}}
+		if _, err := s.client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+			return err
+		}
 	}
 	for _, n := range nodeSeeds() {
 		l, a := marks()
@@ -149,7 +151,7 @@ func (s *Sim) seedCluster(ctx context.Context) error {
 		}
 		s.nodes[n.name] = &nodeInfo{flavour: n.flavour, component: n.component, address: n.address, podCIDR: n.podCIDR, nextIP: 2, images: map[string]bool{}}
 	}
-	l, a = marks()
+	l, a := marks()
 	a["storageclass.kubernetes.io/is-default-class"] = "true"
 	del := corev1.PersistentVolumeReclaimDelete
 	mode := storagev1.VolumeBindingImmediate
@@ -188,11 +190,36 @@ func demoPools() []struct {
 	}
 }
 
+// fleetPools are the pools of the other namespaces of a fleet demo
+// (Options.Fleet): a team's desks and a floor's kiosks, kept by the
+// reconciler only (the users and the trouble stay in the main namespace).
+func fleetPools() []struct {
+	namespace, name string
+	spec            engine.Spec
+} {
+	return []struct {
+		namespace, name string
+		spec            engine.Spec
+	}{
+		{FleetNamespaces[0], "desk", engine.Spec{Image: "ghcr.io/example/cad-desktop:3", CPU: "1", Memory: "2Gi", Size: 3}},
+		{FleetNamespaces[0], "render", engine.Spec{Image: "ghcr.io/example/render:1", CPU: "2", Memory: "4Gi", Size: 2}},
+		{FleetNamespaces[1], "lobby", engine.Spec{Image: "ghcr.io/example/kiosk:3", CPU: "500m", Memory: "1Gi", Size: 4}},
+	}
+}
+
 // seedPools applies the demo pools through the engine.
 func (s *Sim) seedPools(ctx context.Context) error {
 	for _, p := range demoPools() {
 		if _, err := s.eng.Apply(ctx, p.name, p.spec); err != nil {
 			return fmt.Errorf("apply %s: %w", p.name, err)
+		}
+	}
+	if !s.opts.Fleet {
+		return nil
+	}
+	for _, p := range fleetPools() {
+		if _, err := s.engineIn(p.namespace).Apply(ctx, p.name, p.spec); err != nil {
+			return fmt.Errorf("apply %s/%s: %w", p.namespace, p.name, err)
 		}
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -23,10 +24,17 @@ import (
 // DefaultNamespace is the namespace of the demo pools when Options.Namespace is empty.
 const DefaultNamespace = "demo"
 
+// FleetNamespaces are the namespaces a fleet demo adds (Options.Fleet).
+var FleetNamespaces = []string{"demo-cad", "demo-kiosk"}
+
 // Options configure a simulation.
 type Options struct {
 	// Namespace of the pools (DefaultNamespace when empty).
 	Namespace string
+	// Fleet adds the namespaces FleetNamespaces with pools of their own
+	// (fleetPools), kept by the simulated reconciler, so that the fleet view
+	// (ctpool-tui --demo -A) shows several namespaces.
+	Fleet bool
 	// Seed makes a run repeatable: the same seed and the same clock give the
 	// same cluster.
 	Seed int64
@@ -51,6 +59,8 @@ type Sim struct {
 	client *fake.Clientset
 	api    *apiServer
 	eng    *engine.Engine
+	// engines of the fleet's other namespaces (Options.Fleet)
+	engines map[string]*engine.Engine
 
 	mu  sync.Mutex // serialises Step
 	rng *rand.Rand
@@ -180,6 +190,9 @@ func (s *Sim) Step(ctx context.Context) error {
 	s.client.ClearActions()
 
 	ns := s.opts.Namespace
+	if s.opts.Fleet {
+		ns = metav1.NamespaceAll // the nodes run every namespace's Pods
+	}
 	pods, err := s.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return fmt.Errorf("demo: list pods: %w", err)
@@ -202,6 +215,7 @@ func (s *Sim) Step(ctx context.Context) error {
 		return fmt.Errorf("demo: list pools: %w", err)
 	}
 	s.reconcile(ctx, pools)
+	s.reconcileFleet(ctx)
 	s.actUsers(ctx, pools)
 	s.makeTrouble(ctx, pods.Items)
 	s.collectEvents(ctx)
@@ -270,9 +284,57 @@ func (s *Sim) reconcile(ctx context.Context, pools []string) {
 		s.note("reconcile "+p, err)
 	}
 	for p := range s.reconcileAt {
-		if !contains(pools, p) {
+		if !contains(pools, p) && !strings.Contains(p, "/") {
 			delete(s.reconcileAt, p)
 		}
+	}
+}
+
+// Namespaces are the namespaces of the simulated pools: the main one, and
+// FleetNamespaces with Options.Fleet.
+func (s *Sim) Namespaces() []string {
+	if !s.opts.Fleet {
+		return []string{s.opts.Namespace}
+	}
+	return append([]string{s.opts.Namespace}, FleetNamespaces...)
+}
+
+// engineIn is the engine of a namespace of the simulation.
+func (s *Sim) engineIn(ns string) *engine.Engine {
+	if ns == s.opts.Namespace {
+		return s.eng
+	}
+	if e, ok := s.engines[ns]; ok {
+		return e
+	}
+	e := *s.eng
+	e.Cluster, e.Namespace = kube.NewCluster(s.client, ns), ns
+	if s.engines == nil {
+		s.engines = map[string]*engine.Engine{}
+	}
+	s.engines[ns] = &e
+	return &e
+}
+
+// reconcileFleet reconciles the pools of the fleet's other namespaces
+// (fleetPools) whose turn has come, as reconcile does the main ones.
+func (s *Sim) reconcileFleet(ctx context.Context) {
+	if !s.opts.Fleet {
+		return
+	}
+	for i, p := range fleetPools() {
+		key := p.namespace + "/" + p.name
+		at, ok := s.reconcileAt[key]
+		if !ok {
+			at = s.now.Add(s.scale(2*time.Second + time.Duration(i)*900*time.Millisecond))
+			s.reconcileAt[key] = at
+		}
+		if s.now.Before(at) {
+			continue
+		}
+		s.reconcileAt[key] = s.now.Add(s.scale(reconcileEvery))
+		_, err := s.engineIn(p.namespace).Reconcile(ctx, p.name)
+		s.note("reconcile "+key, err)
 	}
 }
 

@@ -127,7 +127,7 @@ func (s *Sim) reclaimVolumes(ctx context.Context, live map[types.UID]bool) {
 	}
 	for _, pv := range pvs.Items {
 		ref := pv.Spec.ClaimRef
-		if ref == nil || ref.Namespace != s.opts.Namespace || live[ref.UID] {
+		if ref == nil || !contains(s.Namespaces(), ref.Namespace) || live[ref.UID] {
 			continue
 		}
 		err := s.client.CoreV1().PersistentVolumes().Delete(ctx, pv.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pv.UID}})

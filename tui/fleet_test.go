@@ -1,0 +1,364 @@
+package tui
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/themes"
+)
+
+// fleetNamespaces are the fleet fixture's namespaces, in the order shown.
+var fleetNamespaces = []string{"kiosk", "vdi-cad", "vdi-eng"}
+
+// fleetSnapshots: a pool desk in both vdi-cad and vdi-eng (same name, other
+// members and holders), a gpu pool in vdi-cad and a kiosk pool in kiosk.
+func fleetSnapshots() []engine.Snapshot {
+	kiosk := &cluster{ns: "kiosk"}
+	ks := poolSpec("ghcr.io/example/kiosk:3", 4, nil)
+	kiosk.pool("kiosk", ks, &engine.Status{UpdatedAt: ptrTime(t0.Add(-5 * time.Second))})
+	for n := 1; n <= 4; n++ {
+		kiosk.member("kiosk", n, ks, age(time.Duration(n)*time.Hour))
+	}
+	kiosk.claim("kiosk", "kiosk-1", "frank@example.com", t0.Add(-10*time.Minute))
+
+	cad := &cluster{ns: "vdi-cad"}
+	cd := poolSpec("ghcr.io/example/cad:7", 2, nil)
+	cad.pool("desk", cd, &engine.Status{UpdatedAt: ptrTime(t0.Add(-30 * time.Second))})
+	cad.member("desk", 1, cd, onNode("node-b"))
+	cad.claim("desk", "desk-1", "bob@example.com", t0.Add(-65*time.Minute))
+	cad.member("desk", 2, cd)
+	gs := poolSpec("ghcr.io/example/cad-gpu:7", 1, nil)
+	cad.pool("gpu", gs, nil)
+	cad.member("gpu", 1, gs, unschedulable("0/4 nodes are available: 4 Insufficient nvidia.com/gpu."))
+
+	eng := &cluster{ns: "vdi-eng"}
+	es := poolSpec("ghcr.io/example/desktop:2", 3, nil)
+	eng.pool("desk", es, &engine.Status{UpdatedAt: ptrTime(t0.Add(-12 * time.Second))})
+	for n := 1; n <= 3; n++ {
+		eng.member("desk", n, es)
+	}
+	eng.claim("desk", "desk-1", "alice@example.com", t0.Add(-42*time.Minute))
+
+	var out []engine.Snapshot
+	for _, c := range []*cluster{kiosk, cad, eng} {
+		out = append(out, c.snapshots()...)
+	}
+	return out
+}
+
+// fleetActions are one fakeActions per namespace.
+type fleetActions map[string]*fakeActions
+
+func (f fleetActions) in(ns string) Actions {
+	if a, ok := f[ns]; ok {
+		return a
+	}
+	return nil
+}
+
+// calls lists every namespace's calls as "ns: op pool member".
+func (f fleetActions) calls() []string {
+	var out []string
+	for _, ns := range fleetNamespaces {
+		for _, c := range f[ns].Calls() {
+			out = append(out, strings.TrimSpace(ns+": "+c.op+" "+c.pool+" "+c.member))
+		}
+	}
+	return out
+}
+
+// recordingEvents records the objects whose Events were read.
+type recordingEvents struct {
+	mu   sync.Mutex
+	read []string
+}
+
+func (r *recordingEvents) Events(_ context.Context, namespace, kind, name string) ([]corev1.Event, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.read = append(r.read, namespace+" "+kind+" "+name)
+	return nil, nil
+}
+
+func (r *recordingEvents) reads() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.read...)
+}
+
+// nsAccess answers per namespace: force-release is allowed only in vdi-eng.
+type nsAccess struct {
+	mu    sync.Mutex
+	asked []string
+}
+
+func (a *nsAccess) in(ns string) Access { return nsAccessIn{a: a, ns: ns} }
+
+type nsAccessIn struct {
+	a  *nsAccess
+	ns string
+}
+
+func (n nsAccessIn) Capabilities(_ context.Context, actions []engine.Action) ([]Capability, error) {
+	n.a.mu.Lock()
+	n.a.asked = append(n.a.asked, n.ns)
+	n.a.mu.Unlock()
+	out := make([]Capability, 0, len(actions))
+	for _, act := range actions {
+		c := Capability{Action: act, Allowed: true}
+		if act == engine.ActionForceRelease && n.ns != "vdi-eng" {
+			c = Capability{Action: act, Missing: "force-release leases.coordination.k8s.io"}
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+type fleetOpts struct {
+	width, height int
+	actions       fleetActions
+	events        EventSource
+	access        *nsAccess
+}
+
+// newFleetModel builds a fleet model at a fixed size and time with the
+// fleet fixture loaded; it returns the Cmd of the load (the first
+// capabilities request).
+func newFleetModel(t *testing.T, o fleetOpts) (*Model, tea.Cmd) {
+	t.Helper()
+	if o.width == 0 {
+		o.width, o.height = 120, 40
+	}
+	data := newFakeData(fleetSnapshots())
+	opts := Options{
+		Context: "prod-eu", Namespace: "all", Fleet: true, Theme: themes.Dark(),
+		Renderer: themes.NoColorRenderer(io.Discard), Now: func() time.Time { return t0 },
+		Data: data, Events: o.events,
+	}
+	if o.actions != nil {
+		opts.ActionsIn = o.actions.in
+	}
+	if o.access != nil {
+		opts.AccessIn = o.access.in
+	}
+	m := newModel(context.Background(), opts)
+	m.Update(tea.WindowSizeMsg{Width: o.width, Height: o.height})
+	_, cmd := m.Update(loadCmd(data, func() time.Time { return t0 })())
+	m.Update(tickMsg(t0))
+	return m, cmd
+}
+
+func newFleetActions() fleetActions {
+	f := fleetActions{}
+	for _, ns := range fleetNamespaces {
+		f[ns] = &fakeActions{}
+	}
+	return f
+}
+
+func TestFleetGoldenScreens(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		width, height int
+		keys          []string
+	}{
+		{name: "fleet_pools_120x40", width: 120, height: 40},
+		{name: "fleet_pools_80x24", width: 80, height: 24, keys: []string{"down"}},
+		{name: "fleet_pools_filtered_120x40", width: 120, height: 40, keys: []string{"/", "c", "a", "d", "enter"}},
+		{name: "fleet_members_120x40", width: 120, height: 40, keys: []string{"down", "enter"}},
+		{name: "fleet_detail_120x40", width: 120, height: 40, keys: []string{"down", "enter", "enter"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, _ := newFleetModel(t, fleetOpts{width: tc.width, height: tc.height, actions: newFleetActions()})
+			press(m, tc.keys...)
+			got := m.View()
+			checkScreen(t, got, tc.width, tc.height)
+			golden(t, tc.name, got)
+		})
+	}
+}
+
+// Two namespaces each have a pool desk: the selection, the members and
+// every action follow the pool's namespace, not its name.
+func TestFleetActionsGoToThePoolsNamespace(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		keys  []string // from the pools view, ending in the action's confirmation
+		want  []string
+		title string // the status line after the action
+	}{
+		{name: "reconcile vdi-eng/desk", keys: []string{"down", "down", "down", "r"},
+			want: []string{"vdi-eng: reconcile desk"}, title: "reconcile vdi-eng/desk"},
+		{name: "reconcile vdi-cad/desk", keys: []string{"down", "r"},
+			want: []string{"vdi-cad: reconcile desk"}, title: "reconcile vdi-cad/desk"},
+		{name: "force-release in vdi-cad", keys: []string{"down", "enter", "f", "tab", "enter"},
+			want: []string{"vdi-cad: force-release desk desk-1"}, title: "force-release desk-1 (bob@example.com)"},
+		{name: "force-release in vdi-eng", keys: []string{"/", "e", "n", "g", "enter", "enter", "f", "tab", "enter"},
+			want: []string{"vdi-eng: force-release desk desk-1"}, title: "force-release desk-1 (alice@example.com)"},
+		{name: "resize kiosk", keys: []string{"s", "6", "enter", "tab", "enter"},
+			want: []string{"kiosk: resize kiosk"}, title: "resize kiosk/kiosk 4 → 6"},
+		{name: "delete types the namespace too", keys: append(append([]string{"down", "down", "D"}, strings.Split("vdi-cad/gpu", "")...), "enter"),
+			want: []string{"vdi-cad: delete gpu"}, title: "delete pool vdi-cad/gpu"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			acts := newFleetActions()
+			m, _ := newFleetModel(t, fleetOpts{actions: acts})
+			var cmd tea.Cmd
+			for _, k := range tc.keys {
+				_, cmd = m.Update(keyMsg(k))
+			}
+			m.Update(waitMsg[actionDoneMsg](t, cmd))
+			if got := acts.calls(); !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("calls %q, want %q", got, tc.want)
+			}
+			if s := status(m); !strings.Contains(s, tc.title) {
+				t.Errorf("status %q lacks %q", s, tc.title)
+			}
+		})
+	}
+}
+
+// The detail pane's Events and the audit trail are read in the pool's own
+// namespace.
+func TestFleetReadsGoToThePoolsNamespace(t *testing.T) {
+	ev := &recordingEvents{}
+	m, _ := newFleetModel(t, fleetOpts{actions: newFleetActions(), events: ev})
+	press(m, "down", "enter") // vdi-cad/desk
+	if m.members.pool != "vdi-cad/desk" || m.members.current() == nil || m.members.current().Name != "desk-1" {
+		t.Fatalf("members of %q, member %v; want vdi-cad/desk, desk-1", m.members.pool, m.members.current())
+	}
+	m.Update(waitMsg[auditMsg](t, press(m, "A")))
+	press(m, "A")
+	m.Update(waitMsg[eventsMsg](t, press(m, "enter")))
+	want := []string{"vdi-cad ConfigMap " + engine.ConfigMapName("desk"), "vdi-cad Pod desk-1", "vdi-cad PersistentVolumeClaim " + engine.PVCName("desk-1")}
+	got := ev.reads()
+	for _, w := range want {
+		found := false
+		for _, g := range got {
+			found = found || g == w
+		}
+		if !found {
+			t.Errorf("reads %q lack %q", got, w)
+		}
+	}
+	for _, g := range got {
+		if !strings.HasPrefix(g, "vdi-cad ") {
+			t.Errorf("read %q outside the pool's namespace", g)
+		}
+	}
+}
+
+// What the user may do is asked per namespace, when a pool of the
+// namespace is first selected, and gates the actions there only.
+func TestFleetCapabilitiesPerNamespace(t *testing.T) {
+	acc := &nsAccess{}
+	acts := newFleetActions()
+	m, load := newFleetModel(t, fleetOpts{actions: acts, access: acc})
+	m.Update(waitMsg[capsMsg](t, load)) // kiosk, selected first
+	m.Update(waitMsg[capsMsg](t, press(m, "down")))
+	if cmd := press(m, "down"); cmd != nil { // vdi-cad/gpu: vdi-cad is known
+		t.Error("a second pool of vdi-cad asked the capabilities again")
+	}
+	m.Update(waitMsg[capsMsg](t, press(m, "down")))
+	if want := []string{"kiosk", "vdi-cad", "vdi-eng"}; !reflect.DeepEqual(acc.asked, want) {
+		t.Fatalf("asked %q, want %q", acc.asked, want)
+	}
+	// vdi-eng allows force-release: the dialog opens.
+	press(m, "enter", "f")
+	if m.dialog == nil || m.dialog.req.kind != actForceRelease {
+		t.Fatal("f in vdi-eng did not open the force-release dialog")
+	}
+	press(m, "esc", "esc", "up", "up", "enter", "f") // vdi-cad/desk
+	if m.dialog != nil {
+		t.Fatal("f in vdi-cad opened a dialog; the namespace does not allow it")
+	}
+	if s := status(m); !strings.Contains(s, "force-release is not allowed: needs force-release leases.coordination.k8s.io in namespace vdi-cad") {
+		t.Errorf("status %q", s)
+	}
+	if calls := acts.calls(); len(calls) != 0 {
+		t.Errorf("calls %q, want none", calls)
+	}
+}
+
+func TestPoolKeys(t *testing.T) {
+	for _, tc := range []struct {
+		key, ns, name string
+	}{
+		{"desk", "", "desk"},
+		{"vdi-eng/desk", "vdi-eng", "desk"},
+	} {
+		ns, name := splitPoolKey(tc.key)
+		if ns != tc.ns || name != tc.name || poolName(tc.key) != tc.name {
+			t.Errorf("splitPoolKey(%q) = %q, %q; want %q, %q", tc.key, ns, name, tc.ns, tc.name)
+		}
+	}
+	v := &engine.PoolView{Namespace: "vdi-eng", Name: "desk"}
+	if poolKey(false, v) != "desk" || poolKey(true, v) != "vdi-eng/desk" {
+		t.Errorf("poolKey: %q, %q", poolKey(false, v), poolKey(true, v))
+	}
+	views := []engine.PoolView{{Namespace: "vdi-cad", Name: "desk"}, {Namespace: "vdi-eng", Name: "desk"}}
+	for _, tc := range []struct {
+		fleet bool
+		key   string
+		want  string // namespace of the pool found; "-" for none
+	}{
+		{false, "desk", "vdi-cad"},
+		{true, "vdi-eng/desk", "vdi-eng"},
+		{true, "vdi-cad/desk", "vdi-cad"},
+		{true, "desk", "-"},
+		{true, "kiosk/desk", "-"},
+		{false, "vdi-eng/desk", "-"},
+	} {
+		got := "-"
+		if v := findPool(views, tc.fleet, tc.key); v != nil {
+			got = v.Namespace
+		}
+		if got != tc.want {
+			t.Errorf("findPool(fleet %v, %q) in %s, want %s", tc.fleet, tc.key, got, tc.want)
+		}
+	}
+}
+
+func TestRenderOnceFleet(t *testing.T) {
+	views := engine.ObserveAll(fleetSnapshots(), t0)
+	for _, tc := range []struct {
+		name   string
+		opts   OnceOptions
+		golden string
+		want   []string
+		code   int
+	}{
+		{name: "table", opts: OnceOptions{Fleet: true, Context: "prod-eu", Now: t0}, golden: "once_fleet_table", code: ExitAttention},
+		{name: "one pool in every namespace", opts: OnceOptions{Fleet: true, Pool: "desk", Now: t0},
+			want: []string{"vdi-cad    desk", "vdi-eng    desk", "vdi-cad/desk (", "vdi-eng/desk ("}, code: ExitOK},
+		{name: "no such pool", opts: OnceOptions{Fleet: true, Namespaces: []string{"vdi-eng", "kiosk"}, Pool: "gone", Now: t0},
+			want: []string{"no pool named gone in namespaces vdi-eng, kiosk"}, code: ExitAttention},
+		{name: "json", opts: OnceOptions{Fleet: true, Format: "json", Now: t0},
+			want: []string{`"allNamespaces": true`, `"namespace": "vdi-cad",` + "\n" + `      "name": "desk"`, `"namespace": "kiosk",`}, code: ExitAttention},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b bytes.Buffer
+			if code := RenderOnce(&b, views, tc.opts); code != tc.code {
+				t.Errorf("exit %d, want %d", code, tc.code)
+			}
+			if tc.golden != "" {
+				golden(t, tc.golden, b.String())
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(b.String(), w) {
+					t.Errorf("output lacks %q:\n%s", w, b.String())
+				}
+			}
+		})
+	}
+}
