@@ -523,7 +523,12 @@ type failedRelease struct {
 	pvcUID   types.UID
 	held     bool
 	batch    int
-	jumped   int    // the batch end at which the clock made its Lease stale (0: not yet)
+	jumped   int // the batch end at which the clock made its Lease stale (0: not yet)
+	// clockOff is the run's clock offset when the release failed: once the
+	// clock has jumped since (for another failed release), its Lease may be
+	// stale, and a reconcile may take it over and, failing on the held PVC,
+	// remove it (the member is never free while its PVC is Terminating).
+	clockOff int64
 	why      string // the release's error, for the messages
 }
 
@@ -557,6 +562,10 @@ type chaosHarness struct {
 	releases   map[string]int       // member -> releases that succeeded
 	holds      map[types.UID]string // PVCs held by holdFinalizer -> member
 	leftBehind map[types.UID]bool   // reconciler Leases reported left behind
+	// outageEnd is the batch end after the API server restart (0: none):
+	// an operation the outage cut mid-step may leave its reconciler Lease,
+	// as a reconciler that stopped would; it must go stale and be finished.
+	outageEnd  int
 	violations int
 	batch      int
 }
@@ -763,7 +772,7 @@ func (h *chaosHarness) runOp(ctx context.Context, rng *rand.Rand, op string) {
 				if after := v.Member(m.Name); after != nil && after.Maintenance && (after.PVC == nil || after.PVC.UID == m.PVC.UID) {
 					h.mu.Lock()
 					if h.failed[m.Name] == nil {
-						h.failed[m.Name] = &failedRelease{member: m.Name, identity: m.Holder(), pvcUID: m.PVC.UID, batch: h.batch, why: fmt.Sprintf("%s at %s: %v", op, h.clk.Now().Format("15:04:05.000"), err)}
+						h.failed[m.Name] = &failedRelease{member: m.Name, identity: m.Holder(), pvcUID: m.PVC.UID, batch: h.batch, clockOff: h.clk.off.Load(), why: fmt.Sprintf("%s at %s: %v", op, h.clk.Now().Format("15:04:05.000"), err)}
 					}
 					h.mu.Unlock()
 					h.count(op+": failed while destroying", nil)
@@ -844,7 +853,7 @@ func (h *chaosHarness) failingRelease(ctx context.Context, rng *rand.Rand) {
 	h.mu.Lock()
 	h.holds[m.PVC.UID] = m.Name
 	h.mu.Unlock()
-	f := &failedRelease{member: m.Name, identity: m.Holder(), pvcUID: m.PVC.UID, held: true, batch: h.batchNo()}
+	f := &failedRelease{member: m.Name, identity: m.Holder(), pvcUID: m.PVC.UID, held: true, batch: h.batchNo(), clockOff: h.clk.off.Load()}
 	res, err := h.failing.Release(ctx, chaosPool, m.Name, m.Holder())
 	if err == nil && !res.NoOp {
 		h.mu.Lock()
@@ -1044,6 +1053,19 @@ func (h *chaosHarness) endBatch(ctx context.Context) {
 	for i := range v.Members {
 		m := &v.Members[i]
 		f := h.failed[m.Name]
+		if m.Maintenance && f == nil && batch == h.outageEnd {
+			// Cut by the outage: followed like a failed release, so its
+			// Lease must go stale and a reconcile must finish the work.
+			// The data counts as being destroyed only when it was marked.
+			var uid types.UID
+			if m.PVC != nil && (m.PVC.DeletionTimestamp != nil || m.PVC.Annotations[engine.AnnotationReleased] != "") {
+				uid = m.PVC.UID
+			}
+			h.failed[m.Name] = &failedRelease{member: m.Name, identity: m.Holder(), pvcUID: uid, batch: batch, clockOff: h.clk.off.Load(),
+				why: "a step the API server restart cut, Lease stamped " + stampOf(m.Lease).Format("15:04:05.000")}
+			h.counts["reconciler Leases left by steps the outage cut"]++
+			continue
+		}
 		if m.Maintenance && f == nil && !h.leftBehind[m.Lease.UID] {
 			// Once per Lease: it stays until stale, batch after batch.
 			h.leftBehind[m.Lease.UID] = true
@@ -1056,14 +1078,18 @@ func (h *chaosHarness) endBatch(ctx context.Context) {
 		case m != nil && m.Claimed && m.PVC != nil && m.PVC.UID == f.pvcUID:
 			h.violateLocked("failed release of %s: the claim went back to %q with the data being destroyed", name, m.Holder())
 			delete(h.failed, name)
-		case f.held && (m == nil || !m.Maintenance):
+		case f.held && (m == nil || !m.Maintenance) && h.clk.off.Load() == f.clockOff:
 			h.violateLocked("failed release of %s: its PVC is still held Terminating but the member is not in maintenance (%s)%s", name, f.why, h.historyOf(name))
 			delete(h.failed, name)
 		case m == nil || (!m.Maintenance && (m.PVC == nil || m.PVC.UID != f.pvcUID)):
 			h.counts["failed release finished by a reconcile"]++
 			delete(h.failed, name)
 		case f.jumped > 0 && batch-f.jumped >= settleBatches:
-			h.violateLocked("failed release of %s: its maintenance Lease went stale %d batches ago and no reconcile finished it (state %s, stale %v; %s)%s", name, batch-f.jumped, m.State, m.MaintenanceStale, f.why, h.historyOf(name))
+			var fin []string
+			if m.PVC != nil {
+				fin = m.PVC.Finalizers
+			}
+			h.violateLocked("failed release of %s: its maintenance Lease went stale %d batches ago and no reconcile finished it (state %s, stale %v, Pod %v, PVC finalizers %v; %s)%s", name, batch-f.jumped, m.State, m.MaintenanceStale, m.Pod != nil, fin, f.why, h.historyOf(name))
 			delete(h.failed, name)
 		}
 	}
@@ -1327,6 +1353,9 @@ func runChaos(t *testing.T, ops, restartAt int, restart func(*chaosHarness)) {
 		var during func()
 		if restart != nil && b == restartAt {
 			during = func() { restart(h) }
+			h.mu.Lock()
+			h.outageEnd = h.batch + 1
+			h.mu.Unlock()
 		}
 		h.runBatch(ctx, min(batchOps, ops-b*batchOps), workers, seed+uint64(b), during)
 		h.endBatch(ctx)
