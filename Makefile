@@ -100,9 +100,16 @@ SOAK ?= 30m
 SOAK_TIMEOUT ?= 2h
 
 .PHONY: soak
-soak: ## on the running plane, one after the other, for SOAK each (default 30m): the dashboard and the leader-elected reconciler under random traffic, then idle watches with a short request timeout; prints the figures
+soak: ## on the running plane, one after the other, for SOAK each (default 30m): the dashboard and the leader-elected reconciler under random traffic, then idle watches and a followed log with a short request timeout; prints the figures
 	CI=$${CI:-1} CTPOOL_SOAK=$(SOAK) CTPOOL_STREAM_WINDOW=$(SOAK) $(GO) test -count=1 -p 1 -timeout $(SOAK_TIMEOUT) -tags integration \
-	  -run '^(TestIntegrationSoak|TestIntegrationWatchesOutliveTheRequestTimeout)$$' -v ./tui/ ./kube/
+	  -run '^(TestIntegrationSoak|TestIntegrationWatchesOutliveTheRequestTimeout|TestIntegrationLogViewFollowsForMinutes)$$' -v ./tui/ ./kube/
+
+STREAM_WINDOW ?= 5m
+
+.PHONY: log-stream
+log-stream: ## on the running plane, the log view follows a member's log served by kwok for STREAM_WINDOW (default 5m; 30s in make test)
+	CI=$${CI:-1} CTPOOL_STREAM_WINDOW=$(STREAM_WINDOW) $(GO) test -count=1 -timeout 2h -tags integration \
+	  -run '^TestIntegrationLogViewFollowsForMinutes$$' -v ./tui/
 
 .PHONY: chaos-outage
 chaos-outage: ## the randomized run with an API server restart (stops the plane's API server; known to fail, see the test)

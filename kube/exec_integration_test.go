@@ -74,9 +74,9 @@ func execAs(t *testing.T, env *kubetest.Env, who string, rec *execRecorder, pod 
 }
 
 // The exec request names the member's Pod, namespace, desktop container and
-// command; the API server authorizes the admin (no container answers on the
-// kwok plane, so the stream itself fails later) and refuses the viewer with a
-// message that names the missing permission.
+// command; the API server authorizes the admin (kwok's kubelet API runs the
+// command; kubelet_integration_test.go checks what it does) and refuses the
+// viewer with a message that names the missing permission.
 func TestIntegrationConsoleExecAuthorization(t *testing.T) {
 	env := kubetest.Require(t)
 	eng := newEngine(env)
@@ -123,8 +123,7 @@ func TestIntegrationConsoleExecAuthorization(t *testing.T) {
 		t.Errorf("exec in a missing member: %v (%d executors), want member not found and no exec", err, len(none.urls))
 	}
 
-	// The log stream of the same member is authorized for the admin (the
-	// kubelet that would serve it does not exist on this plane).
+	// The log stream of the same member is authorized for the admin.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	rc, err := (&kube.Logs{Client: env.Client}).Stream(ctx, env.Namespace, "desk-1", false)

@@ -234,3 +234,51 @@ func TestInteractiveWithoutTerminal(t *testing.T) {
 		t.Errorf("exec URL %s", fe.url)
 	}
 }
+
+// The previous log is asked for only when the Pod's status records an
+// earlier, terminated desktop container; otherwise the answer is that there
+// is none, without a log request.
+func TestLogsPreviousOnlyAfterARestart(t *testing.T) {
+	restarted := func(p *corev1.Pod) {
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: engine.ContainerName, RestartCount: 1,
+			LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137}}}}
+	}
+	fresh := func(p *corev1.Pod) {
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: engine.ContainerName}}
+	}
+	other := func(p *corev1.Pod) { // a restarted sidecar is not the desktop
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "sidecar", RestartCount: 2}, {Name: engine.ContainerName}}
+	}
+	for _, tt := range []struct {
+		name     string
+		mutate   func(*corev1.Pod)
+		previous bool
+		wantErr  error
+	}{
+		{"current log of a fresh container", fresh, false, nil},
+		{"previous log after a restart", restarted, true, nil},
+		{"previous log of a fresh container", fresh, true, ErrNoPreviousLog},
+		{"previous log with no container status", func(*corev1.Pod) {}, true, ErrNoPreviousLog},
+		{"previous log after a sidecar restart", other, true, ErrNoPreviousLog},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			client := fake.NewClientset(execPod("desk-1", tt.mutate))
+			rc, err := (&Logs{Client: client}).Stream(context.Background(), "vdi", "desk-1", tt.previous)
+			if rc != nil {
+				_ = rc.Close()
+			}
+			if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil && err != nil) {
+				t.Fatalf("err %v, want %v", err, tt.wantErr)
+			}
+			logRequests := 0
+			for _, a := range client.Actions() {
+				if a.GetSubresource() == "log" {
+					logRequests++
+				}
+			}
+			if want := map[bool]int{true: 0, false: 1}[tt.wantErr != nil]; logRequests != want {
+				t.Errorf("%d log requests, want %d", logRequests, want)
+			}
+		})
+	}
+}

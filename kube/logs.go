@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 
 	corev1 "k8s.io/api/core/v1"
@@ -19,6 +20,22 @@ var LogPermissions = []engine.Permission{
 	{Resource: "pods/log", Verb: "get"},
 }
 
+// ErrNoPreviousLog is returned for the previous log of a desktop container
+// that has not restarted: the kubelet keeps the log of the last terminated
+// container only, and the Pod's status names none.
+var ErrNoPreviousLog = errors.New("no previous container: the desktop container has not restarted")
+
+// hasPrevious says whether the Pod's status records a terminated earlier
+// instance of the desktop container.
+func hasPrevious(p *corev1.Pod) bool {
+	for _, c := range p.Status.ContainerStatuses {
+		if c.Name == engine.ContainerName {
+			return c.LastTerminationState.Terminated != nil || c.RestartCount > 0
+		}
+	}
+	return false
+}
+
 // LogTail is how many lines a log stream starts with.
 const LogTail = 5000
 
@@ -32,8 +49,12 @@ type Logs struct {
 // the stream; cancelling ctx ends it.
 func (l *Logs) Stream(ctx context.Context, namespace, pod string, previous bool) (io.ReadCloser, error) {
 	// A stopped container still has a log, and so has a previous one.
-	if _, err := CheckPod(ctx, l.Client, namespace, pod); err != nil && !errors.Is(err, ErrNotRunning) {
+	p, err := CheckPod(ctx, l.Client, namespace, pod)
+	if err != nil && !errors.Is(err, ErrNotRunning) {
 		return nil, err
+	}
+	if previous && !hasPrevious(p) {
+		return nil, fmt.Errorf("%s: %w", pod, ErrNoPreviousLog)
 	}
 	tail := int64(LogTail)
 	opts := &corev1.PodLogOptions{Container: engine.ContainerName, Follow: !previous, Previous: previous, TailLines: &tail}

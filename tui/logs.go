@@ -148,23 +148,28 @@ type logRing struct {
 	dropped int
 }
 
-func (r *logRing) push(s string) (dropped string, did bool) {
+// push appends s, first dropping the oldest lines until both bounds hold
+// with it (a long line after many short ones drops several); drop, when
+// set, is told each dropped line.
+func (r *logRing) push(s string, drop func(string)) {
 	if r.lines == nil {
 		r.lines = make([]string, logMaxLines)
 	}
-	if r.n == len(r.lines) || (r.n > 0 && r.bytes+len(s) > logMaxBytes) {
-		dropped, did = r.lines[r.start], true
+	for r.n > 0 && (r.n == len(r.lines) || r.bytes+len(s) > logMaxBytes) {
+		old := r.lines[r.start]
 		r.lines[r.start] = ""
-		r.bytes -= len(dropped)
+		r.bytes -= len(old)
 		r.start = (r.start + 1) % len(r.lines)
 		r.n--
 		r.first++
 		r.dropped++
+		if drop != nil {
+			drop(old)
+		}
 	}
 	r.lines[(r.start+r.n)%len(r.lines)] = s
 	r.n++
 	r.bytes += len(s)
-	return dropped, did
 }
 
 // at returns the line of seq (which must be in [first, end)).
@@ -254,15 +259,18 @@ func (l *logsView) stream(msg tea.Msg) tea.Cmd {
 }
 
 func (l *logsView) add(lines []string) {
-	for _, s := range lines {
-		old, dropped := l.buf.push(s)
-		if l.query != "" {
-			if dropped && strings.Contains(strings.ToLower(old), l.query) {
+	var drop func(string)
+	if l.query != "" {
+		drop = func(old string) {
+			if strings.Contains(strings.ToLower(old), l.query) {
 				l.matches--
 			}
-			if strings.Contains(strings.ToLower(s), l.query) {
-				l.matches++
-			}
+		}
+	}
+	for _, s := range lines {
+		l.buf.push(s, drop)
+		if l.query != "" && strings.Contains(strings.ToLower(s), l.query) {
+			l.matches++
 		}
 	}
 	l.top = max(l.top, l.buf.first)

@@ -112,14 +112,37 @@ func TestLogsBoundedBufferDropsOldest(t *testing.T) {
 	checkScreen(t, got, 80, 24)
 	golden(t, "logs_bounded_top_80x24", got)
 
-	// The byte bound holds as well: 1 KiB lines stop at 2 MiB.
-	var r logRing
+	// The byte bound holds as well: 1 KiB lines stop at 2 MiB, also after
+	// a full buffer of short lines (each long line then drops several).
 	big := strings.Repeat("x", 1024)
-	for range 3000 {
-		r.push(big)
-	}
-	if r.bytes > logMaxBytes || r.n != logMaxBytes/1024 {
-		t.Errorf("bytes %d lines %d, want at most %d bytes (%d lines)", r.bytes, r.n, logMaxBytes, logMaxBytes/1024)
+	for _, tc := range []struct {
+		name        string
+		short, long int
+		wantLines   int
+	}{
+		{"only long lines", 0, 3000, logMaxBytes / 1024},
+		{"long lines after a full buffer of short ones", logMaxLines, 3000, logMaxBytes / 1024},
+		{"a few long lines after short ones", logMaxLines, 100, logMaxLines},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var r logRing
+			dropped := 0
+			for i := range tc.short {
+				r.push(fmt.Sprintf("s%d", i), func(string) { dropped++ })
+			}
+			for range tc.long {
+				r.push(big, func(string) { dropped++ })
+			}
+			total := 0
+			for seq := r.first; seq < r.end(); seq++ {
+				total += len(r.at(seq))
+			}
+			if r.bytes > logMaxBytes || total != r.bytes || r.n != tc.wantLines || r.at(r.end()-1) != big ||
+				dropped != r.dropped || r.dropped != tc.short+tc.long-r.n {
+				t.Errorf("bytes %d (counted %d), lines %d, dropped %d (told %d); want at most %d bytes, %d lines",
+					r.bytes, total, r.n, r.dropped, dropped, logMaxBytes, tc.wantLines)
+			}
+		})
 	}
 }
 

@@ -26,4 +26,12 @@
 // 16 CPU and 32Gi each. Scheduled Pods become Running and Ready within about a
 // second, deleted Pods disappear, and PVCs of the default StorageClass
 // "standard" become Bound.
+//
+// kwok serves the kubelet API (exec, logs) of node-a, node-b and vk-cocoon-0,
+// not of vk-sandbox-0. ServeMember gives a Running member Pod its own exec
+// directory and log files, and AppendLog writes log lines kwok serves
+// (testdata/cluster/README.md says how, and where kwok differs from a kubelet):
+//
+//	m := env.ServeMember(t, "desk-1") // exec runs in m.Dir; the log is m.Log
+//	kubetest.AppendLog(t, m.Log, "stdout", "a line")
 package kubetest

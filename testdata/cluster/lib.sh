@@ -14,12 +14,24 @@ BIN_DIR="$CACHE_ROOT/k8s-$K8S_VERSION-kwok-$KWOK_VERSION/bin"
 STATE_DIR="${CTPOOL_CLUSTER_DIR:-/tmp/ctpool-tui-cluster}"
 
 # Loopback only, away from the default ports of a real cluster on the same host.
-ETCD_CLIENT_PORT=23790
-ETCD_PEER_PORT=23800
-APISERVER_PORT=16443
-CONTROLLER_MANAGER_PORT=16457
-SCHEDULER_PORT=16459
-KWOK_PORT=16447
+# CTPOOL_CLUSTER_PORT_OFFSET (default 0) is added to every port, so a second
+# plane (another CTPOOL_CLUSTER_DIR) can run beside the first. up keeps it in
+# the state dir, so later up/down/with-cluster runs on that dir (kubetest's
+# StopComponent and StartPlane too) find the same ports without the variable.
+if [[ -z "${CTPOOL_CLUSTER_PORT_OFFSET:-}" && -s "$STATE_DIR/port-offset" ]]; then
+	CTPOOL_CLUSTER_PORT_OFFSET="$(<"$STATE_DIR/port-offset")"
+fi
+PORT_OFFSET="${CTPOOL_CLUSTER_PORT_OFFSET:-0}"
+[[ "$PORT_OFFSET" =~ ^[0-9]+$ ]] && ((PORT_OFFSET < 40000)) ||
+	{ printf 'cluster: error: CTPOOL_CLUSTER_PORT_OFFSET=%s is not a number below 40000\n' "$PORT_OFFSET" >&2; exit 1; }
+ETCD_CLIENT_PORT=$((23790 + PORT_OFFSET))
+ETCD_PEER_PORT=$((23800 + PORT_OFFSET))
+APISERVER_PORT=$((16443 + PORT_OFFSET))
+CONTROLLER_MANAGER_PORT=$((16457 + PORT_OFFSET))
+SCHEDULER_PORT=$((16459 + PORT_OFFSET))
+# kwok's server: health, and the kubelet API (exec, logs) of the nodes it
+# serves; the nodes advertise it as their kubelet port.
+KWOK_PORT=$((16447 + PORT_OFFSET))
 
 SERVICE_CIDR="10.96.0.0/16"
 
