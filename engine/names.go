@@ -22,6 +22,12 @@ const (
 	// AnnotationReleased marks the data PVC of a member whose release has
 	// begun: such a member counts as drifted, so it is rebuilt, never reused.
 	AnnotationReleased = "ctpool.dev/released"
+	// AnnotationReleasing is set on the Lease a release takes, in the same
+	// compare-and-swap, to the holder whose claim it ends: should the release
+	// stop before it marks the data (a lost answer, a crash), the member
+	// still counts as released, so a reconcile rebuilds it once the Lease is
+	// stale and never hands the data to someone else.
+	AnnotationReleasing = "ctpool.dev/releasing"
 
 	// ReconcilerIdentity is the Lease holder while the reconciler (or a release)
 	// works on a member. Claims with this identity are refused.

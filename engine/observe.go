@@ -323,6 +323,10 @@ func observeMember(pool, name string, o *memberObjects, size int, source string,
 		if c.Reconciler || c.Holder == "" {
 			m.Maintenance = true
 			m.MaintenanceStale = c.Stale
+			if _, releasing := o.lease.Annotations[AnnotationReleasing]; releasing && c.Reconciler && m.Exists() && !m.Drift {
+				m.Drift = true
+				m.Problems = append(m.Problems, "a release of this member did not finish: its data is rebuilt, never reused")
+			}
 		} else {
 			m.Claimed = true
 		}

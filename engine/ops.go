@@ -98,12 +98,17 @@ func (e *Engine) release(ctx context.Context, action Action, pool, member, ident
 	if m.Claim.Holder != identity && !force {
 		return res, fmt.Errorf("%w: %s is claimed by %q, not %q (an administrator can use --force)", ErrNotHolder, member, m.Claim.Holder, identity)
 	}
-	held, err := e.Cluster.UpdateLease(ctx, setLeaseHolder(m.Lease, ReconcilerIdentity, ReconcilerLeaseTTL, e.Now()))
+	take := setLeaseHolder(m.Lease, ReconcilerIdentity, ReconcilerLeaseTTL, e.Now())
+	if take.Annotations == nil {
+		take.Annotations = map[string]string{}
+	}
+	take.Annotations[AnnotationReleasing] = m.Claim.Holder
+	held, err := e.Cluster.UpdateLease(ctx, take)
 	if err != nil {
 		if errors.Is(err, ErrConflict) || errors.Is(err, ErrNotFound) {
 			return res, fmt.Errorf("release %s: the claim changed meanwhile (released or renewed by someone else); nothing was done: %w", member, err)
 		}
-		return res, fmt.Errorf("release %s: take lease: %w", member, err)
+		return res, fmt.Errorf("release %s: take lease: %w (should the API server have taken it all the same, %s is under maintenance and a reconcile rebuilds it once the Lease is stale)", member, err, member)
 	}
 	// Until the data is marked released, a failure gives the claim back to
 	// its holder: nothing was destroyed. From then on the release is never

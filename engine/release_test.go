@@ -497,3 +497,68 @@ func TestReleaseDestroysAPodStartedBeforeTheTake(t *testing.T) {
 		})
 	}
 }
+
+// A release whose take of the Lease landed but whose answer was lost (or that
+// died before it marked the data) leaves a reconciler Lease and unmarked
+// data. The Lease it wrote says "releasing", so the member still counts as
+// released: nobody is given it, and a reconcile rebuilds it once the Lease is
+// stale. A reconciler Lease without that word (a reconcile step that stopped)
+// is only removed.
+func TestReleaseWhoseAnswerWasLost(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		releasing bool
+	}{
+		{"a release's Lease: the data is rebuilt", true},
+		{"a reconcile's Lease: only removed", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, f := releaseFixture(t)
+			if tc.releasing {
+				// The API server took the release's write; the answer was lost.
+				f.hook = func(a act) {
+					if a == (act{"update", kLease, LeaseName("desk-1")}) {
+						f.hook = nil
+						f.fail("update", kLease, LeaseName("desk-1"), errBoom, 1)
+						l := setLeaseHolder(f.lease(LeaseName("desk-1")), ReconcilerIdentity, ReconcilerLeaseTTL, testNow)
+						l.Annotations = map[string]string{AnnotationReleasing: "alice"}
+						f.add(l)
+					}
+				}
+				if _, err := e.Release(context.Background(), "desk", "desk-1", "alice"); err == nil || !strings.Contains(err.Error(), "a reconcile rebuilds it once the Lease is stale") {
+					t.Fatalf("Release = %v, want the lost answer explained", err)
+				}
+			} else {
+				f.mu.Lock()
+				delete(f.leases, LeaseName("desk-1"))
+				f.mu.Unlock()
+				f.add(ReconcilerLease(testNS, "desk", "desk-1", testNow))
+			}
+			before := f.pvc("desk-1-data").UID
+			snap, _ := f.Snapshot(context.Background(), "desk")
+			v := Observe(snap, testNow)
+			m := v.Member("desk-1")
+			if !m.Maintenance || m.Free || m.Drift != tc.releasing {
+				t.Fatalf("maintenance=%v free=%v drift=%v, want maintenance, not free, drift=%v", m.Maintenance, m.Free, m.Drift, tc.releasing)
+			}
+			ctx := context.Background()
+			if r, err := e.Claim(ctx, "desk", "bob"); err == nil && r.Member == "desk-1" {
+				t.Fatal("bob was given the member under maintenance")
+			}
+			e.Now = fixedClock(testNow.Add(ReconcilerLeaseTTL + time.Second))
+			if _, err := e.Reconcile(ctx, "desk"); err != nil {
+				t.Fatal(err)
+			}
+			if f.lease(LeaseName("desk-1")) != nil {
+				t.Fatal("the stale Lease is still there")
+			}
+			c := f.pvc("desk-1-data")
+			if c == nil {
+				t.Fatal("the member has no PVC after the reconcile")
+			}
+			if rebuilt := c.UID != before; rebuilt != tc.releasing {
+				t.Fatalf("data rebuilt = %v, want %v", rebuilt, tc.releasing)
+			}
+		})
+	}
+}
