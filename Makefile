@@ -112,8 +112,8 @@ log-stream: ## on the running plane, the log view follows a member's log served 
 	  -run '^TestIntegrationLogViewFollowsForMinutes$$' -v ./tui/
 
 .PHONY: chaos-outage
-chaos-outage: ## the randomized run with an API server restart (stops the plane's API server; known to fail, see the test)
-	CI=$${CI:-1} CTPOOL_CHAOS_OUTAGE=1 $(GO) test -count=1 -timeout 30m -tags 'integration outage' -run '^TestIntegrationRandomizedConcurrencyOutage$$' -v ./kube/
+chaos-outage: ## the randomized run across an API server restart (stops and starts the plane's API server); 600 operations (CTPOOL_CHAOS_OPS overrides)
+	CI=$${CI:-1} $(GO) test -count=1 -timeout 30m -tags 'integration outage' -run '^TestIntegrationRandomizedConcurrencyOutage$$' -v ./kube/
 
 .PHONY: fuzz
 fuzz: ## run each fuzz target for FUZZTIME (default 10s)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -53,7 +55,13 @@ const (
 	// stale maintenance Lease not finished this many batch ends in a row is
 	// a violation (each batch runs both reconcilers for seconds).
 	settleBatches = 3
-	maxViolations = 30
+	// afterOutage: for this many batch ends after an API server restart the
+	// plane's own controllers (PVC protection, the volume binder, kwok's Pod
+	// status) catch up at their own pace, their work queues backing off, so
+	// the settle window is outageSettle batch ends instead. The run must
+	// still converge fully at its end.
+	afterOutage, outageSettle = 10, 10
+	maxViolations             = 30
 )
 
 var chaosIdentities = []string{"ann@example.com", "ben@example.com", "cat@example.com", "dan@example.com"}
@@ -144,6 +152,7 @@ type objEvent struct {
 	written  time.Time // the run's clock when the API server took a Lease write
 	writer   string    // the field manager of a Lease's newest write
 	gap      bool      // made up from a relist after the watch lost its place
+	running  bool      // a Pod past Pending (scheduled and started)
 }
 
 func shortUID(u types.UID) string {
@@ -241,6 +250,9 @@ func (r *recorder) toEvent(kind string, obj runtime.Object, gone bool) (objEvent
 		} else {
 			e.written = e.written.Add(time.Duration(r.clk.off.Load()))
 		}
+	case *corev1.Pod:
+		e.member = m.GetLabels()[engine.LabelMember]
+		e.running = o.Status.Phase != "" && o.Status.Phase != corev1.PodPending
 	default:
 		e.member = m.GetLabels()[engine.LabelMember]
 	}
@@ -405,25 +417,30 @@ type pvcState struct {
 
 // replay holds the pool's state as of the last event replayed.
 type replay struct {
-	holder       map[string]string          // member -> Lease holder ("" = none)
-	stamp        map[string]time.Time       // member -> Lease stamp
-	pvc          map[string]pvcState        // member -> its PVC
-	held         map[string]map[string]bool // identity -> members it holds
-	byTest       map[types.UID]bool         // Pods and PVCs the test deleted itself
-	seenDel      map[types.UID]bool
-	seenPod      map[types.UID]bool
+	holder  map[string]string          // member -> Lease holder ("" = none)
+	stamp   map[string]time.Time       // member -> Lease stamp
+	pvc     map[string]pvcState        // member -> its PVC
+	held    map[string]map[string]bool // identity -> members it holds
+	byTest  map[types.UID]bool         // Pods and PVCs the test deleted itself
+	seenDel map[types.UID]bool
+	seenPod map[types.UID]bool
+	// onDeleting: Pods created while their PVC was being deleted (a claimed
+	// start that lost the race with a release) -> member. They may never
+	// start, and must be gone by the next batch end.
+	onDeleting   map[types.UID]string
 	recent       map[string][]string // member -> its last events, for the messages
 	doubles      int                 // an identity came to hold two members
 	maxHeld      int
 	leaseChanges int
 	deletions    int
+	racePods     int // Pods created on a PVC being deleted (and removed again)
 }
 
 func newReplay() *replay {
 	return &replay{
 		holder: map[string]string{}, stamp: map[string]time.Time{}, pvc: map[string]pvcState{},
 		held: map[string]map[string]bool{}, byTest: map[types.UID]bool{}, seenDel: map[types.UID]bool{},
-		seenPod: map[types.UID]bool{}, recent: map[string][]string{},
+		seenPod: map[types.UID]bool{}, recent: map[string][]string{}, onDeleting: map[types.UID]string{},
 	}
 }
 
@@ -500,7 +517,17 @@ func (p *replay) apply(e objEvent, bad func(format string, a ...any)) {
 		if e.kind == "Pod" && !e.gone && !e.deleting && !p.seenPod[e.uid] {
 			p.seenPod[e.uid] = true
 			if c := p.pvc[m]; c.uid != "" && c.deleting && !p.byTest[c.uid] {
-				bad("rv %d: a Pod of %s was created while its PVC (uid %s) was being deleted (holder %q)%s", e.rv, m, c.uid, p.holder[m], history())
+				p.onDeleting[e.uid] = m
+				p.racePods++
+			}
+		}
+		if e.kind == "Pod" && p.onDeleting[e.uid] != "" {
+			switch {
+			case e.gone || e.deleting:
+				delete(p.onDeleting, e.uid)
+			case e.running:
+				bad("rv %d: a Pod of %s created while its PVC was being deleted started (holder %q)%s", e.rv, m, p.holder[m], history())
+				delete(p.onDeleting, e.uid)
 			}
 		}
 		if (e.gone || e.deleting) && !p.seenDel[e.uid] {
@@ -1030,6 +1057,10 @@ func (h *chaosHarness) endBatch(ctx context.Context) {
 	for _, e := range events {
 		h.replay.apply(e, h.violate)
 	}
+	for uid, m := range h.replay.onDeleting {
+		h.violate("%s: the Pod (uid %s) created while its PVC was being deleted is still there at the batch end%s", m, uid, h.historyOf(m))
+		delete(h.replay.onDeleting, uid)
+	}
 
 	v, err := h.view(ctx)
 	if err != nil {
@@ -1084,7 +1115,7 @@ func (h *chaosHarness) endBatch(ctx context.Context) {
 		case m == nil || (!m.Maintenance && (m.PVC == nil || m.PVC.UID != f.pvcUID)):
 			h.counts["failed release finished by a reconcile"]++
 			delete(h.failed, name)
-		case f.jumped > 0 && batch-f.jumped >= settleBatches:
+		case f.jumped > 0 && batch-f.jumped >= h.settle(batch):
 			var fin []string
 			if m.PVC != nil {
 				fin = m.PVC.Finalizers
@@ -1108,7 +1139,7 @@ func (h *chaosHarness) endBatch(ctx context.Context) {
 		case !x.withPVC && m.PVC != nil && m.PVC.UID != x.pvcUID:
 			h.violateLocked("%s: its Pod vanished and its data was replaced (PVC uid %s, was %s) while %q kept the claim", name, m.PVC.UID, x.pvcUID, x.identity)
 			delete(h.vanished, name)
-		case batch-x.batch >= settleBatches:
+		case batch-x.batch >= h.settle(batch):
 			h.violateLocked("%s, claimed by %q, is %s %d batches after its Pod vanished", name, x.identity, m.State, batch-x.batch)
 			delete(h.vanished, name)
 		}
@@ -1121,8 +1152,9 @@ func (h *chaosHarness) endBatch(ctx context.Context) {
 			continue
 		}
 		h.notReady[m.Name]++
-		if h.notReady[m.Name] == settleBatches {
-			h.violateLocked("%s has been %s for %d batch ends (holder %q) %s", m.Name, m.State, settleBatches, m.Holder(), m.Message)
+		if n := h.notReady[m.Name]; n >= h.settle(batch) {
+			h.violateLocked("%s has been %s for %d batch ends (holder %q) %s", m.Name, m.State, n, m.Holder(), m.Message)
+			h.notReady[m.Name] = math.MinInt32 // once
 		}
 	}
 	// The failed releases whose data is free to go get a clock past the
@@ -1191,6 +1223,15 @@ func lostVolume(msg string, notReadyBefore int) bool {
 		return notReadyBefore >= 1
 	}
 	return false
+}
+
+// settle is how many batch ends a member may take to settle at batch end
+// batch (h.mu held).
+func (h *chaosHarness) settle(batch int) int {
+	if h.outageEnd > 0 && batch >= h.outageEnd && batch-h.outageEnd < afterOutage {
+		return outageSettle
+	}
+	return settleBatches
 }
 
 // historyOf is the member's last events as the replay saw them (h.mu held).
@@ -1317,6 +1358,7 @@ func (h *chaosHarness) report(took time.Duration) {
 	h.counts["transient doubles (an identity held two members)"] = h.replay.doubles
 	h.counts["most members one identity held at once"] = h.replay.maxHeld
 	h.counts["Lease holder changes checked"] = h.replay.leaseChanges
+	h.counts["Pods created on a PVC being deleted (removed again, never started)"] = h.replay.racePods
 	h.counts["Pod and PVC deletions checked"] = h.replay.deletions
 	h.counts["watch relists after an API server restart"] = h.rec.relists
 	h.counts["batches"] = h.batch

@@ -3,28 +3,23 @@
 package kube_test
 
 import (
-	"os"
 	"testing"
 	"time"
 )
 
 // chaosOutageOps is the size of the outage run (CTPOOL_CHAOS_OPS overrides it).
-const chaosOutageOps = 240
+const chaosOutageOps = 600
 
 // The randomized run of TestIntegrationRandomizedConcurrency with the API
 // server stopped and started again in the middle of one batch, while the
 // operations, the command-line reconciles and the controller run: the
 // operations of the outage fail, the watches of the recorder resume, and
-// every invariant still holds, before, across and after the outage.
-//
-// It is not in CI yet: across the restart it still reports violations that
-// are not diagnosed (a claim seen back with its user after a release failed
-// in the outage, reconciler Leases left behind, failed releases not finished
-// once stale). Run it with make chaos-outage (CTPOOL_CHAOS_OUTAGE=1).
+// every invariant still holds, before, across and after the outage. A step
+// the outage cut may leave its reconciler Lease (as a reconciler that died
+// would): it must go stale and be finished by a reconcile. For a while after
+// the restart the plane's own controllers catch up at their own pace, so the
+// settle window is longer then (afterOutage); the run must converge at its end.
 func TestIntegrationRandomizedConcurrencyOutage(t *testing.T) {
-	if os.Getenv("CTPOOL_CHAOS_OUTAGE") == "" {
-		t.Skip("known to fail across the API server restart, not diagnosed yet: run make chaos-outage")
-	}
 	ops := chaosOps(t, chaosOutageOps)
 	runChaos(t, ops, ops/60, func(h *chaosHarness) {
 		count := func() int {
