@@ -40,6 +40,11 @@ const (
 
 	reachTimeout = 5 * time.Second
 	setupTimeout = 30 * time.Second
+	// serviceAccountTimeout bounds the wait for a new namespace's default
+	// ServiceAccount. The controller-manager creates it; right after an API
+	// server restart (the outage tests) its watches may still be in their
+	// reflectors' back-off, up to about a minute.
+	serviceAccountTimeout = 90 * time.Second
 )
 
 const startHint = "start it with `make cluster-up` (testdata/cluster/up) and, " +
@@ -201,7 +206,7 @@ func (e *Env) createNamespace(t testing.TB) string {
 			t.Errorf("kubetest: deleting namespace %s: %v", name, err)
 		}
 	})
-	e.WaitFor(t, setupTimeout, "the default ServiceAccount of namespace "+name, func() (bool, error) {
+	e.WaitFor(t, serviceAccountTimeout, "the default ServiceAccount of namespace "+name, func() (bool, error) {
 		_, err := e.Client.CoreV1().ServiceAccounts(name).Get(ctx, "default", metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return false, nil

@@ -65,6 +65,19 @@ comp_alive() {
 	[[ "${argv[0]##*/}" == bash && "${argv[3]:-}" == "supervise-$1" ]]
 }
 
+# proc_running NAME: the process in NAME.pid exists and is not a zombie. For a
+# component just started, whose pid cannot have been reused: it may not have
+# exec'd its binary yet (comp_alive would still see the forking shell).
+proc_running() {
+	local pidf="$STATE_DIR/$1.pid" pid stat
+	[[ -f "$pidf" ]] || return 1
+	pid="$(<"$pidf")"
+	[[ "$pid" =~ ^[0-9]+$ ]] || return 1
+	stat="$(cat "/proc/$pid/stat" 2>/dev/null)" || return 1
+	stat="${stat##*) }"
+	[[ -n "$stat" && "${stat%% *}" != Z ]]
+}
+
 # port_in_use PORT: true when something accepts TCP connections on 127.0.0.1:PORT.
 port_in_use() {
 	(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
