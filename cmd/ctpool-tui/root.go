@@ -25,6 +25,9 @@ type dashFlags struct {
 	theme    string
 	version  bool
 	scope    scopeFlags
+	// allContexts: every context of the kubeconfig (--context a,b,c names
+	// some of them).
+	allContexts bool
 }
 
 // scopeFlags are -A/--all-namespaces and --namespaces: the fleet view.
@@ -142,6 +145,7 @@ The namespace is -n, else the kubeconfig context's namespace, else "corral".`,
 	f.StringVar(&df.theme, "theme", "dark", "colour theme: dark, light or high-contrast (NO_COLOR disables colour)")
 	f.BoolVar(&df.version, "version", false, "print the version (as the version command does) and exit")
 	df.scope.register(f, "the pools")
+	f.BoolVar(&df.allContexts, "all-contexts", false, "with --once: the pools of every context of the kubeconfig (a CONTEXT column; --context a,b,c: of these)")
 
 	root.AddCommand(newApplyCmd(e), newReconcileCmd(e), newStatusCmd(e), newClaimCmd(e), newReleaseCmd(e), newDeleteCmd(e), newRBACCmd(e), newManifestsCmd(e))
 	root.AddCommand(newConsoleCmd(e), newVersionCmd(e))
