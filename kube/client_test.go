@@ -185,7 +185,7 @@ func TestOptionsForContext(t *testing.T) {
 	}
 	tests := []struct {
 		context, flagNS, as string
-		wantNS, wantHost   string
+		wantNS, wantHost    string
 	}{
 		{context: "other", wantNS: "team-d", wantHost: "https://127.0.0.1:6443"},
 		{context: "second", wantNS: "team-second", wantHost: "https://127.0.0.2:6443"},
