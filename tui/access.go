@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/charmbracelet/bubbles/key"
@@ -134,8 +135,13 @@ func (m *Model) refusal(kind actionKind, pool string) string {
 	caps, _ := m.capsFor(pool)
 	if c, ok := caps[kind]; ok && !c.Allowed {
 		msg := kind.String() + " is not allowed: needs " + orWord(c.Missing, "a permission")
-		if m.opts.Fleet {
-			msg += " in namespace " + m.namespaceOf(pool)
+		switch ns := m.namespaceOf(pool); {
+		case m.opts.Contexts:
+			if i := strings.LastIndexByte(ns, '/'); i >= 0 {
+				msg += " in context " + ns[:i] + ", namespace " + ns[i+1:]
+			}
+		case m.opts.Fleet:
+			msg += " in namespace " + ns
 		}
 		return msg
 	}
