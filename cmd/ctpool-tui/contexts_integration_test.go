@@ -3,16 +3,24 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"io"
 	"net"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	tea "github.com/charmbracelet/bubbletea"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/kube"
+	"github.com/ctpool-tui/ctpool-tui/themes"
 	"github.com/ctpool-tui/ctpool-tui/tui"
 )
 
@@ -146,4 +154,112 @@ func TestIntegrationContextsOnce(t *testing.T) {
 			t.Errorf("exit %d\n%s%s", code, out, errOut)
 		}
 	})
+}
+
+// The dashboard of three contexts, wired as runContextsDashboard wires it:
+// the dead one is shown unreachable while the two live ones show their
+// pools; the team's viewer identity may not force-release in its cluster
+// (marked ✗, nothing sent), and a force-release in the admin's cluster
+// lands in its namespace, as its identity.
+func TestIntegrationContextsDashboard(t *testing.T) {
+	p := newFleetPlane(t)
+	ns := p.namespaces
+	t.Setenv("KUBECONFIG", contextsKubeconfig(t, p))
+	e := &env{opts: kube.NewOptions(), stdout: io.Discard, stderr: io.Discard}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	names := []string{"admin", "team", "dead"}
+	src, err := startContexts(ctx, e, dashFlags{}, names, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := contextsOptions(src, names, scope{}, false)
+	opts.Theme, opts.Renderer = themes.Dark(), themes.NoColorRenderer(io.Discard)
+	m := tui.New(opts)
+	d := &modelDriver{m: m, out: make(chan tea.Msg, 256), done: ctx.Done()}
+	m.Update(tea.WindowSizeMsg{Width: 160, Height: 50})
+	d.run(m.Init())
+	row := func(s, kctx, namespace string) bool {
+		for _, line := range strings.Split(s, "\n") {
+			f := strings.Fields(strings.TrimLeft(line, "▸ "))
+			if len(f) > 2 && f[0] == kctx && strings.HasPrefix(namespace, strings.TrimSuffix(f[1], "…")) && f[2] == "desk" {
+				return true
+			}
+		}
+		return false
+	}
+	d.until(t, 30*time.Second, "both live clusters' pools and the dead one unreachable", func(s string) bool {
+		return strings.Contains(s, "CONTEXT") && row(s, "admin", ns[0]) && row(s, "team", ns[1]) &&
+			strings.Contains(s, "admin ● live") && strings.Contains(s, "team ● live") && strings.Contains(s, "dead ✗ unreachable")
+	})
+
+	// The team's cluster: viewer there.
+	for _, k := range []string{"/", "t", "e", "a", "m", "enter", "enter"} {
+		d.key(k)
+	}
+	d.until(t, 20*time.Second, "team's desk, force-release marked ✗", func(s string) bool {
+		return strings.Contains(s, "team/"+ns[1]+"/desk ·") && strings.Contains(s, "bob@example.com") && strings.Contains(s, "f force-release ✗")
+	})
+	d.key("f")
+	if s := d.m.View(); !strings.Contains(s, "force-release is not allowed") {
+		t.Fatalf("f in the team's cluster:\n%s", s)
+	}
+
+	// The admin's cluster.
+	for _, k := range []string{"esc", "esc", "/", "a", "d", "m", "i", "n", "enter", "enter"} {
+		if k == "esc" {
+			_, cmd := d.m.Update(tea.KeyMsg{Type: tea.KeyEsc})
+			d.run(cmd)
+			continue
+		}
+		d.key(k)
+	}
+	d.until(t, 20*time.Second, "admin's desk", func(s string) bool {
+		return strings.Contains(s, "admin/"+ns[0]+"/desk ·") && strings.Contains(s, "alice@example.com")
+	})
+	d.key("f")
+	d.until(t, 10*time.Second, "the force-release dialog", func(s string) bool { return strings.Contains(s, "alice@example.com") && strings.Contains(s, "Force") })
+	d.key("tab")
+	d.key("enter")
+	d.until(t, 3*time.Minute, "the force-release to finish", func(s string) bool {
+		return strings.Contains(s, "✓ force-release desk-1") || strings.Contains(s, "✗ force-release desk-1")
+	})
+	if s := d.m.View(); !strings.Contains(s, "✓ force-release desk-1 (alice@example.com)") {
+		t.Fatalf("the force-release failed:\n%s", s)
+	}
+	holder := func(namespace string) string {
+		l, err := p.env.Client.CoordinationV1().Leases(namespace).Get(t.Context(), engine.LeaseName(engine.MemberName("desk", 1)), metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return ""
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.Spec.HolderIdentity == nil {
+			return ""
+		}
+		return *l.Spec.HolderIdentity
+	}
+	if h := holder(ns[0]); h == "alice@example.com" {
+		t.Errorf("alice still holds %s/desk-1", ns[0])
+	}
+	if h := holder(ns[1]); h != "bob@example.com" {
+		t.Errorf("%s/desk-1 is held by %q, want bob@example.com untouched", ns[1], h)
+	}
+	evs, err := p.env.Client.CoreV1().Events(ns[0]).List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	by := ""
+	for _, ev := range evs.Items {
+		if strings.HasPrefix(ev.Message, "force-release by ") {
+			by = ev.Message
+		}
+	}
+	if want := "force-release by system:serviceaccount:" + ns[0] + ":fleet-admin"; !strings.HasPrefix(by, want) {
+		t.Errorf("the audit Event in %s says %q, want it to start %q (the admin context's identity)", ns[0], by, want)
+	}
+	if s := d.m.View(); !strings.Contains(s, "dead ✗ unreachable") || !strings.Contains(s, "team ● live") {
+		t.Errorf("the clusters' states changed:\n%s", s)
+	}
 }

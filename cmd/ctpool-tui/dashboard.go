@@ -106,14 +106,14 @@ func runDashboard(ctx context.Context, e *env, df dashFlags, stdin io.Reader) er
 	if names != nil && df.once {
 		return runOnceContexts(ctx, e, df, names)
 	}
-	if names != nil {
-		return usageErr("several contexts are shown with --once only (the dashboard reads one context)")
-	}
 	if df.once {
 		return runOnce(ctx, e, df)
 	}
 	if !isTerminal(stdin) || !isTerminal(e.stdout) {
 		return usageErr("the dashboard needs a terminal; for scripts use --once (table or -o json)")
+	}
+	if names != nil {
+		return runContextsDashboard(ctx, e, df, names, theme)
 	}
 	conn, err := e.connect(ctx, df, df.readonly)
 	if err != nil {

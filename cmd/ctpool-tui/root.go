@@ -145,7 +145,7 @@ The namespace is -n, else the kubeconfig context's namespace, else "corral".`,
 	f.StringVar(&df.theme, "theme", "dark", "colour theme: dark, light or high-contrast (NO_COLOR disables colour)")
 	f.BoolVar(&df.version, "version", false, "print the version (as the version command does) and exit")
 	df.scope.register(f, "the pools")
-	f.BoolVar(&df.allContexts, "all-contexts", false, "with --once: the pools of every context of the kubeconfig (a CONTEXT column; --context a,b,c: of these)")
+	f.BoolVar(&df.allContexts, "all-contexts", false, "the pools of every context of the kubeconfig (a CONTEXT column and each cluster's state; --context a,b,c: of these)")
 
 	root.AddCommand(newApplyCmd(e), newReconcileCmd(e), newStatusCmd(e), newClaimCmd(e), newReleaseCmd(e), newDeleteCmd(e), newRBACCmd(e), newManifestsCmd(e))
 	root.AddCommand(newConsoleCmd(e), newVersionCmd(e))
