@@ -93,6 +93,7 @@ reconciles, resizes and releases them from the keyboard.
 
   ctpool-tui -n vdi            the dashboard
   ctpool-tui -A                the pools of every namespace (--namespaces a,b,c: of these)
+  ctpool-tui --context a,b     the pools of several clusters (--all-contexts: of every context)
   ctpool-tui --readonly        a wall display that never writes to the cluster
   ctpool-tui --once [-o json]  print the state once and exit (0 ok, 3 attention, 1 unreadable, 2 usage)
   ctpool-tui --demo            the dashboard on an embedded simulated cluster (no kubeconfig needed)
