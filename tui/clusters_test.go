@@ -158,3 +158,23 @@ func TestClustersActionsAndAccessPerCluster(t *testing.T) {
 		t.Errorf("prod-eu/kiosk calls %+v, want none", got)
 	}
 }
+
+// A context name is kubeconfig text: it reaches the screen escaped, in the
+// header line and in the CONTEXT column.
+func TestClustersHostileContextName(t *testing.T) {
+	evil := "evil\x1b]0;pwned\x07\x1b[31m"
+	snaps := fleetSnapshots()[:1]
+	snaps[0].Namespace = evil + "/" + snaps[0].Namespace
+	data := &clusterData{fakeData: newFakeData(snaps), clusters: []ClusterHealth{{Context: evil, Synced: true, LastSync: t0}}}
+	m := newModel(context.Background(), Options{Fleet: true, Contexts: true, Theme: themes.Dark(),
+		Renderer: themes.NoColorRenderer(io.Discard), Now: func() time.Time { return t0 }, Data: data})
+	m.Update(tea.WindowSizeMsg{Width: 120, Height: 20})
+	m.Update(loadCmd(data, func() time.Time { return t0 })())
+	s := m.View()
+	if strings.ContainsAny(s, "\x1b\x07") {
+		t.Fatalf("an escape sequence of the context name reached the screen: %q", s)
+	}
+	if !strings.Contains(s, "clusters: evil") || !strings.Contains(s, "▸ evil    kiosk") {
+		t.Errorf("the context is not shown:\n%s", s)
+	}
+}
