@@ -262,4 +262,33 @@ func TestIntegrationContextsDashboard(t *testing.T) {
 	if s := d.m.View(); !strings.Contains(s, "dead ✗ unreachable") || !strings.Contains(s, "team ● live") {
 		t.Errorf("the clusters' states changed:\n%s", s)
 	}
+
+	// The plane's API server stops: both of its contexts turn stale with
+	// the age of their data, their pools stay on screen, the dead one stays
+	// unreachable; back, they are live again.
+	for range 2 { // back to the pools view, without the filter
+		_, cmd := d.m.Update(tea.KeyMsg{Type: tea.KeyEsc})
+		d.run(cmd)
+	}
+	d.until(t, 10*time.Second, "both pools on screen", func(s string) bool { return row(s, "admin", ns[0]) && row(s, "team", ns[1]) })
+	stopped := time.Now()
+	p.env.StopComponent(t, "kube-apiserver")
+	restarted := false
+	defer func() {
+		if !restarted {
+			p.env.StartPlane(t)
+		}
+	}()
+	d.until(t, 60*time.Second, "admin and team stale", func(s string) bool {
+		return strings.Contains(s, "admin ⚠ stale ") && strings.Contains(s, "team ⚠ stale ") &&
+			strings.Contains(s, "dead ✗ unreachable") && row(s, "admin", ns[0]) && row(s, "team", ns[1])
+	})
+	t.Logf("stale %s after the API server stopped", time.Since(stopped).Round(time.Second))
+	p.env.StartPlane(t)
+	restarted = true
+	back := time.Now()
+	d.until(t, 90*time.Second, "admin and team live again", func(s string) bool {
+		return strings.Contains(s, "admin ● live") && strings.Contains(s, "team ● live") && strings.Contains(s, "dead ✗ unreachable")
+	})
+	t.Logf("live %s after the API server was back", time.Since(back).Round(time.Second))
 }
