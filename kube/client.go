@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sort"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -163,4 +164,59 @@ func (o *Options) ContextName() string {
 		return ""
 	}
 	return raw.CurrentContext
+}
+
+// ForContext returns Options that connect through the kubeconfig context
+// name, with every other connection flag as o's (--kubeconfig, -n, --as,
+// --request-timeout, --qps, ...): one cluster of a fleet of contexts.
+func (o *Options) ForContext(name string) *Options {
+	f := genericclioptions.NewConfigFlags(true)
+	src := o.Flags
+	f.KubeConfig, f.ClusterName, f.AuthInfoName, f.Namespace = src.KubeConfig, src.ClusterName, src.AuthInfoName, src.Namespace
+	f.APIServer, f.TLSServerName, f.Insecure, f.CertFile = src.APIServer, src.TLSServerName, src.Insecure, src.CertFile
+	f.KeyFile, f.CAFile, f.BearerToken, f.Impersonate = src.KeyFile, src.CAFile, src.BearerToken, src.Impersonate
+	f.ImpersonateUID, f.ImpersonateGroup, f.Username, f.Password = src.ImpersonateUID, src.ImpersonateGroup, src.Username, src.Password
+	f.Timeout, f.DisableCompression = src.Timeout, src.DisableCompression
+	f.Context = &name
+	return &Options{Flags: f, QPS: o.QPS, Burst: o.Burst, UserAgent: o.UserAgent}
+}
+
+// Contexts returns the names of the kubeconfig's contexts, sorted.
+func (o *Options) Contexts() ([]string, error) {
+	raw, err := o.Flags.ToRawKubeConfigLoader().RawConfig()
+	if err != nil {
+		return nil, fmt.Errorf("load kubeconfig: %w", err)
+	}
+	names := make([]string, 0, len(raw.Contexts))
+	for name := range raw.Contexts {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	if len(names) == 0 {
+		return nil, errors.New("the kubeconfig has no contexts")
+	}
+	return names, nil
+}
+
+// ParseContexts splits the value of --context a,b,c: trimmed, without
+// duplicates, in the order given. A value without a comma is one context
+// (nil: the caller keeps kubectl's single-context behaviour).
+func ParseContexts(v string) ([]string, error) {
+	if !strings.Contains(v, ",") {
+		return nil, nil
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, c := range strings.Split(v, ",") {
+		c = strings.TrimSpace(c)
+		if c == "" || seen[c] {
+			continue
+		}
+		seen[c] = true
+		out = append(out, c)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("--context needs at least one context name (a,b,c)")
+	}
+	return out, nil
 }

@@ -171,3 +171,63 @@ func TestOptionsFlagsAndRESTConfig(t *testing.T) {
 		})
 	}
 }
+
+func TestOptionsForContext(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("HOME", dir)
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	t.Setenv("KUBECONFIG", writeKubeconfig(t, dir, "main", strings.Replace(kubeconfigMain, "%s", "with-ns", 1))+
+		string(os.PathListSeparator)+writeKubeconfig(t, dir, "second", kubeconfigSecond))
+	o := NewOptions()
+	names, err := o.Contexts()
+	if err != nil || strings.Join(names, ",") != "other,second,with-ns,without-ns" {
+		t.Fatalf("Contexts() = %v, %v", names, err)
+	}
+	tests := []struct {
+		context, flagNS, as string
+		wantNS, wantHost    string
+	}{
+		{context: "other", wantNS: "team-d", wantHost: "https://127.0.0.1:6443"},
+		{context: "second", wantNS: "team-second", wantHost: "https://127.0.0.2:6443"},
+		{context: "without-ns", wantNS: DefaultNamespace, wantHost: "https://127.0.0.1:6443"},
+		{context: "second", flagNS: "from-flag", as: "alice", wantNS: "from-flag", wantHost: "https://127.0.0.2:6443"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.context+"/"+tt.flagNS, func(t *testing.T) {
+			*o.Flags.Namespace, *o.Flags.Impersonate = tt.flagNS, tt.as
+			c := o.ForContext(tt.context)
+			ns, err := c.Namespace()
+			if err != nil || ns != tt.wantNS || c.ContextName() != tt.context {
+				t.Fatalf("namespace %q, %v, context %q; want %q in %s", ns, err, c.ContextName(), tt.wantNS, tt.context)
+			}
+			cfg, err := c.RESTConfig()
+			if err != nil || cfg.Host != tt.wantHost || cfg.Impersonate.UserName != tt.as || cfg.QPS != DefaultQPS {
+				t.Fatalf("RESTConfig() host %q, as %q, qps %v, %v; want %s as %q", cfg.Host, cfg.Impersonate.UserName, cfg.QPS, err, tt.wantHost, tt.as)
+			}
+		})
+	}
+	if *o.Flags.Context != "" {
+		t.Errorf("ForContext changed the original --context to %q", *o.Flags.Context)
+	}
+}
+
+func TestParseContexts(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    []string
+		wantErr bool
+	}{
+		{in: "", want: nil},
+		{in: "prod", want: nil}, // one context: kubectl's own --context
+		{in: "a,b", want: []string{"a", "b"}},
+		{in: " a , b ,a,", want: []string{"a", "b"}},
+		{in: "arn:aws:eks:eu-west-1:1:cluster/prod,lab", want: []string{"arn:aws:eks:eu-west-1:1:cluster/prod", "lab"}},
+		{in: ",", wantErr: true},
+	}
+	for _, tt := range tests {
+		got, err := ParseContexts(tt.in)
+		if (err != nil) != tt.wantErr || strings.Join(got, "|") != strings.Join(tt.want, "|") || (got == nil) != (tt.want == nil) {
+			t.Errorf("ParseContexts(%q) = %q, %v; want %q (error %v)", tt.in, got, err, tt.want, tt.wantErr)
+		}
+	}
+}

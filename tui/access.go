@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/charmbracelet/bubbles/key"
@@ -30,7 +31,10 @@ type capsMsg struct {
 }
 
 // healthMsg carries the data source's connection state, read on each tick.
-type healthMsg struct{ health health }
+type healthMsg struct {
+	health   health
+	clusters []ClusterHealth // a ClusterSource's clusters
+}
 
 // capsTimeout bounds the capabilities request.
 const capsTimeout = 15 * time.Second
@@ -50,7 +54,13 @@ func healthCmd(src DataSource) tea.Cmd {
 	if src == nil {
 		return nil
 	}
-	return func() tea.Msg { return healthMsg{health: readHealth(src)} }
+	return func() tea.Msg {
+		msg := healthMsg{health: readHealth(src)}
+		if cs, ok := src.(ClusterSource); ok {
+			msg.clusters = cs.Clusters()
+		}
+		return msg
+	}
 }
 
 func readHealth(src DataSource) health {
@@ -99,6 +109,9 @@ func (m *Model) updateSide(msg tea.Msg) tea.Cmd {
 	case healthMsg:
 		was := m.health.disconnected()
 		m.health = msg.health
+		if msg.clusters != nil {
+			m.clusters = msg.clusters
+		}
 		// Capabilities asked during an outage are asked again on recovery.
 		if was && !m.health.disconnected() && m.opts.Fleet {
 			for ns, c := range m.side.inNS {
@@ -134,8 +147,13 @@ func (m *Model) refusal(kind actionKind, pool string) string {
 	caps, _ := m.capsFor(pool)
 	if c, ok := caps[kind]; ok && !c.Allowed {
 		msg := kind.String() + " is not allowed: needs " + orWord(c.Missing, "a permission")
-		if m.opts.Fleet {
-			msg += " in namespace " + m.namespaceOf(pool)
+		switch ns := m.namespaceOf(pool); {
+		case m.opts.Contexts:
+			if i := strings.LastIndexByte(ns, '/'); i >= 0 {
+				msg += " in context " + ns[:i] + ", namespace " + ns[i+1:]
+			}
+		case m.opts.Fleet:
+			msg += " in namespace " + ns
 		}
 		return msg
 	}

@@ -102,6 +102,12 @@ type Options struct {
 	// namespace/pool, and the actions, Events, logs and console of a pool go
 	// to its own namespace (ActionsIn, AccessIn).
 	Fleet bool
+	// Contexts: the pools come from several clusters (with Fleet): a
+	// Snapshot's namespace is context/namespace, and Data may report each
+	// cluster's health (ClusterSource) for a header line of their states.
+	// The pools view gets a CONTEXT column; ActionsIn, AccessIn, Events,
+	// Logs and Console get context/namespace and route to that cluster.
+	Contexts bool
 	// ReadOnly is the wall-display mode: no action key is bound and Actions
 	// is never called.
 	ReadOnly bool

@@ -31,6 +31,8 @@ type dataMsg struct {
 	views  []engine.PoolView
 	health health
 	at     time.Time
+	// clusters: each cluster's health (a ClusterSource).
+	clusters []ClusterHealth
 }
 
 // health is the data source's connection state, read with the data.
@@ -100,7 +102,11 @@ func loadCmd(src DataSource, now func() time.Time) tea.Cmd {
 		h := health{synced: src.Synced(), lastSync: src.LastSync()}
 		h.errAt, h.err = src.LastWatchError()
 		at := now()
-		return dataMsg{views: engine.ObserveAll(src.Snapshots(), at), health: h, at: at}
+		msg := dataMsg{views: engine.ObserveAll(src.Snapshots(), at), health: h, at: at}
+		if cs, ok := src.(ClusterSource); ok {
+			msg.clusters = cs.Clusters()
+		}
+		return msg
 	}
 }
 

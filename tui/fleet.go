@@ -45,10 +45,12 @@ func findPool(views []engine.PoolView, fleet bool, key string) *engine.PoolView 
 }
 
 // splitPoolKey splits a fleet key into the namespace and the pool's name
-// (a pool name has no "/"); a key without one is a name in the dashboard's
+// at its last "/" (a pool name has none; the namespace of a fleet of
+// clusters is context/namespace, and a context name may hold "/"); a key
+// without one is a name in the dashboard's
 // namespace (ns "").
 func splitPoolKey(key string) (ns, name string) {
-	if i := strings.IndexByte(key, '/'); i >= 0 {
+	if i := strings.LastIndexByte(key, '/'); i >= 0 {
 		return key[:i], key[i+1:]
 	}
 	return "", key

@@ -43,6 +43,7 @@ type Model struct {
 	loaded     bool
 	observedAt time.Time
 	health     health
+	clusters   []ClusterHealth // a fleet of clusters: each one's health
 
 	// Coalescing: armed while a waitChangeCmd runs, pending while a rebuild
 	// is scheduled or loading, dirty when a change arrived meanwhile.
@@ -196,6 +197,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 // rows (sorting and filtering happen here, not per frame).
 func (m *Model) applyData(msg dataMsg) {
 	m.views, m.health, m.observedAt, m.loaded = msg.views, msg.health, msg.at, true
+	m.clusters = msg.clusters
 	if m.now.Before(msg.at) {
 		m.now = msg.at
 	}
@@ -220,6 +222,9 @@ func (m *Model) layout() {
 // bodyHeight is the height between the header and the two footer lines.
 func (m *Model) bodyHeight() int {
 	h := m.height - 3
+	if m.opts.Contexts {
+		h-- // the clusters' states
+	}
 	if m.showLog {
 		h -= logPaneHeight
 	}
@@ -240,7 +245,20 @@ func (m *Model) viewCtx() viewContext {
 		conn: conn, connLevel: level, dataAt: dataAt,
 		kubeContext: m.opts.Context, namespace: m.opts.Namespace, readOnly: m.opts.ReadOnly, demo: m.opts.Demo,
 		hints: m.canAct(), events: m.opts.Events != nil, fleet: m.opts.Fleet,
+		contexts: m.opts.Contexts, clusters: m.clusterStates(),
 	}
+}
+
+// clusterStates is each cluster's state at the model's time.
+func (m *Model) clusterStates() []clusterState {
+	if !m.opts.Contexts {
+		return nil
+	}
+	out := make([]clusterState, 0, len(m.clusters))
+	for _, h := range m.clusters {
+		out = append(out, h.state(m.now))
+	}
+	return out
 }
 
 // View composes the screen: the header, the current view or an overlay,
@@ -268,7 +286,11 @@ func (m *Model) View() string {
 	if m.opts.Data == nil {
 		conn, level = glyphBad+" no data source", levelError
 	}
-	lines := []string{headerLine(ctx, conn, level), fitBlock(body, m.width, ctx.height)}
+	lines := []string{headerLine(ctx, conn, level)}
+	if m.opts.Contexts {
+		lines = append(lines, clustersLine(ctx))
+	}
+	lines = append(lines, fitBlock(body, m.width, ctx.height))
 	if m.showLog {
 		pane := ctx
 		pane.height = logPaneHeight

@@ -53,13 +53,19 @@ type OnceReport struct {
 	Context       string     `json:"context,omitempty"`
 	ObservedAt    time.Time  `json:"observedAt"`
 	Pools         []OncePool `json:"pools"`
+	// Contexts is set for a report of several clusters (--context a,b,c,
+	// --all-contexts): each cluster's state; each pool then names its
+	// context and namespace.
+	Contexts []OnceContext `json:"contexts,omitempty"`
 	// Error is set when --pool names a pool that does not exist.
 	Error string `json:"error,omitempty"`
 }
 
 // OncePool is one pool of the JSON document.
 type OncePool struct {
-	// Namespace is set in a report of several namespaces.
+	// Context is set in a report of several clusters.
+	Context string `json:"context,omitempty"`
+	// Namespace is set in a report of several namespaces or clusters.
 	Namespace     string `json:"namespace,omitempty"`
 	Name          string `json:"name"`
 	Defined       bool   `json:"defined"`
@@ -212,6 +218,12 @@ func onceMember(mm *engine.Member, now time.Time) OnceMember {
 // namespaces" or "namespaces a, b".
 func (r OnceReport) where() string {
 	switch {
+	case r.Contexts != nil:
+		names := make([]string, 0, len(r.Contexts))
+		for _, c := range r.Contexts {
+			names = append(names, c.Context)
+		}
+		return "contexts " + strings.Join(names, ", ")
 	case r.AllNamespaces:
 		return "all namespaces"
 	case len(r.Namespaces) > 0:
@@ -258,14 +270,22 @@ func writeTable(w io.Writer, r OnceReport, wide bool) {
 		fmt.Fprintln(w, sanitize.Sanitize(r.Error))
 		return
 	}
+	if r.Contexts != nil {
+		writeContexts(w, r.Contexts, wide)
+		fmt.Fprintln(w)
+	}
 	if len(r.Pools) == 0 {
 		fmt.Fprintf(w, "no pools in %s\n", sanitize.Sanitize(r.where()))
 		return
 	}
-	fleet := r.AllNamespaces || len(r.Namespaces) > 0
+	fleet := r.AllNamespaces || len(r.Namespaces) > 0 || r.Contexts != nil
+	clusters := r.Contexts != nil
 	head := []string{"POOL", "BACKEND", "SIZE", "READY", "CLAIMED", "FREE", "UNSCHED", "DRIFT", "FAILED", "STATUS", "LAST RECONCILE"}
 	if fleet {
 		head = append([]string{"NAMESPACE"}, head...)
+	}
+	if clusters {
+		head = append([]string{"CONTEXT"}, head...)
 	}
 	rows := [][]string{head}
 	for _, p := range r.Pools {
@@ -278,6 +298,9 @@ func writeTable(w io.Writer, r OnceReport, wide bool) {
 		if fleet {
 			row = append([]string{p.Namespace}, row...)
 		}
+		if clusters {
+			row = append([]string{p.Context}, row...)
+		}
 		rows = append(rows, row)
 	}
 	writeRows(w, rows, wide)
@@ -285,6 +308,9 @@ func writeTable(w io.Writer, r OnceReport, wide bool) {
 		name := p.Name
 		if fleet {
 			name = p.Namespace + "/" + p.Name
+		}
+		if clusters {
+			name = p.Context + ": " + name
 		}
 		fmt.Fprintf(w, "\n%s (%s, image %s)\n", sanitize.Sanitize(name), sanitize.Sanitize(orWord(p.Backend, "no definition")), sanitize.Sanitize(orWord(p.Image, "-")))
 		for _, e := range p.Problems {

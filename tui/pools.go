@@ -85,10 +85,17 @@ const poolsChrome = 5
 
 // poolColumns are the pools table's columns; nsW > 0 (the fleet) adds a
 // NAMESPACE column first.
-func poolColumns(width, nsW, nameW int) []column {
+func poolColumns(width, nsW, nameW int) []column { return poolColumnsIn(width, 0, nsW, nameW) }
+
+// poolColumnsIn adds a CONTEXT column first when ctxW > 0 (a fleet of
+// clusters).
+func poolColumnsIn(width, ctxW, nsW, nameW int) []column {
 	var ns []column
+	if ctxW > 0 {
+		ns = append(ns, column{title: "CONTEXT", width: min(max(ctxW, 7), 20)})
+	}
 	if nsW > 0 {
-		ns = []column{{title: "NAMESPACE", width: min(max(nsW, 9), 20)}}
+		ns = append(ns, column{title: "NAMESPACE", width: min(max(nsW, 9), 20)})
 	}
 	return fitColumns(append(ns, []column{
 		{title: "POOL", width: min(max(nameW, 6), 24)},
@@ -120,14 +127,18 @@ func (p *poolsView) view(ctx viewContext) string {
 		return st.Muted.Render("  no pools in " + where +
 			" (a pool is a ConfigMap corral-vdi-ctpool-<pool> labelled " + engine.LabelPool + ")")
 	}
-	nsW, nameW := 0, 0
+	ctxW, nsW, nameW := 0, 0, 0
 	for i := range ctx.views {
 		nameW = max(nameW, sanitize.Width(ctx.views[i].Name))
 		if ctx.fleet {
-			nsW = max(nsW, sanitize.Width(ctx.views[i].Namespace), 1)
+			kctx, ns := ctx.splitNamespace(ctx.views[i].Namespace)
+			nsW = max(nsW, sanitize.Width(ns), 1)
+			if ctx.contexts {
+				ctxW = max(ctxW, sanitize.Width(kctx), 1)
+			}
 		}
 	}
-	cols := poolColumns(ctx.width, nsW, nameW)
+	cols := poolColumnsIn(ctx.width, ctxW, nsW, nameW)
 	var b strings.Builder
 	b.WriteString("  " + st.ColumnHeader.Render(headerCells(cols)))
 	end := min(p.offset+p.height, len(p.rows))
@@ -155,8 +166,9 @@ func poolRow(ctx viewContext, cols []column, v *engine.PoolView, selected bool) 
 	if st.Exhausted {
 		free += " " + glyphWarn
 	}
+	kctx, ns := ctx.splitNamespace(v.Namespace)
 	vals := map[string]string{
-		"NAMESPACE": v.Namespace, "POOL": v.Name, "BACKEND": v.Spec.BackendName(), "IMAGE": v.Spec.Image,
+		"CONTEXT": kctx, "NAMESPACE": ns, "POOL": v.Name, "BACKEND": v.Spec.BackendName(), "IMAGE": v.Spec.Image,
 		"SIZE": fmt.Sprint(v.Spec.Size), "READY": fmt.Sprint(st.Ready), "CLAIMED": fmt.Sprint(st.Claimed),
 		"FREE": free, "UNSCHED": fmt.Sprint(st.Unschedulable), "DRIFT": fmt.Sprint(st.Drifted),
 		"FAILED": fmt.Sprint(st.Failed), "LAST RECONCILE": lastReconcile(v, ctx.now),

@@ -40,6 +40,10 @@ type viewContext struct {
 	readOnly, demo         bool
 	// fleet: pools of several namespaces, each named namespace/pool (key).
 	fleet bool
+	// contexts: pools of several clusters, whose namespace is
+	// context/namespace; clusters is each one's state for the header.
+	contexts bool
+	clusters []clusterState
 	// hints: actions can run, so explanations name the keys that act.
 	hints bool
 	// events: an EventSource is wired, so Events can be shown.

@@ -99,11 +99,21 @@ func runDashboard(ctx context.Context, e *env, df dashFlags, stdin io.Reader) er
 	if _, err := df.scope.resolve(e); err != nil {
 		return err
 	}
+	names, err := df.contexts(e)
+	if err != nil {
+		return err
+	}
+	if names != nil && df.once {
+		return runOnceContexts(ctx, e, df, names)
+	}
 	if df.once {
 		return runOnce(ctx, e, df)
 	}
 	if !isTerminal(stdin) || !isTerminal(e.stdout) {
 		return usageErr("the dashboard needs a terminal; for scripts use --once (table or -o json)")
+	}
+	if names != nil {
+		return runContextsDashboard(ctx, e, df, names, theme)
 	}
 	conn, err := e.connect(ctx, df, df.readonly)
 	if err != nil {
@@ -303,12 +313,7 @@ func runOnce(ctx context.Context, e *env, df dashFlags) error {
 	if err != nil {
 		return opErr(err)
 	}
-	timeout := 10 * time.Second
-	if e.opts.Flags.Timeout != nil {
-		if d, err := time.ParseDuration(*e.opts.Flags.Timeout); err == nil && d > 0 {
-			timeout = d
-		}
-	}
+	timeout := onceTimeout(e)
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if conn.demo {

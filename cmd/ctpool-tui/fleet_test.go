@@ -35,6 +35,10 @@ func TestScopeFlags(t *testing.T) {
 		{"--namespaces not names", []string{"--once", "--namespaces", "a,B_b"}, exitUsage, `"B_b" is not a namespace name`},
 		{"--namespaces empty", []string{"--once", "--namespaces", ","}, exitUsage, "at least one namespace"},
 		{"status -A with -n", []string{"status", "desk", "-A", "-n", "vdi"}, exitUsage, "leave out -n"},
+		{"--all-contexts with --context", []string{"--once", "--all-contexts", "--context", "a"}, exitUsage, "--all-contexts reads every context; leave out --context"},
+		{"--context list with --demo", []string{"--once", "--demo", "--context", "a,b"}, exitUsage, "--demo is one simulated cluster"},
+		{"--all-contexts with --demo", []string{"--once", "--demo", "--all-contexts"}, exitUsage, "--demo is one simulated cluster"},
+		{"--context list empty", []string{"--once", "--context", ",,"}, exitUsage, "at least one context name"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, _, stderr := runCmd(t, tc.args...)

@@ -25,6 +25,9 @@ type dashFlags struct {
 	theme    string
 	version  bool
 	scope    scopeFlags
+	// allContexts: every context of the kubeconfig (--context a,b,c names
+	// some of them).
+	allContexts bool
 }
 
 // scopeFlags are -A/--all-namespaces and --namespaces: the fleet view.
@@ -90,6 +93,7 @@ reconciles, resizes and releases them from the keyboard.
 
   ctpool-tui -n vdi            the dashboard
   ctpool-tui -A                the pools of every namespace (--namespaces a,b,c: of these)
+  ctpool-tui --context a,b     the pools of several clusters (--all-contexts: of every context)
   ctpool-tui --readonly        a wall display that never writes to the cluster
   ctpool-tui --once [-o json]  print the state once and exit (0 ok, 3 attention, 1 unreadable, 2 usage)
   ctpool-tui --demo            the dashboard on an embedded simulated cluster (no kubeconfig needed)
@@ -142,6 +146,7 @@ The namespace is -n, else the kubeconfig context's namespace, else "corral".`,
 	f.StringVar(&df.theme, "theme", "dark", "colour theme: dark, light or high-contrast (NO_COLOR disables colour)")
 	f.BoolVar(&df.version, "version", false, "print the version (as the version command does) and exit")
 	df.scope.register(f, "the pools")
+	f.BoolVar(&df.allContexts, "all-contexts", false, "the pools of every context of the kubeconfig (a CONTEXT column and each cluster's state; --context a,b,c: of these)")
 
 	root.AddCommand(newApplyCmd(e), newReconcileCmd(e), newStatusCmd(e), newClaimCmd(e), newReleaseCmd(e), newDeleteCmd(e), newRBACCmd(e), newManifestsCmd(e))
 	root.AddCommand(newConsoleCmd(e), newVersionCmd(e))
