@@ -174,6 +174,16 @@ func (w *Watcher) Start(ctx context.Context) error {
 		s.Start(ctx)
 	}
 	go Probe(ctx, w.client, w.probeEvery, w.probed)
+	// The end of the first sync is a change for the reader: a dashboard
+	// shows nothing before it, and an empty namespace sends no event.
+	go func() {
+		if w.WaitForSync(ctx) {
+			select {
+			case w.changed <- struct{}{}:
+			default:
+			}
+		}
+	}()
 	return nil
 }
 

@@ -31,6 +31,10 @@ type dataMsg struct {
 	views  []engine.PoolView
 	health health
 	at     time.Time
+	// unsynced: the caches had not all synced, so nothing was observed (a
+	// pool whose Pods are listed but not yet its PVCs would look failed and
+	// exhausted).
+	unsynced bool
 }
 
 // health is the data source's connection state, read with the data.
@@ -65,9 +69,12 @@ func waitChangeCmd(ch <-chan struct{}, done <-chan struct{}, gen int) tea.Cmd {
 	}
 }
 
-// load reads the current data source, tagged with its generation.
+// load reads the current data source, tagged with its generation. Until
+// every cache has synced it observes nothing, so that no alarm is raised on
+// a partial picture; past the sync deadline (the header then says the sync
+// failed) it shows what there is.
 func (m *Model) load() tea.Cmd {
-	read := loadCmd(m.opts.Data, m.opts.Now)
+	read := readCmd(m.opts.Data, m.opts.Now, m.now.Sub(m.started) > syncDeadline)
 	if read == nil {
 		return nil
 	}
@@ -92,7 +99,11 @@ func coalesceCmd() tea.Cmd {
 }
 
 // loadCmd reads every pool from the data source and observes it.
-func loadCmd(src DataSource, now func() time.Time) tea.Cmd {
+func loadCmd(src DataSource, now func() time.Time) tea.Cmd { return readCmd(src, now, true) }
+
+// readCmd reads every pool from the data source and observes it; unless
+// partial, only once every cache has synced.
+func readCmd(src DataSource, now func() time.Time, partial bool) tea.Cmd {
 	if src == nil {
 		return nil
 	}
@@ -100,6 +111,9 @@ func loadCmd(src DataSource, now func() time.Time) tea.Cmd {
 		h := health{synced: src.Synced(), lastSync: src.LastSync()}
 		h.errAt, h.err = src.LastWatchError()
 		at := now()
+		if !h.synced && !partial {
+			return dataMsg{health: h, at: at, unsynced: true}
+		}
 		return dataMsg{views: engine.ObserveAll(src.Snapshots(), at), health: h, at: at}
 	}
 }

@@ -195,6 +195,14 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 // applyData takes a new set of observed pools and re-derives every view's
 // rows (sorting and filtering happen here, not per frame).
 func (m *Model) applyData(msg dataMsg) {
+	if msg.unsynced {
+		// Nothing observed yet: the screen stays neutral ("syncing…").
+		m.health = msg.health
+		if m.now.Before(msg.at) {
+			m.now = msg.at
+		}
+		return
+	}
 	m.views, m.health, m.observedAt, m.loaded = msg.views, msg.health, msg.at, true
 	if m.now.Before(msg.at) {
 		m.now = msg.at
