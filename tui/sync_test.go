@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"errors"
 	"io"
 	"strings"
 	"testing"
@@ -106,4 +107,43 @@ func newUnsynced(snaps []engine.Snapshot) *fakeData {
 	d := newFakeData(snaps)
 	d.synced, d.lastSync = false, time.Time{}
 	return d
+}
+
+// TestActionKeysPendingUntilCapabilities: the first screen does not wait
+// for the permissions; until they arrive the action keys show as pending,
+// then as allowed or not (after an error, as unknown: available).
+func TestActionKeysPendingUntilCapabilities(t *testing.T) {
+	tests := []struct {
+		name    string
+		answer  *capsMsg // nil: not answered yet
+		pending bool
+	}{
+		{name: "not answered", pending: true},
+		{name: "answered", answer: &capsMsg{caps: operatorCaps}},
+		{name: "refused", answer: &capsMsg{err: errors.New("the server is unavailable")}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := newModel(context.Background(), Options{
+				Context: "prod-eu", Namespace: ns, Theme: themes.Dark(),
+				Renderer: themes.NoColorRenderer(io.Discard), Now: func() time.Time { return t0 },
+				Data: newFakeData(demoCluster().snapshots()), Actions: &fakeActions{}, Access: &fakeAccess{},
+			})
+			m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
+			m.Update(m.load()())
+			if tt.answer != nil {
+				m.Update(*tt.answer)
+			}
+			if !m.loaded {
+				t.Fatal("the pools are not shown before the permissions")
+			}
+			if got := strings.Contains(helpLine(m), glyphSyncing); got != tt.pending {
+				t.Errorf("help line %q: pending shown = %v, want %v", helpLine(m), got, tt.pending)
+			}
+			m.Update(keyMsg("?"))
+			if got := strings.Contains(m.View(), "permissions pending"); got != tt.pending {
+				t.Errorf("help overlay: pending shown = %v, want %v", got, tt.pending)
+			}
+		})
+	}
 }
