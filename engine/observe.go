@@ -189,7 +189,10 @@ func Observe(snap Snapshot, now time.Time) PoolView {
 	}
 	for _, p := range snap.Pods {
 		if p != nil {
-			get(memberNameOf(p.Labels, p.Name)).Pod = p
+			// The source label is read now, while the Pod's labels are
+			// in the CPU's cache (a large pool's Pods are not, later).
+			m := get(memberNameOf(p.Labels, p.Name))
+			m.Pod, m.Source = p, p.Labels[LabelSource]
 		}
 	}
 	for _, c := range snap.PVCs {
@@ -223,7 +226,7 @@ func Observe(snap Snapshot, now time.Time) PoolView {
 			}
 			name = MemberName(snap.Pool, n)
 		}
-		ob.member(&slots[w], name, n, true, o.Pod, o.PVC, o.Lease)
+		ob.member(&slots[w], name, n, true, o.Pod, o.Source, o.PVC, o.Lease)
 		w++
 	}
 	clear(slots[w:])
@@ -238,7 +241,7 @@ func Observe(snap Snapshot, now time.Time) PoolView {
 			o := odd[name]
 			idx, ok := MemberIndex(snap.Pool, name)
 			v.Members = append(v.Members, Member{})
-			ob.member(&v.Members[len(v.Members)-1], name, idx, ok, o.Pod, o.PVC, o.Lease)
+			ob.member(&v.Members[len(v.Members)-1], name, idx, ok, o.Pod, o.Source, o.PVC, o.Lease)
 		}
 	}
 
@@ -294,8 +297,8 @@ type observer struct {
 }
 
 // member observes one member into m (overwritten whole); idx and ok are the
-// name's MemberIndex.
-func (ob *observer) member(m *Member, name string, idx int, ok bool, pod *corev1.Pod, pvc *corev1.PersistentVolumeClaim, lease *coordinationv1.Lease) {
+// name's MemberIndex, podSource the Pod's source label.
+func (ob *observer) member(m *Member, name string, idx int, ok bool, pod *corev1.Pod, podSource string, pvc *corev1.PersistentVolumeClaim, lease *coordinationv1.Lease) {
 	pool, size, source, now := ob.pool, ob.size, ob.source, ob.now
 	o := memberObjects{pod: pod, pvc: pvc, lease: lease}
 	*m = Member{Name: name, Pool: pool, Pod: pod, PVC: pvc, Lease: lease}
@@ -308,7 +311,7 @@ func (ob *observer) member(m *Member, name string, idx int, ok bool, pod *corev1
 
 	switch {
 	case o.pod != nil:
-		m.Source = o.pod.Labels[LabelSource]
+		m.Source = podSource
 		m.Node = o.pod.Spec.NodeName
 		m.Created = o.pod.CreationTimestamp.Time
 	case o.pvc != nil:
