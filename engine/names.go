@@ -82,8 +82,12 @@ func LeaseName(member string) string { return leaseNamePrefix + member }
 // MemberIndex parses the index n of a member name <pool>-<n>. It returns false
 // when the name does not belong to the pool or n is not a positive integer.
 func MemberIndex(pool, member string) (int, bool) {
-	rest, ok := strings.CutPrefix(member, pool+"-")
-	if !ok || rest == "" || rest[0] < '1' || rest[0] > '9' {
+	// No pool+"-" is built: this runs for every object of every rebuild.
+	if len(member) <= len(pool) || member[len(pool)] != '-' || member[:len(pool)] != pool {
+		return 0, false
+	}
+	rest := member[len(pool)+1:]
+	if rest == "" || rest[0] < '1' || rest[0] > '9' {
 		return 0, false
 	}
 	n, err := strconv.Atoi(rest)

@@ -132,13 +132,6 @@ func (v *PoolView) Member(name string) *Member {
 	return nil
 }
 
-type memberObjects struct {
-	name  string
-	pod   *corev1.Pod
-	pvc   *corev1.PersistentVolumeClaim
-	lease *coordinationv1.Lease
-}
-
 // Observe derives each member's state and markers and the pool status from a
 // snapshot. It is pure and linear in the number of objects.
 func Observe(snap Snapshot, now time.Time) PoolView {
@@ -168,30 +161,38 @@ func Observe(snap Snapshot, now time.Time) PoolView {
 	}
 
 	// Members whose names fit <pool>-<n> go into a slice by index (dense and
-	// cache-friendly); the rest into a map by name.
+	// cache-friendly); the rest into a map by name. The slice is the result:
+	// each member is observed in place and moved down one slot (slot 0 is
+	// never a member), so no member is built twice.
 	limit := 4*(size+len(snap.Pods)+len(snap.PVCs)) + 64
-	slots := make([]memberObjects, size+1, max(size+1, len(snap.Pods)+1))
-	odd := map[string]*memberObjects{}
-	get := func(name string) *memberObjects {
+	slots := make([]Member, size+1, max(size+1, len(snap.Pods)+1))
+	var odd map[string]*Member
+	get := func(name string) *Member {
 		if n, ok := MemberIndex(snap.Pool, name); ok && n <= limit {
 			for n >= len(slots) {
-				slots = append(slots, memberObjects{})
+				slots = append(slots, Member{})
 			}
-			if slots[n].name == "" {
-				slots[n].name = name
+			if slots[n].Name == "" {
+				slots[n].Name = name
 			}
 			return &slots[n]
 		}
 		o := odd[name]
 		if o == nil {
-			o = &memberObjects{name: name}
+			if odd == nil {
+				odd = map[string]*Member{}
+			}
+			o = &Member{Name: name}
 			odd[name] = o
 		}
 		return o
 	}
 	for _, p := range snap.Pods {
 		if p != nil {
-			get(memberNameOf(p.Labels, p.Name)).pod = p
+			// The source label is read now, while the Pod's labels are
+			// in the CPU's cache (a large pool's Pods are not, later).
+			m := get(memberNameOf(p.Labels, p.Name))
+			m.Pod, m.Source = p, p.Labels[LabelSource]
 		}
 	}
 	for _, c := range snap.PVCs {
@@ -202,28 +203,34 @@ func Observe(snap Snapshot, now time.Time) PoolView {
 		if !ok {
 			name = c.Name
 		}
-		get(memberNameOf(c.Labels, name)).pvc = c
+		get(memberNameOf(c.Labels, name)).PVC = c
 	}
 	for _, l := range snap.Leases {
 		if l == nil {
 			continue
 		}
 		if name, ok := MemberFromLeaseName(l.Name); ok {
-			get(name).lease = l
+			get(name).Lease = l
 		}
 	}
 
-	v.Members = make([]Member, 0, len(slots)+len(odd))
+	// The claims of all members share one allocation.
+	ob := observer{pool: snap.Pool, size: size, source: v.Source, now: now, claims: make([]Claim, 0, len(snap.Leases))}
+	w := 0
 	for n := 1; n < len(slots); n++ {
 		o := &slots[n]
-		if o.name == "" {
+		name := o.Name
+		if name == "" {
 			if n > size {
 				continue
 			}
-			o.name = MemberName(snap.Pool, n)
+			name = MemberName(snap.Pool, n)
 		}
-		v.Members = append(v.Members, observeMember(snap.Pool, o.name, o, size, v.Source, now))
+		ob.member(&slots[w], name, n, true, o.Pod, o.Source, o.PVC, o.Lease)
+		w++
 	}
+	clear(slots[w:])
+	v.Members = slots[:w]
 	if len(odd) > 0 {
 		names := make([]string, 0, len(odd))
 		for name := range odd {
@@ -231,7 +238,10 @@ func Observe(snap Snapshot, now time.Time) PoolView {
 		}
 		sort.Strings(names)
 		for _, name := range names {
-			v.Members = append(v.Members, observeMember(snap.Pool, name, odd[name], size, v.Source, now))
+			o := odd[name]
+			idx, ok := MemberIndex(snap.Pool, name)
+			v.Members = append(v.Members, Member{})
+			ob.member(&v.Members[len(v.Members)-1], name, idx, ok, o.Pod, o.Source, o.PVC, o.Lease)
 		}
 	}
 
@@ -277,9 +287,21 @@ func memberNameOf(labels map[string]string, fallback string) string {
 	return fallback
 }
 
-func observeMember(pool, name string, o *memberObjects, size int, source string, now time.Time) Member {
-	m := Member{Name: name, Pool: pool, Pod: o.pod, PVC: o.pvc, Lease: o.lease}
-	idx, ok := MemberIndex(pool, name)
+// observer holds what every member of one Observe shares.
+type observer struct {
+	pool   string
+	size   int
+	source string
+	now    time.Time
+	claims []Claim // backing store of the members' Claims
+}
+
+// member observes one member into m (overwritten whole); idx and ok are the
+// name's MemberIndex, podSource the Pod's source label.
+func (ob *observer) member(m *Member, name string, idx int, ok bool, pod *corev1.Pod, podSource string, pvc *corev1.PersistentVolumeClaim, lease *coordinationv1.Lease) {
+	pool, size, source, now := ob.pool, ob.size, ob.source, ob.now
+	o := memberObjects{pod: pod, pvc: pvc, lease: lease}
+	*m = Member{Name: name, Pool: pool, Pod: pod, PVC: pvc, Lease: lease}
 	if ok {
 		m.Index = idx
 	} else {
@@ -289,7 +311,7 @@ func observeMember(pool, name string, o *memberObjects, size int, source string,
 
 	switch {
 	case o.pod != nil:
-		m.Source = o.pod.Labels[LabelSource]
+		m.Source = podSource
 		m.Node = o.pod.Spec.NodeName
 		m.Created = o.pod.CreationTimestamp.Time
 	case o.pvc != nil:
@@ -318,7 +340,8 @@ func observeMember(pool, name string, o *memberObjects, size int, source string,
 
 	if o.lease != nil {
 		c, problems := interpretLease(o.lease, now)
-		m.Claim = &c
+		ob.claims = append(ob.claims, c)
+		m.Claim = &ob.claims[len(ob.claims)-1]
 		m.Problems = append(m.Problems, problems...)
 		if c.Reconciler || c.Holder == "" {
 			m.Maintenance = true
@@ -333,7 +356,13 @@ func observeMember(pool, name string, o *memberObjects, size int, source string,
 	}
 	m.Free = ok && o.lease == nil && !m.AboveSize && source != "" && !m.Drift &&
 		(m.State == StateReady || m.State == StateStarting || m.State == StateStopped)
-	return m
+}
+
+// memberObjects are one member's objects.
+type memberObjects struct {
+	pod   *corev1.Pod
+	pvc   *corev1.PersistentVolumeClaim
+	lease *coordinationv1.Lease
 }
 
 // memberState applies the decision table.

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
@@ -54,4 +55,31 @@ func BenchmarkObserve(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/member")
 		})
 	}
+}
+
+// BenchmarkObserveRetained reports the heap a pool's view holds once
+// observed (what the dashboard keeps between rebuilds), per member: the
+// heap after a forced GC with the view alive, less the heap before.
+func BenchmarkObserveRetained(b *testing.B) {
+	for _, n := range []int{100, 10000} {
+		snap, now := benchSnapshot(n)
+		b.Run(fmt.Sprintf("members=%d", n), func(b *testing.B) {
+			var total float64
+			for b.Loop() {
+				before := heapAlloc()
+				v := Observe(snap, now)
+				after := heapAlloc()
+				runtime.KeepAlive(v)
+				total += float64(after) - float64(before)
+			}
+			b.ReportMetric(total/float64(b.N)/float64(n), "retained-B/member")
+		})
+	}
+}
+
+func heapAlloc() uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
 }

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	coordinationlisters "k8s.io/client-go/listers/coordination/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -136,7 +137,7 @@ func NewFleetWatcher(client kubernetes.Interface, namespaces []string, opts ...W
 // newInformers builds the informers of one namespace (NamespaceAll: every
 // namespace) with the Watcher's handler and watch-error hook.
 func (w *Watcher) newInformers(namespace string) *PoolInformers {
-	return NewPoolInformers(w.client, namespace, cache.FilteringResourceEventHandler{
+	return NewPoolInformers(listThenWatch{w.client}, namespace, cache.FilteringResourceEventHandler{
 		FilterFunc: w.selected,
 		Handler: cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(any) { w.signal() },
@@ -145,6 +146,16 @@ func (w *Watcher) newInformers(namespace string) *PoolInformers {
 		},
 	}, w.onWatchError)
 }
+
+// listThenWatch is a client whose informers list (in pages) and then
+// watch, rather than stream the initial objects in a watch (client-go's
+// WatchListClient): on the API server of the local plane a streamed
+// initial list of 1,000 members took two to three times as long as the
+// LISTs that --once sends, and the dashboard's first screen waits on it.
+type listThenWatch struct{ kubernetes.Interface }
+
+// IsWatchListSemanticsUnSupported tells client-go's reflectors to list.
+func (listThenWatch) IsWatchListSemanticsUnSupported() bool { return true }
 
 // sets are the Watcher's informer sets.
 func (w *Watcher) sets() []*PoolInformers {
@@ -174,6 +185,19 @@ func (w *Watcher) Start(ctx context.Context) error {
 		s.Start(ctx)
 	}
 	go Probe(ctx, w.client, w.probeEvery, w.probed)
+	// The end of the first sync is a change for the reader: a dashboard
+	// shows nothing before it, and an empty namespace sends no event.
+	// client-go's WaitForCacheSync looks every 100ms; the first screen
+	// waits on this, so look every 10ms (a few locked reads).
+	go func() {
+		err := wait.PollUntilContextCancel(ctx, 10*time.Millisecond, true, func(context.Context) (bool, error) { return w.Synced(), nil })
+		if err == nil {
+			select {
+			case w.changed <- struct{}{}:
+			default:
+			}
+		}
+	}()
 	return nil
 }
 

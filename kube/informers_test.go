@@ -277,3 +277,23 @@ func TestSnapshotBeforeSyncFails(t *testing.T) {
 		t.Error("Synced before Start")
 	}
 }
+
+// TestWatcherSignalsFirstSync: the end of the first sync signals the reader,
+// even in a namespace without a pool, where no object sends an event.
+func TestWatcherSignalsFirstSync(t *testing.T) {
+	w := NewWatcher(fake.NewClientset(), ns, WithClock(func() time.Time { return t0 }))
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-w.Changed():
+	case <-time.After(10 * time.Second):
+		t.Fatal("no change signal within 10s of the start")
+	}
+	poll(t, "the sync the signal announced", w.Synced)
+	if e, _ := w.Stats(); e != 0 {
+		t.Errorf("events = %d in an empty namespace", e)
+	}
+}

@@ -185,13 +185,30 @@ func (k *keyMap) actionBindings() []struct {
 	}
 }
 
+// capsPending reports whether what the user may do on the pool with this
+// key is still being asked: its action keys then show as pending.
+func (m *Model) capsPending(pool string) bool {
+	if m.opts.ReadOnly {
+		return false
+	}
+	if !m.opts.Fleet {
+		return m.opts.Access != nil && m.side.caps == nil && m.side.capsErr == nil
+	}
+	c := m.side.inNS[m.namespaceOf(pool)]
+	return c != nil && c.caps == nil && c.err == nil
+}
+
 // shownKeys is the keymap as the help shows it: an unavailable action's
-// description ends in "✗" (unknown capabilities show as available).
+// description ends in "✗", and while the permissions are asked in "◌"
+// (an error leaves them unknown: shown as available).
 func (m *Model) shownKeys() keyMap {
 	k := m.keys
+	pending := m.capsPending(m.currentPool())
 	for _, ab := range k.actionBindings() {
 		if _, no := m.missing(ab.kind); no || (m.health.disconnected() && ab.b.Enabled()) {
 			ab.b.SetHelp(ab.b.Help().Key, ab.b.Help().Desc+" "+glyphBad)
+		} else if pending && ab.b.Enabled() {
+			ab.b.SetHelp(ab.b.Help().Key, ab.b.Help().Desc+" "+glyphSyncing)
 		}
 	}
 	m.markMemberTools(&k)
@@ -213,6 +230,8 @@ func (m *Model) unavailableLines() []string {
 	}
 	if _, err := m.capsFor(m.currentPool()); err != nil {
 		out = append(out, m.st.Warn.Render(glyphWarn+" permissions unknown: "+clean(err.Error())))
+	} else if m.capsPending(m.currentPool()) {
+		out = append(out, m.st.Muted.Render(glyphSyncing+" permissions pending: the API server is asked what you may do"))
 	}
 	return out
 }

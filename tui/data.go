@@ -33,6 +33,10 @@ type dataMsg struct {
 	at     time.Time
 	// clusters: each cluster's health (a ClusterSource).
 	clusters []ClusterHealth
+	// unsynced: the caches had not all synced, so nothing was observed (a
+	// pool whose Pods are listed but not yet its PVCs would look failed and
+	// exhausted).
+	unsynced bool
 }
 
 // health is the data source's connection state, read with the data.
@@ -67,9 +71,12 @@ func waitChangeCmd(ch <-chan struct{}, done <-chan struct{}, gen int) tea.Cmd {
 	}
 }
 
-// load reads the current data source, tagged with its generation.
+// load reads the current data source, tagged with its generation. Until
+// every cache has synced it observes nothing, so that no alarm is raised on
+// a partial picture; past the sync deadline (the header then says the sync
+// failed) it shows what there is.
 func (m *Model) load() tea.Cmd {
-	read := loadCmd(m.opts.Data, m.opts.Now)
+	read := readCmd(m.opts.Data, m.opts.Now, m.now.Sub(m.started) > syncDeadline)
 	if read == nil {
 		return nil
 	}
@@ -94,7 +101,11 @@ func coalesceCmd() tea.Cmd {
 }
 
 // loadCmd reads every pool from the data source and observes it.
-func loadCmd(src DataSource, now func() time.Time) tea.Cmd {
+func loadCmd(src DataSource, now func() time.Time) tea.Cmd { return readCmd(src, now, true) }
+
+// readCmd reads every pool from the data source and observes it; unless
+// partial, only once every cache has synced.
+func readCmd(src DataSource, now func() time.Time, partial bool) tea.Cmd {
 	if src == nil {
 		return nil
 	}
@@ -102,10 +113,15 @@ func loadCmd(src DataSource, now func() time.Time) tea.Cmd {
 		h := health{synced: src.Synced(), lastSync: src.LastSync()}
 		h.errAt, h.err = src.LastWatchError()
 		at := now()
-		msg := dataMsg{views: engine.ObserveAll(src.Snapshots(), at), health: h, at: at}
+		msg := dataMsg{health: h, at: at}
 		if cs, ok := src.(ClusterSource); ok {
 			msg.clusters = cs.Clusters()
 		}
+		if !h.synced && !partial {
+			msg.unsynced = true
+			return msg
+		}
+		msg.views = engine.ObserveAll(src.Snapshots(), at)
 		return msg
 	}
 }

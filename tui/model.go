@@ -138,14 +138,15 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return m, nil
 		}
 		m.pending = true
+		if !m.loaded {
+			// Before the first screen a read costs no Observe (nothing
+			// is observed until every cache has synced) and the signal
+			// may be the end of the sync: read at once.
+			return m, m.rebuild()
+		}
 		return m, coalesceCmd()
 	case rebuildMsg:
-		cmds := []tea.Cmd{m.load()}
-		if !m.armed && m.opts.Data != nil {
-			m.armed = true
-			cmds = append(cmds, m.waitChange())
-		}
-		return m, tea.Batch(cmds...)
+		return m, m.rebuild()
 	case scopeMsg:
 		return m, m.applyScope(msg)
 	case dataMsg:
@@ -158,6 +159,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if m.dirty || !m.armed {
 			m.dirty = false
 			m.pending = true
+			if !m.loaded {
+				return m, tea.Batch(m.rebuild(), events) // see changedMsg
+			}
 			return m, tea.Batch(coalesceCmd(), events)
 		}
 		return m, events
@@ -193,9 +197,27 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	return m, nil
 }
 
+// rebuild reads the data source and re-arms the change watch.
+func (m *Model) rebuild() tea.Cmd {
+	cmds := []tea.Cmd{m.load()}
+	if !m.armed && m.opts.Data != nil {
+		m.armed = true
+		cmds = append(cmds, m.waitChange())
+	}
+	return tea.Batch(cmds...)
+}
+
 // applyData takes a new set of observed pools and re-derives every view's
 // rows (sorting and filtering happen here, not per frame).
 func (m *Model) applyData(msg dataMsg) {
+	if msg.unsynced {
+		// Nothing observed yet: the screen stays neutral ("syncing…").
+		m.health = msg.health
+		if m.now.Before(msg.at) {
+			m.now = msg.at
+		}
+		return
+	}
 	m.views, m.health, m.observedAt, m.loaded = msg.views, msg.health, msg.at, true
 	m.clusters = msg.clusters
 	if m.now.Before(msg.at) {
