@@ -25,22 +25,26 @@ func (e *Engine) createMember(ctx context.Context, ns, pool string, n int, spec 
 
 // destroyMember deletes the member's PVC, Pod and console Service and waits
 // until they are gone. The PVC goes first, with the UID seen (a member rebuilt
-// meanwhile is not touched), then whatever Pod the member has: a claimed
-// member's start that checked the claim before the caller took the Lease may
-// have created one since the member was read, and it would keep the PVC from
-// going (the Lease holder may delete it; see startClaimed). Without a PVC the
-// Pod seen is deleted by its UID.
+// meanwhile is not touched), then the Pod seen, by its UID. When no Pod was
+// seen, whatever Pod the member has now goes: a claimed member's start that
+// checked the claim before the caller took the Lease may have created one
+// since the member was read, and it would keep the PVC from going (the Lease
+// holder may delete it; see startClaimed).
 func (e *Engine) destroyMember(ctx context.Context, m *Member) error {
-	switch {
-	case m.PVC != nil:
+	if m.PVC != nil {
 		if err := e.Cluster.DeletePVC(ctx, m.PVC.Name, m.PVC.UID); err != nil && !errors.Is(err, ErrConflict) {
 			return fmt.Errorf("delete PVC: %w", err)
 		}
-		if err := e.Cluster.DeletePod(ctx, m.Name, ""); err != nil {
+	}
+	switch {
+	case m.Pod != nil:
+		// A start cannot create another Pod while this one exists, and once
+		// it is gone the PVC is being deleted, which the start checks.
+		if err := e.Cluster.DeletePod(ctx, m.Pod.Name, m.Pod.UID); err != nil && !errors.Is(err, ErrConflict) {
 			return fmt.Errorf("delete Pod: %w", err)
 		}
-	case m.Pod != nil:
-		if err := e.Cluster.DeletePod(ctx, m.Pod.Name, m.Pod.UID); err != nil && !errors.Is(err, ErrConflict) {
+	case m.PVC != nil:
+		if err := e.Cluster.DeletePod(ctx, m.Name, ""); err != nil {
 			return fmt.Errorf("delete Pod: %w", err)
 		}
 	}
