@@ -64,6 +64,9 @@ type Writer interface {
 	// it succeeds when the Lease is already gone.
 	DeleteLease(ctx context.Context, name, rv string) error
 
+	// GetPod reads one Pod fresh from the API server (ErrNotFound when
+	// there is none), also when Snapshot reads a cache.
+	GetPod(ctx context.Context, name string) (*corev1.Pod, error)
 	// GetPVC reads one PVC fresh from the API server (ErrNotFound when
 	// there is none), also when Snapshot reads a cache.
 	GetPVC(ctx context.Context, name string) (*corev1.PersistentVolumeClaim, error)

@@ -392,6 +392,19 @@ func (f *fakeCluster) CreatePod(_ context.Context, pod *corev1.Pod) (*corev1.Pod
 	return c.DeepCopy(), nil
 }
 
+func (f *fakeCluster) GetPod(_ context.Context, name string) (*corev1.Pod, error) {
+	err := f.record("get", kPod, name)
+	defer f.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	p := f.pods[name]
+	if p == nil {
+		return nil, fmt.Errorf("pods %q: %w", name, ErrNotFound)
+	}
+	return p.DeepCopy(), nil
+}
+
 func (f *fakeCluster) GetPVC(_ context.Context, name string) (*corev1.PersistentVolumeClaim, error) {
 	err := f.record("get", kPVC, name)
 	defer f.mu.Unlock()

@@ -26,7 +26,7 @@ func (e *Engine) createMember(ctx context.Context, ns, pool string, n int, spec 
 // destroyMember deletes the member's PVC, Pod and console Service and waits
 // until they are gone. The PVC goes first, with the UID seen (a member rebuilt
 // meanwhile is not touched), then the Pod seen, by its UID. When no Pod was
-// seen, whatever Pod the member has now goes: a claimed member's start that
+// seen, the Pod the member has now (read fresh) goes, by its UID: a claimed member's start that
 // checked the claim before the caller took the Lease may have created one
 // since the member was read, and it would keep the PVC from going (the Lease
 // holder may delete it; see startClaimed).
@@ -36,6 +36,7 @@ func (e *Engine) destroyMember(ctx context.Context, m *Member) error {
 			return fmt.Errorf("delete PVC: %w", err)
 		}
 	}
+	pod := m.Pod // the Pod to wait for
 	switch {
 	case m.Pod != nil:
 		// A start cannot create another Pod while this one exists, and once
@@ -44,15 +45,25 @@ func (e *Engine) destroyMember(ctx context.Context, m *Member) error {
 			return fmt.Errorf("delete Pod: %w", err)
 		}
 	case m.PVC != nil:
-		if err := e.Cluster.DeletePod(ctx, m.Name, ""); err != nil {
-			return fmt.Errorf("delete Pod: %w", err)
+		// Read fresh and deleted by its UID, never by name alone: a delete
+		// the client retries late must not hit a Pod started after it.
+		p, err := e.Cluster.GetPod(ctx, m.Name)
+		switch {
+		case errors.Is(err, ErrNotFound):
+		case err != nil:
+			return fmt.Errorf("read Pod: %w", err)
+		default:
+			if err := e.Cluster.DeletePod(ctx, p.Name, p.UID); err != nil && !errors.Is(err, ErrConflict) {
+				return fmt.Errorf("delete Pod: %w", err)
+			}
+			pod = p
 		}
 	}
 	if err := e.Cluster.DeleteService(ctx, ConsoleServiceName(m.Name)); err != nil {
 		return fmt.Errorf("delete console Service: %w", err)
 	}
-	if m.Pod != nil {
-		if err := e.wait(ctx, KindPod, m.Pod.Name, m.Pod.UID); err != nil {
+	if pod != nil {
+		if err := e.wait(ctx, KindPod, pod.Name, pod.UID); err != nil {
 			return err
 		}
 	}

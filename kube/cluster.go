@@ -153,6 +153,15 @@ func (c *Cluster) CreatePVC(ctx context.Context, pvc *corev1.PersistentVolumeCla
 	return out, nil
 }
 
+// GetPod reads one Pod fresh from the API server.
+func (c *Cluster) GetPod(ctx context.Context, name string) (*corev1.Pod, error) {
+	out, err := c.Client.CoreV1().Pods(c.Namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, MapError(err)
+	}
+	return out, nil
+}
+
 // GetPVC reads one PVC fresh from the API server.
 func (c *Cluster) GetPVC(ctx context.Context, name string) (*corev1.PersistentVolumeClaim, error) {
 	out, err := c.Client.CoreV1().PersistentVolumeClaims(c.Namespace).Get(ctx, name, metav1.GetOptions{})
