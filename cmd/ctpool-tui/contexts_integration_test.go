@@ -13,12 +13,10 @@ import (
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/ctpool-tui/ctpool-tui/engine"
 	"github.com/ctpool-tui/ctpool-tui/kube"
 	"github.com/ctpool-tui/ctpool-tui/themes"
 	"github.com/ctpool-tui/ctpool-tui/tui"
@@ -217,29 +215,8 @@ func TestIntegrationContextsDashboard(t *testing.T) {
 	d.until(t, 20*time.Second, "admin's desk", func(s string) bool {
 		return strings.Contains(s, "admin/"+ns[0]+"/desk ·") && strings.Contains(s, "alice@example.com")
 	})
-	d.key("f")
-	d.until(t, 10*time.Second, "the force-release dialog", func(s string) bool { return strings.Contains(s, "alice@example.com") && strings.Contains(s, "Force") })
-	d.key("tab")
-	d.key("enter")
-	d.until(t, 3*time.Minute, "the force-release to finish", func(s string) bool {
-		return strings.Contains(s, "✓ force-release desk-1") || strings.Contains(s, "✗ force-release desk-1")
-	})
-	if s := d.m.View(); !strings.Contains(s, "✓ force-release desk-1 (alice@example.com)") {
-		t.Fatalf("the force-release failed:\n%s", s)
-	}
-	holder := func(namespace string) string {
-		l, err := p.env.Client.CoordinationV1().Leases(namespace).Get(t.Context(), engine.LeaseName(engine.MemberName("desk", 1)), metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return ""
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if l.Spec.HolderIdentity == nil {
-			return ""
-		}
-		return *l.Spec.HolderIdentity
-	}
+	d.forceReleaseDeskOne(t, "alice@example.com")
+	holder := func(namespace string) string { return p.deskOneHolder(t, namespace) }
 	if h := holder(ns[0]); h == "alice@example.com" {
 		t.Errorf("alice still holds %s/desk-1", ns[0])
 	}

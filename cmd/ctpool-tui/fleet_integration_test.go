@@ -300,6 +300,38 @@ func (d *modelDriver) until(t *testing.T, timeout time.Duration, what string, co
 // A force-release from the -A view, wired as the dashboard wires it,
 // releases the member of the selected pool's namespace and no other: both
 // namespaces have a pool desk whose desk-1 is claimed.
+// forceReleaseDeskOne force-releases desk-1 of the open pool, held by holder,
+// with confirmation, and waits for its outcome.
+func (d *modelDriver) forceReleaseDeskOne(t *testing.T, holder string) {
+	t.Helper()
+	d.key("f")
+	d.until(t, 10*time.Second, "the force-release dialog", func(s string) bool { return strings.Contains(s, holder) && strings.Contains(s, "Force") })
+	d.key("tab")
+	d.key("enter")
+	d.until(t, 3*time.Minute, "the force-release to finish", func(s string) bool {
+		return strings.Contains(s, "✓ force-release desk-1") || strings.Contains(s, "✗ force-release desk-1")
+	})
+	if s := d.m.View(); !strings.Contains(s, "✓ force-release desk-1 ("+holder+")") {
+		t.Fatalf("the force-release failed:\n%s", s)
+	}
+}
+
+// deskOneHolder is the holder of desk-1's Lease in namespace ("" for none).
+func (p *fleetPlane) deskOneHolder(t *testing.T, namespace string) string {
+	t.Helper()
+	l, err := p.env.Client.CoordinationV1().Leases(namespace).Get(t.Context(), engine.LeaseName(engine.MemberName("desk", 1)), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return ""
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Spec.HolderIdentity == nil {
+		return ""
+	}
+	return *l.Spec.HolderIdentity
+}
+
 func TestIntegrationFleetForceReleaseLandsInItsNamespace(t *testing.T) {
 	p := newFleetPlane(t)
 	ns := p.namespaces
@@ -334,29 +366,8 @@ func TestIntegrationFleetForceReleaseLandsInItsNamespace(t *testing.T) {
 	d.until(t, 10*time.Second, "the members of "+ns[1]+"/desk", func(s string) bool {
 		return strings.Contains(s, ns[1]+"/desk ·") && strings.Contains(s, "bob@example.com")
 	})
-	d.key("f")
-	d.until(t, 10*time.Second, "the force-release dialog", func(s string) bool { return strings.Contains(s, "bob@example.com") && strings.Contains(s, "Force") })
-	d.key("tab")
-	d.key("enter")
-	d.until(t, 3*time.Minute, "the force-release to finish", func(s string) bool {
-		return strings.Contains(s, "✓ force-release desk-1") || strings.Contains(s, "✗ force-release desk-1")
-	})
-	if s := d.m.View(); !strings.Contains(s, "✓ force-release desk-1 (bob@example.com)") {
-		t.Fatalf("the force-release failed:\n%s", s)
-	}
-	holder := func(namespace string) string {
-		l, err := p.env.Client.CoordinationV1().Leases(namespace).Get(t.Context(), engine.LeaseName(engine.MemberName("desk", 1)), metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return ""
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if l.Spec.HolderIdentity == nil {
-			return ""
-		}
-		return *l.Spec.HolderIdentity
-	}
+	d.forceReleaseDeskOne(t, "bob@example.com")
+	holder := func(namespace string) string { return p.deskOneHolder(t, namespace) }
 	if h := holder(ns[1]); h == "bob@example.com" {
 		t.Errorf("bob still holds %s/desk-1", ns[1])
 	}
