@@ -114,6 +114,21 @@ func (e *Env) ClientAs(t testing.TB, who string) kubernetes.Interface {
 	return c
 }
 
+// ClientWithAgent returns an admin client whose user agent names actor
+// (UserAgent/actor), so that the plane's audit log tells the test's actors
+// apart. The API server takes a write's field manager from the user agent up
+// to its first "/", so their writes still carry UserAgent.
+func (e *Env) ClientWithAgent(t testing.TB, actor string) kubernetes.Interface {
+	t.Helper()
+	cfg := rest.CopyConfig(e.Config)
+	cfg.UserAgent = UserAgent + "/" + actor
+	c, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatalf("kubetest: client of %s: %v", actor, err)
+	}
+	return c
+}
+
 // WaitFor polls cond every 100ms until it returns true, and fails the test
 // when timeout passes first (naming what was awaited) or when cond returns an
 // error. Conditions that expect an object to appear should treat NotFound as
