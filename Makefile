@@ -113,7 +113,7 @@ log-stream: ## on the running plane, the log view follows a member's log served 
 
 .PHONY: chaos-outage
 chaos-outage: ## the randomized run across an API server restart (stops and starts the plane's API server); 600 operations (CTPOOL_CHAOS_OPS overrides)
-	CI=$${CI:-1} CTPOOL_CHAOS_OUTAGE=1 $(GO) test -count=1 -timeout 30m -tags 'integration outage' -run '^TestIntegrationRandomizedConcurrencyOutage$$' -v ./kube/
+	CI=$${CI:-1} $(GO) test -count=1 -timeout 30m -tags 'integration outage' -run '^TestIntegrationRandomizedConcurrencyOutage$$' -v ./kube/
 
 .PHONY: fuzz
 fuzz: ## run each fuzz target for FUZZTIME (default 10s)

@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
@@ -425,22 +426,35 @@ type replay struct {
 	seenDel map[types.UID]bool
 	seenPod map[types.UID]bool
 	// onDeleting: Pods created while their PVC was being deleted (a claimed
-	// start that lost the race with a release) -> member. They may never
-	// start, and must be gone by the next batch end.
-	onDeleting   map[types.UID]string
+	// start that lost the race with a release) -> member and that PVC. They
+	// may never start on it, and must be gone by the next batch end, unless
+	// that PVC went first: an unscheduled Pod does not hold a PVC's
+	// protection, and a start whose read was cut (an outage) keeps its Pod,
+	// which then waits for, and runs on, the member's next, fresh PVC.
+	onDeleting   map[types.UID]racePod
 	recent       map[string][]string // member -> its last events, for the messages
 	doubles      int                 // an identity came to hold two members
 	maxHeld      int
 	leaseChanges int
 	deletions    int
-	racePods     int // Pods created on a PVC being deleted (and removed again)
+	racePods     int // Pods created on a PVC being deleted
+	raceMoved    int // of those, left for the member's next PVC (that PVC went first)
+	// unexplained: the deletions reported as violations, whose audited
+	// deletes the report prints (who sent them, with which preconditions).
+	unexplained []objEvent
+}
+
+// racePod is a Pod created on its member's PVC while that PVC was being deleted.
+type racePod struct {
+	member string
+	pvc    types.UID
 }
 
 func newReplay() *replay {
 	return &replay{
 		holder: map[string]string{}, stamp: map[string]time.Time{}, pvc: map[string]pvcState{},
 		held: map[string]map[string]bool{}, byTest: map[types.UID]bool{}, seenDel: map[types.UID]bool{},
-		seenPod: map[types.UID]bool{}, recent: map[string][]string{}, onDeleting: map[types.UID]string{},
+		seenPod: map[types.UID]bool{}, recent: map[string][]string{}, onDeleting: map[types.UID]racePod{},
 	}
 }
 
@@ -510,6 +524,12 @@ func (p *replay) apply(e objEvent, bad func(format string, a ...any)) {
 				if p.pvc[m].uid == e.uid {
 					delete(p.pvc, m)
 				}
+				for uid, r := range p.onDeleting {
+					if r.pvc == e.uid {
+						delete(p.onDeleting, uid)
+						p.raceMoved++
+					}
+				}
 			} else {
 				p.pvc[m] = pvcState{uid: e.uid, deleting: e.deleting}
 			}
@@ -517,11 +537,11 @@ func (p *replay) apply(e objEvent, bad func(format string, a ...any)) {
 		if e.kind == "Pod" && !e.gone && !e.deleting && !p.seenPod[e.uid] {
 			p.seenPod[e.uid] = true
 			if c := p.pvc[m]; c.uid != "" && c.deleting && !p.byTest[c.uid] {
-				p.onDeleting[e.uid] = m
+				p.onDeleting[e.uid] = racePod{member: m, pvc: c.uid}
 				p.racePods++
 			}
 		}
-		if e.kind == "Pod" && p.onDeleting[e.uid] != "" {
+		if _, ok := p.onDeleting[e.uid]; ok && e.kind == "Pod" {
 			switch {
 			case e.gone || e.deleting:
 				delete(p.onDeleting, e.uid)
@@ -535,6 +555,7 @@ func (p *replay) apply(e objEvent, bad func(format string, a ...any)) {
 			p.deletions++
 			if h := p.holder[m]; !p.byTest[e.uid] && h != engine.ReconcilerIdentity {
 				bad("rv %d: %s of %s (uid %s) deleted while its Lease holder was %q (want the reconciler, as a release or a reconcile holds it)%s", e.rv, e.kind, m, e.uid, h, history())
+				p.unexplained = append(p.unexplained, e)
 			}
 		}
 	}
@@ -595,6 +616,7 @@ type chaosHarness struct {
 	outageEnd  int
 	violations int
 	batch      int
+	ctrlClient kubernetes.Interface // the in-cluster controller's (its own user agent)
 }
 
 func newChaosHarness(t *testing.T, size int) *chaosHarness {
@@ -605,13 +627,16 @@ func newChaosHarness(t *testing.T, size int) *chaosHarness {
 		failed: map[string]*failedRelease{}, vanished: map[string]*vanished{}, notReady: map[string]int{},
 		releases: map[string]int{}, holds: map[types.UID]string{}, leftBehind: map[types.UID]bool{},
 	}
-	mk := func(wait time.Duration) *engine.Engine {
+	// Each actor has its own user agent, so that the plane's audit log
+	// names the one that sent a delete (the field manager stays the test's).
+	mk := func(actor string, wait time.Duration) *engine.Engine {
 		return &engine.Engine{
-			Cluster:   stampCheck{Cluster: kube.NewCluster(env.Client, env.Namespace), clk: h.clk, bad: h.violate},
+			Cluster:   stampCheck{Cluster: kube.NewCluster(env.ClientWithAgent(t, actor), env.Namespace), clk: h.clk, bad: h.violate},
 			Namespace: env.Namespace, Now: h.clk.Now, WaitTimeout: wait,
 		}
 	}
-	h.user, h.failing, h.cli = mk(20*time.Second), mk(1500*time.Millisecond), mk(20*time.Second)
+	h.user, h.failing, h.cli = mk("user", 20*time.Second), mk("failing-release", 1500*time.Millisecond), mk("cli", 20*time.Second)
+	h.ctrlClient = env.ClientWithAgent(t, "controller")
 	// Lift every hold before the namespace goes, whatever the outcome.
 	t.Cleanup(func() { h.liftHolds(context.Background(), true) })
 	applyReady(t, env, h.user, chaosPool, smallSpec(testImage, size))
@@ -987,7 +1012,7 @@ func (h *chaosHarness) liftHolds(ctx context.Context, all bool) {
 // until the returned stop is called.
 func (h *chaosHarness) startController(ctx context.Context) (stop func()) {
 	ctrl, err := controller.New(controller.Options{
-		Client: h.env.Client, Namespace: h.env.Namespace, Resync: time.Second, Now: h.clk.Now,
+		Client: h.ctrlClient, Namespace: h.env.Namespace, Resync: time.Second, Now: h.clk.Now,
 		Report: func(_ controller.Key, _ engine.ReconcileResult, err error, _ time.Duration) {
 			h.count("reconcile (controller)", err)
 		},
@@ -1057,8 +1082,17 @@ func (h *chaosHarness) endBatch(ctx context.Context) {
 	for _, e := range events {
 		h.replay.apply(e, h.violate)
 	}
-	for uid, m := range h.replay.onDeleting {
-		h.violate("%s: the Pod (uid %s) created while its PVC was being deleted is still there at the batch end%s", m, uid, h.historyOf(m))
+	h.mu.Lock()
+	// A claimed start whose fresh reads the outage cut keeps its Pod (never
+	// running on that PVC: the replay checks it) until that PVC is gone.
+	cut := h.afterOutage(batch)
+	h.mu.Unlock()
+	for uid, r := range h.replay.onDeleting {
+		if cut {
+			continue
+		}
+		m := r.member
+		h.violate("%s: the Pod (uid %s) created while its PVC (uid %s) was being deleted is still there at the batch end, with that PVC%s", m, uid, r.pvc, h.historyOf(m))
 		delete(h.replay.onDeleting, uid)
 	}
 
@@ -1228,10 +1262,16 @@ func lostVolume(msg string, notReadyBefore int) bool {
 // settle is how many batch ends a member may take to settle at batch end
 // batch (h.mu held).
 func (h *chaosHarness) settle(batch int) int {
-	if h.outageEnd > 0 && batch >= h.outageEnd && batch-h.outageEnd < afterOutage {
+	if h.afterOutage(batch) {
 		return outageSettle
 	}
 	return settleBatches
+}
+
+// afterOutage tells the batch ends of the window after an API server restart
+// (h.mu held).
+func (h *chaosHarness) afterOutage(batch int) bool {
+	return h.outageEnd > 0 && batch >= h.outageEnd && batch-h.outageEnd < afterOutage
 }
 
 // historyOf is the member's last events as the replay saw them (h.mu held).
@@ -1358,7 +1398,8 @@ func (h *chaosHarness) report(took time.Duration) {
 	h.counts["transient doubles (an identity held two members)"] = h.replay.doubles
 	h.counts["most members one identity held at once"] = h.replay.maxHeld
 	h.counts["Lease holder changes checked"] = h.replay.leaseChanges
-	h.counts["Pods created on a PVC being deleted (removed again, never started)"] = h.replay.racePods
+	h.counts["Pods created on a PVC being deleted (never started on it)"] = h.replay.racePods
+	h.counts["of those, left for the member's next PVC (that PVC went first)"] = h.replay.raceMoved
 	h.counts["Pod and PVC deletions checked"] = h.replay.deletions
 	h.counts["watch relists after an API server restart"] = h.rec.relists
 	h.counts["batches"] = h.batch
@@ -1379,6 +1420,7 @@ func (h *chaosHarness) report(took time.Duration) {
 	}
 	fmt.Fprintf(&b, "  violations %d", h.violations)
 	h.t.Log(b.String())
+	h.auditUnexplained()
 }
 
 // runChaos is the randomized run: ops operations in batches, restart (when
@@ -1426,6 +1468,30 @@ func runChaos(t *testing.T, ops, restartAt int, restart func(*chaosHarness)) {
 // converges with no Lease left.
 func TestIntegrationRandomizedConcurrency(t *testing.T) {
 	runChaos(t, chaosOps(t, chaosDefaultOps), -1, nil)
+}
+
+// auditUnexplained prints, for each deletion reported as a violation, every
+// audited delete of that object's name in the run: the actor (user agent),
+// the preconditions, the answer (h.mu held). The report runs after the
+// operations, so the API server has written them.
+func (h *chaosHarness) auditUnexplained() {
+	for _, e := range h.replay.unexplained {
+		name := e.member
+		if e.kind == "PVC" {
+			name = engine.PVCName(e.member)
+		}
+		ds, err := h.env.AuditDeletes(name)
+		if err != nil {
+			h.t.Logf("audit of %s %s (uid %s): %v", e.kind, name, e.uid, err)
+			continue
+		}
+		var b strings.Builder
+		fmt.Fprintf(&b, "audited deletes of %s %s (the violation: uid %s, rv %d):", e.kind, name, e.uid, e.rv)
+		for _, d := range ds {
+			fmt.Fprintf(&b, "\n\t%s", d)
+		}
+		h.t.Log(b.String())
+	}
 }
 
 func (h *chaosHarness) counted(name string) int {
