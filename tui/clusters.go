@@ -235,9 +235,12 @@ func (m *Model) applyNarrowing() {
 }
 
 // where is the context and namespace the header shows: the narrowing, else
-// what the dashboard watches.
+// what the dashboard watches ("all (N)" contexts of a fleet of clusters).
 func (m *Model) where() (kctx, ns string) {
 	kctx, ns = m.opts.Context, m.opts.Namespace
+	if n := len(m.watchedContexts()); m.opts.Contexts && n > 0 {
+		kctx = fmt.Sprintf("all (%d)", n)
+	}
 	if m.narrow.context != "" {
 		kctx = m.narrow.context
 	}
