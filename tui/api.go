@@ -108,6 +108,12 @@ type Options struct {
 	// The pools view gets a CONTEXT column; ActionsIn, AccessIn, Events,
 	// Logs and Console get context/namespace and route to that cluster.
 	Contexts bool
+	// ContextNames are the contexts of a fleet of clusters, for `:ctx NAME`
+	// and its completion (default: those Data reports as ClusterSource).
+	ContextNames []string
+	// Namespaces are offered by the command line's completion besides the
+	// namespaces seen (--namespaces a,b,c).
+	Namespaces []string
 	// ReadOnly is the wall-display mode: no action key is bound and Actions
 	// is never called.
 	ReadOnly bool
@@ -144,7 +150,8 @@ type Options struct {
 	// Demo marks the header as a simulated cluster.
 	Demo bool
 	// Scoper switches the namespaces shown (`:ns NAME`, `:ns all`;
-	// optional: without it there is no command line).
+	// optional: without it, and unless Contexts, there is no command line;
+	// in a fleet of clusters `:ns` and `:ctx` narrow what is shown).
 	Scoper Scoper
 	// StopData stops Data's informers when a switch replaces it (optional).
 	StopData func()

@@ -1,8 +1,13 @@
 package tui
 
 import (
+	"fmt"
+	"slices"
+	"sort"
 	"strings"
 	"time"
+
+	"github.com/ctpool-tui/ctpool-tui/engine"
 )
 
 // A fleet of clusters (Options.Contexts) merges the pools of several
@@ -40,6 +45,7 @@ type clusterState struct {
 	context string
 	word    string // live, syncing, stale 42s, unreachable, forbidden
 	level   int
+	err     string // why it is not live (its last error), as the API said it
 }
 
 // state names a cluster's health at now: forbidden, unreachable (an error
@@ -47,6 +53,12 @@ type clusterState struct {
 // last data), syncing, or live.
 func (h ClusterHealth) state(now time.Time) clusterState {
 	s := clusterState{context: h.Context}
+	switch {
+	case h.Forbidden != nil:
+		s.err = h.Forbidden.Error()
+	case h.Err != nil:
+		s.err = h.Err.Error()
+	}
 	switch {
 	case h.Forbidden != nil:
 		s.word, s.level = glyphBad+" forbidden", levelError
@@ -83,4 +95,157 @@ func (c *viewContext) splitNamespace(ns string) (kctx, name string) {
 		return ns[:i], ns[i+1:]
 	}
 	return "", ns
+}
+
+// narrowing is what the commands `:ctx NAME` and, in a fleet of clusters,
+// `:ns NAME` narrow the view to, among what the dashboard watches ("":
+// everything). It narrows what is shown, never what is watched: the other
+// clusters' informers keep running, so `:ctx all` is instant and each
+// cluster's state stays on the header.
+type narrowing struct {
+	context, namespace string
+}
+
+// splitContextNS splits a pool's namespace in a fleet of clusters into its
+// context and namespace (at the last "/": a namespace name has none).
+func splitContextNS(ns string) (kctx, name string) {
+	if i := strings.LastIndexByte(ns, '/'); i >= 0 {
+		return ns[:i], ns[i+1:]
+	}
+	return "", ns
+}
+
+// takeViews keeps every watched pool (for later narrowings and the
+// completion of names) and returns those the view is narrowed to.
+func (m *Model) takeViews(views []engine.PoolView) []engine.PoolView {
+	m.watched = views
+	if m.seenNS == nil {
+		m.seenNS = map[string]bool{}
+	}
+	for i := range views {
+		m.seenNS[m.nsPart(views[i].Namespace)] = true
+	}
+	return m.narrowed(views)
+}
+
+// nsPart is the namespace of a pool's Namespace without its context.
+func (m *Model) nsPart(ns string) string {
+	if m.opts.Contexts {
+		_, ns = splitContextNS(ns)
+	}
+	return ns
+}
+
+// narrowed returns the pools of views the view is narrowed to (views
+// itself when it is not).
+func (m *Model) narrowed(views []engine.PoolView) []engine.PoolView {
+	n := m.narrow
+	if !m.opts.Contexts || n == (narrowing{}) {
+		return views
+	}
+	out := make([]engine.PoolView, 0, len(views))
+	for _, v := range views {
+		kctx, ns := splitContextNS(v.Namespace)
+		if (n.context == "" || kctx == n.context) && (n.namespace == "" || ns == n.namespace) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// watchedContexts are the contexts the dashboard watches: those of the
+// fleet of clusters, else the one it was started with.
+func (m *Model) watchedContexts() []string {
+	if m.opts.Contexts {
+		if len(m.opts.ContextNames) > 0 {
+			return m.opts.ContextNames
+		}
+		out := make([]string, 0, len(m.clusters))
+		for _, h := range m.clusters {
+			out = append(out, h.Context)
+		}
+		return out
+	}
+	if m.opts.Context == "" {
+		return nil
+	}
+	return []string{m.opts.Context}
+}
+
+// commandNames are the names the command line completes: the watched
+// contexts, and every namespace named on the command line or seen in a
+// snapshot since the start.
+func (m *Model) commandNames() completionNames {
+	ns := append([]string(nil), m.opts.Namespaces...)
+	for n := range m.seenNS {
+		ns = append(ns, n)
+	}
+	if !m.opts.Fleet && m.opts.Namespace != "" {
+		ns = append(ns, m.opts.Namespace)
+	}
+	sort.Strings(ns)
+	return completionNames{namespaces: slices.Compact(ns), contexts: m.watchedContexts()}
+}
+
+// narrowContext runs `:ctx NAME` ("": all): only a watched context can be
+// shown (a context the dashboard was not started with is not connected).
+func (m *Model) narrowContext(name string) error {
+	watched := m.watchedContexts()
+	if name != "" && !slices.Contains(watched, name) {
+		return fmt.Errorf("context %q is not watched here (watched: %s); start with --context a,b,c or --all-contexts",
+			name, strings.Join(watched, ", "))
+	}
+	if !m.opts.Contexts {
+		m.setNote(glyphOK+" showing context "+orWord(m.opts.Context, "(current)")+", the only one watched", levelOK)
+		return nil
+	}
+	m.narrow.context = name
+	m.applyNarrowing()
+	return nil
+}
+
+// narrowNamespace runs `:ns NAME` ("": all) in a fleet of clusters: the
+// namespace must be one seen in a snapshot or named on the command line.
+func (m *Model) narrowNamespace(name string) error {
+	if name != "" && !m.seenNS[name] && !slices.Contains(m.opts.Namespaces, name) {
+		known := m.commandNames().namespaces
+		return fmt.Errorf("no pools seen in namespace %q (seen: %s)", name, strings.Join(known, ", "))
+	}
+	m.narrow.namespace = name
+	m.applyNarrowing()
+	return nil
+}
+
+// applyNarrowing shows the watched pools the view is now narrowed to; a
+// screen about a pool no longer shown goes back to the pools.
+func (m *Model) applyNarrowing() {
+	m.views = m.narrowed(m.watched)
+	m.pools.sync(m.views, m.opts.Fleet)
+	if pool := m.currentPool(); m.screen != screenPools && m.screen != screenWall && (pool == "" || m.view(pool) == nil) {
+		m.logs.stop()
+		m.audit.open = false
+		m.screen = screenPools
+	}
+	if m.members.pool != "" {
+		m.members.setData(m.view(m.members.pool))
+	}
+	m.layout()
+	kctx, ns := m.where()
+	m.setNote(glyphOK+" showing context "+kctx+", namespace "+ns, levelOK)
+}
+
+// where is the context and namespace the header shows: the narrowing, else
+// what the dashboard watches ("all (N)" contexts of a fleet of clusters).
+func (m *Model) where() (kctx, ns string) {
+	kctx, ns = m.opts.Context, m.opts.Namespace
+	if n := len(m.watchedContexts()); m.opts.Contexts && n > 0 {
+		kctx = fmt.Sprintf("all (%d)", n)
+	}
+	if m.narrow.context != "" {
+		kctx = m.narrow.context
+	}
+	if m.narrow.namespace != "" {
+		ns = m.narrow.namespace
+	}
+	return kctx, ns
 }

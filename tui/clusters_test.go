@@ -87,6 +87,7 @@ func TestClustersGoldenScreens(t *testing.T) {
 	}{
 		{name: "clusters_pools_120x40", width: 120, height: 40},
 		{name: "clusters_pools_80x24", width: 80, height: 24, keys: []string{"down"}},
+		{name: "clusters_pools_200x60", width: 200, height: 60},
 		{name: "clusters_members_120x40", width: 120, height: 40, keys: []string{"down", "down", "down", "enter"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -17,21 +18,66 @@ import (
 
 func TestParseCommand(t *testing.T) {
 	for _, tc := range []struct {
-		line, ns string
-		err      string
+		line       string
+		verb, name string
+		err        string
 	}{
-		{"ns vdi-cad", "vdi-cad", ""},
-		{"  namespace   kiosk ", "kiosk", ""},
-		{"ns all", "", ""},
-		{"ns -A", "", ""},
-		{"ns", "", "commands: ns NAME"},
-		{"ns a b", "", "commands: ns NAME"},
-		{"quit", "", "commands: ns NAME"},
-		{"ns Bad_Name", "", `"Bad_Name" is not a namespace name`},
+		{line: "ns vdi-cad", verb: "ns", name: "vdi-cad"},
+		{line: "  namespace   kiosk ", verb: "ns", name: "kiosk"},
+		{line: "ns all", verb: "ns"},
+		{line: "ns -A", verb: "ns"},
+		{line: "ctx prod-eu", verb: "ctx", name: "prod-eu"},
+		{line: "context  arn:aws:eks:eu-west-1:1:cluster/lab ", verb: "ctx", name: "arn:aws:eks:eu-west-1:1:cluster/lab"},
+		{line: "ctx my context", verb: "ctx", name: "my context"}, // a kubeconfig name is free text
+		{line: "ctx all", verb: "ctx"},
+		{line: "ctx -A", verb: "ctx", name: "-A"}, // -A is the namespaces' flag; a context may be called so
+		{line: "ns", err: "commands: ns NAME"},
+		{line: "ctx ", err: "commands: ns NAME"},
+		{line: "ns a b", err: "commands: ns NAME"},
+		{line: "quit", err: "commands: ns NAME"},
+		{line: "nsx vdi", err: "commands: ns NAME"},
+		{line: "ns Bad_Name", err: `"Bad_Name" is not a namespace name`},
 	} {
-		ns, err := parseCommand(tc.line)
-		if ns != tc.ns || (err == nil) != (tc.err == "") || (err != nil && !strings.Contains(err.Error(), tc.err)) {
-			t.Errorf("parseCommand(%q) = %q, %v; want %q, %q", tc.line, ns, err, tc.ns, tc.err)
+		got, err := parseCommand(tc.line)
+		if got.verb != tc.verb || got.name != tc.name || (err == nil) != (tc.err == "") || (err != nil && !strings.Contains(err.Error(), tc.err)) {
+			t.Errorf("parseCommand(%q) = %+v, %v; want %s %q, %q", tc.line, got, err, tc.verb, tc.name, tc.err)
+		}
+	}
+}
+
+func TestComplete(t *testing.T) {
+	names := completionNames{
+		namespaces: []string{"kiosk", "vdi-cad", "vdi-eng"},
+		contexts:   []string{"prod-eu", "prod-us", "lab", "all-in-one"},
+	}
+	for _, tc := range []struct {
+		line, want string
+		matches    []string
+	}{
+		{line: "", want: "", matches: []string{"ctx", "ns"}},
+		{line: "n", want: "ns ", matches: []string{"ns"}},
+		{line: "c", want: "ctx ", matches: []string{"ctx"}},
+		{line: "co", want: "ctx ", matches: []string{"ctx"}}, // context
+		{line: "name", want: "ns ", matches: []string{"ns"}}, // namespace
+		{line: "x", want: "x"},
+		{line: "ns ", want: "ns ", matches: []string{"all", "kiosk", "vdi-cad", "vdi-eng"}},
+		{line: "ns v", want: "ns vdi-", matches: []string{"vdi-cad", "vdi-eng"}},
+		{line: "ns vdi-e", want: "ns vdi-eng", matches: []string{"vdi-eng"}},
+		{line: "ns k", want: "ns kiosk", matches: []string{"kiosk"}},
+		{line: "ns a", want: "ns all", matches: []string{"all"}},
+		{line: "ns zz", want: "ns zz"},
+		{line: "namespace  vdi-c", want: "namespace vdi-cad", matches: []string{"vdi-cad"}},
+		{line: "ctx p", want: "ctx prod-", matches: []string{"prod-eu", "prod-us"}},
+		{line: "ctx prod-u", want: "ctx prod-us", matches: []string{"prod-us"}},
+		{line: "ctx al", want: "ctx all", matches: []string{"all", "all-in-one"}},
+		{line: "ctx all-", want: "ctx all-in-one", matches: []string{"all-in-one"}},
+		{line: "ctx vdi", want: "ctx vdi"}, // a namespace is no context
+		{line: "frob x", want: "frob x"},
+		{line: "  c", want: "  ctx ", matches: []string{"ctx"}},
+	} {
+		got, matches := complete(tc.line, names)
+		if got != tc.want || !slices.Equal(matches, tc.matches) {
+			t.Errorf("complete(%q) = %q, %q; want %q, %q", tc.line, got, matches, tc.want, tc.matches)
 		}
 	}
 }
@@ -167,7 +213,7 @@ func TestCommandErrors(t *testing.T) {
 func TestCommandLineGolden(t *testing.T) {
 	m, _ := newScopedModel(t, &fakeScoper{})
 	press(m, "?")
-	if !strings.Contains(m.View(), ":       command (ns NAME, ns all)") {
+	if !strings.Contains(m.View(), ":       command (ns, ctx; tab completes)") {
 		t.Errorf("the help does not list the command line:\n%s", m.View())
 	}
 	press(m, "esc", ":")

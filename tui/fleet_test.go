@@ -174,6 +174,7 @@ func TestFleetGoldenScreens(t *testing.T) {
 	}{
 		{name: "fleet_pools_120x40", width: 120, height: 40},
 		{name: "fleet_pools_80x24", width: 80, height: 24, keys: []string{"down"}},
+		{name: "fleet_pools_200x60", width: 200, height: 60},
 		{name: "fleet_pools_filtered_120x40", width: 120, height: 40, keys: []string{"/", "c", "a", "d", "enter"}},
 		{name: "fleet_members_120x40", width: 120, height: 40, keys: []string{"down", "enter"}},
 		{name: "fleet_detail_120x40", width: 120, height: 40, keys: []string{"down", "enter", "enter"}},

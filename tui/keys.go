@@ -116,7 +116,7 @@ func (k keyMap) helpFor(s screen, filtering bool) screenHelp {
 	case filtering:
 		short = []key.Binding{k.ApplyFilter, k.ClearFilter}
 	case s == screenWall:
-		short = []key.Binding{k.Wall, k.Help, k.Quit}
+		short = []key.Binding{k.Wall, k.Command, k.Help, k.Quit}
 	case s == screenPools:
 		short = []key.Binding{withHelp(k.Open, "members"), k.Reconcile, k.Resize, k.Delete, k.Assign, k.Filter, k.Wall, k.Log, k.Help, k.Quit}
 	case s == screenMembers:

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/charmbracelet/bubbles/help"
@@ -39,7 +40,10 @@ type Model struct {
 	width, height int
 	now, started  time.Time
 
-	views      []engine.PoolView
+	views      []engine.PoolView // the pools shown: watched, narrowed (clusters.go)
+	watched    []engine.PoolView // every pool the data source has
+	narrow     narrowing         // `:ctx NAME`, and `:ns NAME` in a fleet of clusters
+	seenNS     map[string]bool   // every namespace seen, for the command line's completion
 	loaded     bool
 	observedAt time.Time
 	health     health
@@ -91,7 +95,7 @@ func newModel(ctx context.Context, opts Options) *Model {
 		acts:    actionState{running: map[int]actionRequest{}},
 		command: newCommandLine(st),
 	}
-	m.keys.Command.SetEnabled(opts.Scoper != nil)
+	m.keys.Command.SetEnabled(opts.Scoper != nil || opts.Contexts)
 	m.scopeCancel, m.scopeDone = opts.StopData, make(chan struct{})
 	if opts.ReadOnly {
 		m.screen = screenWall
@@ -218,7 +222,7 @@ func (m *Model) applyData(msg dataMsg) {
 		}
 		return
 	}
-	m.views, m.health, m.observedAt, m.loaded = msg.views, msg.health, msg.at, true
+	m.views, m.health, m.observedAt, m.loaded = m.takeViews(msg.views), msg.health, msg.at, true
 	m.clusters = msg.clusters
 	if m.now.Before(msg.at) {
 		m.now = msg.at
@@ -261,11 +265,12 @@ func (m *Model) viewCtx() viewContext {
 	if dataAt.IsZero() {
 		dataAt = m.observedAt
 	}
+	kctx, ns := m.where()
 	return viewContext{
 		st: &m.st, keys: &m.keys, now: m.now, width: m.width, height: m.bodyHeight(),
 		views: m.views, loaded: m.loaded, nodes: m.side.nodes,
 		conn: conn, connLevel: level, dataAt: dataAt,
-		kubeContext: m.opts.Context, namespace: m.opts.Namespace, readOnly: m.opts.ReadOnly, demo: m.opts.Demo,
+		kubeContext: kctx, namespace: ns, readOnly: m.opts.ReadOnly, demo: m.opts.Demo,
 		hints: m.canAct(), events: m.opts.Events != nil, fleet: m.opts.Fleet,
 		contexts: m.opts.Contexts, clusters: m.clusterStates(),
 	}
@@ -293,7 +298,19 @@ func (m *Model) View() string {
 	if m.screen == screenWall && m.dialog == nil && !m.showHelp {
 		full := ctx
 		full.height = m.height - 1
-		return m.wall.view(full) + "\n" + m.helpLine(ctx)
+		wall := m.wall.view(full)
+		// The command line or a note takes the wall's last line (the
+		// tiles keep their size).
+		status := ""
+		if m.command.open {
+			status = m.command.view(ctx)
+		} else if m.acts.note != "" {
+			status = statusLine(ctx, &m.acts, &m.spin, &m.actlog)
+		}
+		if status != "" {
+			wall = wall[:strings.LastIndexByte(wall, '\n')+1] + pad(status, m.width)
+		}
+		return wall + "\n" + m.helpLine(ctx)
 	}
 	var body string
 	switch {
@@ -320,7 +337,7 @@ func (m *Model) View() string {
 	}
 	status := statusLine(ctx, &m.acts, &m.spin, &m.actlog)
 	if m.command.open {
-		status = " " + m.command.input.View()
+		status = m.command.view(ctx)
 	}
 	lines = append(lines, status, m.helpLine(ctx))
 	return lipgloss.JoinVertical(lipgloss.Left, lines...)

@@ -144,7 +144,7 @@ func (m *Model) helpLine(ctx viewContext) string {
 	case m.showHelp:
 		keys = []key.Binding{withHelp(k.Back, "close help"), k.Quit}
 	case m.command.open:
-		keys = []key.Binding{withHelp(k.Confirm, "run"), k.Cancel}
+		keys = commandKeys()
 	default:
 		filtering := m.screen == screenMembers && m.members.filter.typing || m.screen == screenPools && m.pools.filter.typing
 		keys = m.shownKeys().helpFor(m.screen, filtering).short

@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
@@ -84,33 +84,40 @@ func gauge(part, whole, width int) string {
 }
 
 // tile renders one pool tile of width cells; large tiles show the free
-// count in big digits and a gauge.
-func tile(ctx viewContext, v *engine.PoolView, width int, large bool) []string {
+// count in big digits and a gauge. In a fleet the title is the pool's key
+// (cut from the left: the pool's name stays), the tile counts the ready
+// members too, and a pool whose cluster is not live says so (cs): its
+// word is the cluster's state unless its own is an error.
+func tile(ctx viewContext, v *engine.PoolView, width int, large bool, cs *clusterState) []string {
 	word, level := tileStatus(v)
+	var cluster string
+	if cs != nil && cs.level >= levelWarn {
+		cluster = ctx.level(cs.level).Render(clean(cs.word))
+		if level < levelError {
+			word, level = stateName(cs), max(level, cs.level)
+		}
+	}
 	style := ctx.level(level)
 	inner := width - 4
 	st := v.Status
 	var body []string
 	free := fmt.Sprintf("%d free", st.Free)
 	if large {
-		big := bigDigits(st.Free)
-		for i, row := range big {
-			right := ""
-			switch i {
-			case 0:
-				right = "free"
-			case 2:
-				right = word
-			}
-			body = append(body, style.Render(spread(" "+row, right, inner)))
-		}
+		body = append(body, bigRows(style, st.Free, word, inner)...)
 	} else {
 		body = append(body, style.Render(spread(" "+free, word, inner)))
 	}
-	body = append(body, fmt.Sprintf(" %d/%d claimed", st.Claimed, v.Spec.Size))
+	claimed := fmt.Sprintf(" %d/%d claimed", st.Claimed, v.Spec.Size)
+	if ctx.fleet && large {
+		claimed += fmt.Sprintf(" · %d ready", st.Ready)
+	}
+	body = append(body, claimed)
 	if large {
 		body = append(body, " "+gauge(st.Claimed, v.Spec.Size, inner-2))
 		var extra []string
+		if cluster != "" {
+			extra = append(extra, cluster)
+		}
 		if st.Unschedulable > 0 {
 			extra = append(extra, fmt.Sprintf("%d unsched", st.Unschedulable))
 		}
@@ -121,6 +128,15 @@ func tile(ctx viewContext, v *engine.PoolView, width int, large bool) []string {
 			extra = append(extra, fmt.Sprintf("%s %d drift", glyphDrift, st.Drifted))
 		}
 		body = append(body, " "+strings.Join(extra, " · "))
+	} else if ctx.fleet {
+		line := fmt.Sprintf(" %d ready", st.Ready)
+		if st.Unschedulable > 0 {
+			line += fmt.Sprintf(" · %d unsched", st.Unschedulable)
+		}
+		if st.Failed > 0 {
+			line += fmt.Sprintf(" · %d failed", st.Failed)
+		}
+		body = append(body, line)
 	} else if st.Unschedulable+st.Failed > 0 {
 		body = append(body, fmt.Sprintf(" %d unsched · %d failed", st.Unschedulable, st.Failed))
 	} else {
@@ -130,7 +146,38 @@ func tile(ctx viewContext, v *engine.PoolView, width int, large bool) []string {
 	if level >= levelWarn {
 		border = style
 	}
-	return strings.Split(titledBox(clean(ctx.key(v)), body, width, border), "\n")
+	title := clean(ctx.key(v))
+	if ctx.fleet {
+		title = tailCut(title, width-5)
+	}
+	return strings.Split(titledBox(title, body, width, border), "\n")
+}
+
+// bigRows are a large tile's first rows: n in big digits, "free" and the
+// status word.
+func bigRows(style lipgloss.Style, n int, word string, inner int) []string {
+	var rows []string
+	for i, row := range bigDigits(n) {
+		right := ""
+		switch i {
+		case 0:
+			right = "free"
+		case 2:
+			right = word
+		}
+		rows = append(rows, style.Render(spread(" "+row, right, inner)))
+	}
+	return rows
+}
+
+// tailCut cuts s to width cells from the left, so that its end (a pool's
+// name after its context and namespace) stays.
+func tailCut(s string, width int) string {
+	w := ansi.StringWidth(s)
+	if w <= width || width < 2 {
+		return s
+	}
+	return ansi.TruncateLeft(s, w-width+1, glyphEllipsis)
 }
 
 // wallView is the read-only wall display: tiles that reflow to the width,
@@ -140,7 +187,11 @@ type wallView struct{}
 
 func (wallView) update(viewContext, tea.Msg) (intent, tea.Cmd) { return nil, nil }
 
-// view renders the header, the tiles and NEEDS ATTENTION in ctx.height lines.
+// view renders the header (and each cluster's state in a fleet of
+// clusters), the tiles and NEEDS ATTENTION in ctx.height lines. A fleet's
+// tiles put the exhausted pools first, then those in trouble; when they do
+// not all fit, there is one tile per cluster (per namespace in one
+// cluster) instead (fleetTiles).
 func (wallView) view(ctx viewContext) string {
 	st := ctx.st
 	var out []string
@@ -160,8 +211,11 @@ func (wallView) view(ctx viewContext) string {
 	}
 	right := ctx.now.Format("15:04:05") + " · " + ctx.level(level).Render(clean(conn)) + age + " · " + st.Bold.Render(mode) + " "
 	out = append(out, spread(left, right, ctx.width))
+	if ctx.contexts {
+		out = append(out, clustersLine(ctx))
+	}
 
-	room := ctx.height - 1 // the header
+	room := ctx.height - len(out)
 	if !ctx.loaded {
 		out = append(out, st.Muted.Render(" waiting for the first snapshot…"))
 		return fitBlock(strings.Join(out, "\n"), ctx.width, ctx.height)
@@ -174,18 +228,29 @@ func (wallView) view(ctx viewContext) string {
 	if large {
 		tileH, minW = 9, 30
 	}
-	cols := max(1, min(len(views), (ctx.width-1)/(minW+1)))
-	tileW := min((ctx.width-1)/cols-1, 64)
+	maxCols := max(1, (ctx.width-1)/(minW+1))
 	rowsFit := max(1, (room-4)/tileH) // leave room for the attention list
-	shown := min(len(views), rowsFit*cols)
-	for start := 0; start < shown; start += cols {
-		var tiles [][]string
-		for i := start; i < min(start+cols, shown); i++ {
-			tiles = append(tiles, tile(ctx, &views[i], tileW, large))
+	var tiles []wallTile
+	more := "pools (tab shows the table)"
+	if ctx.fleet {
+		tiles, more = fleetTiles(ctx, large, rowsFit*maxCols)
+	} else {
+		for i := range views {
+			v := &views[i]
+			tiles = append(tiles, func(w int) []string { return tile(ctx, v, w, large, nil) })
 		}
-		for r := 0; r < tileH-1 && r < len(tiles[0]); r++ {
+	}
+	cols := max(1, min(len(tiles), maxCols))
+	tileW := min((ctx.width-1)/cols-1, 64)
+	shown := min(len(tiles), rowsFit*cols)
+	for start := 0; start < shown; start += cols {
+		var row [][]string
+		for i := start; i < min(start+cols, shown); i++ {
+			row = append(row, tiles[i](tileW))
+		}
+		for r := 0; r < tileH-1 && r < len(row[0]); r++ {
 			line := ""
-			for _, t := range tiles {
+			for _, t := range row {
 				if r < len(t) {
 					line += " " + t[r]
 				}
@@ -193,23 +258,32 @@ func (wallView) view(ctx viewContext) string {
 			out = append(out, line)
 		}
 	}
-	if shown < len(views) {
-		out = append(out, st.Muted.Render(fmt.Sprintf(" … %d more pools (tab shows the table)", len(views)-shown)))
+	if shown < len(tiles) {
+		out = append(out, st.Muted.Render(fmt.Sprintf(" … %d more %s", len(tiles)-shown, more)))
 	}
 	if len(views) == 0 {
-		out = append(out, st.Muted.Render(" no pools in this namespace"))
+		where := " no pools in this namespace"
+		if ctx.fleet {
+			where = " no pools in the namespaces shown"
+		}
+		out = append(out, st.Muted.Render(where))
 	}
 	out = append(out, "")
-	items := attention(views, ctx.now)
-	left2 := room - len(out) - 1
+	items := attention(ctx)
+	// The lines left for items; the screen's last stays blank for the
+	// command line or a note (model.go).
+	left2 := ctx.height - len(out) - 2
 	title := st.Bold.Render(" NEEDS ATTENTION")
 	if len(items) == 0 {
 		out = append(out, title+st.OK.Render("  "+glyphOK+" nothing"))
 	} else {
 		out = append(out, title+st.Muted.Render(fmt.Sprintf("  (%d)", len(items))))
-		nameW := 8
+		nameW, maxW := 8, 24
+		if ctx.fleet {
+			maxW = max(24, min(48, ctx.width/3))
+		}
 		for _, it := range items {
-			nameW = max(nameW, min(ansi.StringWidth(clean(it.who)), 24))
+			nameW = max(nameW, min(ansi.StringWidth(clean(it.who)), maxW))
 		}
 		for i, it := range items {
 			if i >= left2-1 && len(items) > left2 {
@@ -221,6 +295,212 @@ func (wallView) view(ctx viewContext) string {
 		}
 	}
 	return fitBlock(strings.Join(out, "\n"), ctx.width, ctx.height)
+}
+
+// wallTile draws one tile at a width.
+type wallTile func(width int) []string
+
+// Ranks of a fleet's tiles: the exhausted first, then those in trouble,
+// then the rest.
+const (
+	rankExhausted = iota
+	rankTrouble
+	rankRest
+)
+
+// poolRank is a pool's rank on the fleet's wall: exhausted; in trouble (a
+// problem, errors, low, members unschedulable or failed, or its cluster not
+// live); or the rest.
+func poolRank(v *engine.PoolView, cs *clusterState) int {
+	if v.Status.Exhausted {
+		return rankExhausted
+	}
+	if _, level := tileStatus(v); level >= levelWarn || v.Status.Unschedulable+v.Status.Failed > 0 || (cs != nil && cs.level >= levelWarn) {
+		return rankTrouble
+	}
+	return rankRest
+}
+
+// clusterOf returns the state of the cluster of the pool with namespace ns
+// (nil outside a fleet of clusters, or for a cluster not reported).
+func clusterOf(ctx viewContext, states map[string]*clusterState, ns string) *clusterState {
+	if !ctx.contexts {
+		return nil
+	}
+	kctx, _ := splitContextNS(ns)
+	return states[kctx]
+}
+
+// fleetTiles are the fleet's tiles, worst first: one per pool when
+// capacity tiles hold them, else one per cluster (per namespace in one
+// cluster), with what the "… N more" line calls them.
+func fleetTiles(ctx viewContext, large bool, capacity int) ([]wallTile, string) {
+	states := map[string]*clusterState{}
+	for i := range ctx.clusters {
+		states[ctx.clusters[i].context] = &ctx.clusters[i]
+	}
+	views := ctx.views
+	if len(views) <= capacity {
+		order := make([]int, len(views))
+		ranks := make([]int, len(views))
+		for i := range views {
+			order[i] = i
+			ranks[i] = poolRank(&views[i], clusterOf(ctx, states, views[i].Namespace))
+		}
+		sort.SliceStable(order, func(a, b int) bool { return ranks[order[a]] < ranks[order[b]] })
+		tiles := make([]wallTile, 0, len(views))
+		for _, i := range order {
+			v := &views[i]
+			cs := clusterOf(ctx, states, v.Namespace)
+			tiles = append(tiles, func(w int) []string { return tile(ctx, v, w, large, cs) })
+		}
+		return tiles, "pools (tab shows the table)"
+	}
+	groups := groupPools(ctx, states)
+	tiles := make([]wallTile, 0, len(groups))
+	for _, g := range groups {
+		tiles = append(tiles, func(w int) []string { return g.tile(ctx, w, large) })
+	}
+	if ctx.contexts {
+		return tiles, "clusters"
+	}
+	return tiles, "namespaces"
+}
+
+// groupTile is a cluster's tile on the fleet's wall (a namespace's in a
+// fleet of one cluster): its pools' counts and its worst state.
+type groupTile struct {
+	name                       string
+	state                      *clusterState // a cluster's; nil for a namespace
+	pools                      int
+	size, claimed, ready, free int
+	exhausted, trouble         int
+	worst                      int // the level of its worst pool
+}
+
+// groupPools sums the pools per cluster (every cluster reported, with or
+// without pools), or per namespace in one cluster, worst first.
+func groupPools(ctx viewContext, states map[string]*clusterState) []*groupTile {
+	var groups []*groupTile
+	byName := map[string]*groupTile{}
+	get := func(name string) *groupTile {
+		if g := byName[name]; g != nil {
+			return g
+		}
+		g := &groupTile{name: name, state: states[name]}
+		byName[name] = g
+		groups = append(groups, g)
+		return g
+	}
+	if ctx.contexts {
+		for _, s := range ctx.clusters {
+			get(s.context)
+		}
+	}
+	for i := range ctx.views {
+		v := &ctx.views[i]
+		name := v.Namespace
+		if ctx.contexts {
+			name, _ = splitContextNS(v.Namespace)
+		}
+		g := get(name)
+		g.pools++
+		g.size += v.Spec.Size
+		g.claimed += v.Status.Claimed
+		g.ready += v.Status.Ready
+		g.free += v.Status.Free
+		switch poolRank(v, nil) {
+		case rankExhausted:
+			g.exhausted++
+		case rankTrouble:
+			g.trouble++
+		}
+		_, level := tileStatus(v)
+		g.worst = max(g.worst, level)
+	}
+	sort.SliceStable(groups, func(a, b int) bool { return groups[a].rank() < groups[b].rank() })
+	return groups
+}
+
+// rank is the group's rank among the tiles.
+func (g *groupTile) rank() int {
+	switch {
+	case g.exhausted > 0:
+		return rankExhausted
+	case g.trouble > 0 || (g.state != nil && g.state.level >= levelWarn):
+		return rankTrouble
+	}
+	return rankRest
+}
+
+// stateName is a cluster's state in one word for a tile: STALE,
+// UNREACHABLE...
+func stateName(s *clusterState) string {
+	_, name, _ := strings.Cut(s.word, " ")
+	name, _, _ = strings.Cut(name, " ")
+	return strings.ToUpper(name)
+}
+
+// status is the group's word and level: its cluster's when it cannot be
+// read, else its exhausted pools, its pools in trouble, a stale cluster.
+func (g *groupTile) status() (string, int) {
+	switch {
+	case g.state != nil && g.state.level >= levelError:
+		return stateName(g.state), levelError
+	case g.exhausted > 0:
+		return fmt.Sprintf("%d EXHAUSTED", g.exhausted), levelError
+	case g.trouble > 0:
+		return fmt.Sprintf("%d IN TROUBLE", g.trouble), max(g.worst, levelWarn)
+	case g.state != nil && g.state.level >= levelWarn:
+		return stateName(g.state), levelWarn
+	case g.pools == 0:
+		return "NO POOLS", levelNone
+	}
+	return "OK", levelOK
+}
+
+// tile renders the group's tile of width cells.
+func (g *groupTile) tile(ctx viewContext, width int, large bool) []string {
+	word, level := g.status()
+	style := ctx.level(level)
+	inner := width - 4
+	var body []string
+	if large {
+		body = append(body, bigRows(style, g.free, word, inner)...)
+	} else {
+		body = append(body, style.Render(spread(fmt.Sprintf(" %d free", g.free), word, inner)))
+	}
+	switch {
+	case g.pools == 0 && g.state != nil && g.state.level >= levelError:
+		body = append(body, " nothing read")
+	case large:
+		body = append(body, fmt.Sprintf(" %d/%d claimed · %d ready", g.claimed, g.size, g.ready))
+	default:
+		body = append(body, fmt.Sprintf(" %d/%d claimed", g.claimed, g.size))
+	}
+	if large {
+		body = append(body, " "+gauge(g.claimed, g.size, inner-2))
+	}
+	pools := fmt.Sprintf(" %d pools", g.pools)
+	if g.pools == 1 {
+		pools = " 1 pool"
+	}
+	// A small tile has room for the state of a cluster that is not live,
+	// or for the ready count.
+	switch notLive := g.state != nil && g.state.level >= levelWarn; {
+	case !large && notLive:
+		pools = " " + ctx.level(g.state.level).Render(clean(g.state.word))
+	case !large:
+		pools += fmt.Sprintf(" · %d ready", g.ready)
+	case g.state != nil:
+		pools += " · " + ctx.level(g.state.level).Render(clean(g.state.word))
+	}
+	body = append(body, pools)
+	border := ctx.st.Muted
+	if level >= levelWarn {
+		border = style
+	}
+	return strings.Split(titledBox(tailCut(clean(g.name), width-5), body, width, border), "\n")
 }
 
 func fitName(s string, w int) string {
@@ -238,40 +518,62 @@ type attnItem struct {
 	what       string
 }
 
-// attention lists what an operator should look at, worst first.
-func attention(views []engine.PoolView, now time.Time) []attnItem {
+// attention lists what an operator should look at, worst first: in a fleet
+// of clusters each cluster that is not live, then the pools and members,
+// named by their key in a fleet.
+func attention(ctx viewContext) []attnItem {
 	var items []attnItem
+	for _, s := range ctx.clusters {
+		if s.level < levelWarn {
+			continue
+		}
+		what := s.word
+		if s.err != "" {
+			what += ": " + s.err
+		}
+		glyph, _, _ := strings.Cut(s.word, " ")
+		items = append(items, attnItem{s.level, glyph, s.context, what})
+	}
+	views, now := ctx.views, ctx.now
 	for i := range views {
 		v := &views[i]
+		pool := ctx.key(v)
+		member := func(name string) string {
+			if ctx.fleet {
+				return v.Namespace + "/" + name
+			}
+			return name
+		}
 		for _, p := range v.Problems {
-			items = append(items, attnItem{levelError, glyphBad, v.Name, p})
+			items = append(items, attnItem{levelError, glyphBad, pool, p})
 		}
 		for _, e := range v.Recorded.Errors {
-			items = append(items, attnItem{levelError, glyphBad, v.Name, "last reconcile: " + e})
+			items = append(items, attnItem{levelError, glyphBad, pool, "last reconcile: " + e})
 		}
 		if v.Status.Exhausted {
-			items = append(items, attnItem{levelError, glyphWarn, v.Name, fmt.Sprintf("EXHAUSTED: 0 free of %d", v.Spec.Size)})
+			items = append(items, attnItem{levelError, glyphWarn, pool, fmt.Sprintf("EXHAUSTED: 0 free of %d", v.Spec.Size)})
 		}
 		for j := range v.Members {
 			mm := &v.Members[j]
+			who := member(mm.Name)
 			switch mm.State {
 			case engine.StateFailed:
-				items = append(items, attnItem{levelError, glyphBad, mm.Name, "Failed  " + mm.Message})
+				items = append(items, attnItem{levelError, glyphBad, who, "Failed  " + mm.Message})
 			case engine.StateUnschedulable:
-				items = append(items, attnItem{levelWarn, glyphWarn, mm.Name, "Unschedulable  " + mm.Message})
+				items = append(items, attnItem{levelWarn, glyphWarn, who, "Unschedulable  " + mm.Message})
 			}
 			if mm.Claimed && mm.Claim != nil && (mm.Claim.Expires.IsZero() || !now.Before(mm.Claim.Expires)) {
-				items = append(items, attnItem{levelWarn, glyphBad, mm.Name,
+				items = append(items, attnItem{levelWarn, glyphBad, who,
 					fmt.Sprintf("claim expired %s ago (%s)", short(now.Sub(mm.Claim.Expires)), mm.Holder())})
 			}
 			if mm.MaintenanceStale {
-				items = append(items, attnItem{levelWarn, glyphMaint, mm.Name, "stale reconciler Lease (next reconcile takes it over)"})
+				items = append(items, attnItem{levelWarn, glyphMaint, who, "stale reconciler Lease (next reconcile takes it over)"})
 			}
 			if len(mm.Problems) > 0 {
-				items = append(items, attnItem{levelError, glyphProblem, mm.Name, strings.Join(mm.Problems, "; ")})
+				items = append(items, attnItem{levelError, glyphProblem, who, strings.Join(mm.Problems, "; ")})
 			}
 			if mm.Drift {
-				items = append(items, attnItem{levelInfo, glyphDrift, mm.Name, "drifted from the pool definition"})
+				items = append(items, attnItem{levelInfo, glyphDrift, who, "drifted from the pool definition"})
 			}
 		}
 	}

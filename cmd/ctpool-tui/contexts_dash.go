@@ -223,6 +223,7 @@ func contextsOptions(src *contextsSource, names []string, sc scope, readOnly boo
 	}
 	opts := tui.Options{
 		Context: strings.Join(names, ","), Namespace: ns, Fleet: true, Contexts: true, ReadOnly: readOnly,
+		ContextNames: names, Namespaces: sc.namespaces,
 		Now: time.Now, Data: src, Events: contextsEvents{src}, Logs: contextsLogs{src},
 	}
 	if readOnly {
@@ -299,5 +300,17 @@ func runContextsDashboard(ctx context.Context, e *env, df dashFlags, names []str
 	opts := contextsOptions(src, names, sc, df.readonly)
 	opts.StopData = stop
 	opts.Theme, opts.NoColor = theme, os.Getenv("NO_COLOR") != ""
-	return opErr(tui.Run(ctx, opts))
+	err = tui.Run(ctx, opts)
+	src.reportRefused(e.stderr)
+	return opErr(err)
+}
+
+// reportRefused names each cluster whose read-only client refused a write
+// (none should: the keys that write are not bound in read-only mode).
+func (s *contextsSource) reportRefused(w io.Writer) {
+	for _, c := range s.clusters {
+		if c.conn != nil && c.conn.readOnly != nil && c.conn.readOnly.Refused() > 0 {
+			fmt.Fprintf(w, "read-only: context %s: %d write requests were refused\n", c.name, c.conn.readOnly.Refused())
+		}
+	}
 }

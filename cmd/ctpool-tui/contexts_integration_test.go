@@ -269,3 +269,85 @@ func TestIntegrationContextsDashboard(t *testing.T) {
 	})
 	t.Logf("live %s after the API server was back", time.Since(back).Round(time.Second))
 }
+
+// The fleet's wall (--readonly over several contexts): a tile per pool with
+// each cluster's state, the command line narrows it, and no key on any
+// screen makes a write request to any cluster: each cluster's read-only
+// guard refuses nothing because nothing is even tried.
+func TestIntegrationContextsWallReadOnly(t *testing.T) {
+	p := newFleetPlane(t)
+	ns := p.namespaces
+	t.Setenv("KUBECONFIG", contextsKubeconfig(t, p))
+	e := &env{opts: kube.NewOptions(), stdout: io.Discard, stderr: io.Discard}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	names := []string{"admin", "team", "dead"}
+	src, err := startContexts(ctx, e, dashFlags{}, names, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := contextsOptions(src, names, scope{}, true)
+	opts.Theme, opts.Renderer = themes.Dark(), themes.NoColorRenderer(io.Discard)
+	m := tui.New(opts)
+	d := &modelDriver{m: m, out: make(chan tea.Msg, 256), done: ctx.Done()}
+	m.Update(tea.WindowSizeMsg{Width: 200, Height: 60})
+	d.run(m.Init())
+	adminTile, teamTile := "┌ admin/"+ns[0]+"/desk ─", "┌ team/"+ns[1]+"/desk ─"
+	d.until(t, 30*time.Second, "a tile per pool and each cluster's state on the wall", func(s string) bool {
+		return strings.Contains(s, "READ-ONLY") && strings.Contains(s, adminTile) && strings.Contains(s, teamTile) &&
+			strings.Contains(s, "admin ● live") && strings.Contains(s, "team ● live") && strings.Contains(s, "dead ✗ unreachable")
+	})
+
+	command := func(line string) {
+		d.key(":")
+		for _, r := range line {
+			d.key(string(r))
+		}
+		d.key("enter")
+	}
+	command("ctx team")
+	if s := d.m.View(); strings.Contains(s, adminTile) || !strings.Contains(s, teamTile) || !strings.Contains(s, "dead ✗ unreachable") {
+		t.Fatalf("after :ctx team:\n%s", s)
+	}
+	command("ctx all")
+	d.until(t, 10*time.Second, "both tiles again", func(s string) bool { return strings.Contains(s, adminTile) && strings.Contains(s, teamTile) })
+
+	// Every key that writes elsewhere, on the wall, the table, the members
+	// and a member's detail.
+	writeKeys := []string{"r", "s", "D", "x", "f", "a", "c", "enter", "y", "tab"}
+	for _, path := range [][]string{{}, {"tab"}, {"tab", "enter"}, {"tab", "enter", "enter"}} {
+		for _, k := range writeKeys {
+			for _, pk := range append(append([]string(nil), path...), k) {
+				d.key(pk)
+			}
+			d.until(t, 5*time.Second, "the screen after "+k, func(string) bool { return true })
+			for range 3 {
+				_, cmd := d.m.Update(tea.KeyMsg{Type: tea.KeyEsc})
+				d.run(cmd)
+			}
+			if _, cmd := d.m.Update(tea.KeyMsg{Type: tea.KeyTab}); cmd != nil { // back to the wall, or away from it
+				d.run(cmd)
+			}
+			if !strings.Contains(d.m.View(), "VDI POOLS") {
+				_, cmd := d.m.Update(tea.KeyMsg{Type: tea.KeyTab})
+				d.run(cmd)
+			}
+		}
+	}
+	for _, c := range src.clusters {
+		if c.conn == nil {
+			continue // dead: not even a connection
+		}
+		if c.conn.readOnly == nil {
+			t.Fatalf("context %s has no read-only guard", c.name)
+		}
+		if n := c.conn.readOnly.Refused(); n != 0 {
+			t.Errorf("context %s: %d write requests were refused: the keys must not even try", c.name, n)
+		}
+	}
+	for _, namespace := range ns[:2] {
+		if h := p.deskOneHolder(t, namespace); h == "" {
+			t.Errorf("%s/desk-1 lost its holder", namespace)
+		}
+	}
+}

@@ -261,7 +261,7 @@ func checkFleet(ctx context.Context, conn *connection) error {
 // namespace, built on first use.
 func fleetOptions(conn *connection, w *kube.Watcher, readOnly bool) tui.Options {
 	opts := dashboardOptions(conn, w, readOnly)
-	opts.Fleet, opts.Namespace, opts.Access = true, conn.scope.label(), nil
+	opts.Fleet, opts.Namespace, opts.Access, opts.Namespaces = true, conn.scope.label(), nil, conn.scope.namespaces
 	consoleAndLogs(&opts, conn, readOnly, nil)
 	if readOnly {
 		return opts
