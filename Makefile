@@ -140,7 +140,7 @@ bench: ## unit benchmarks in BENCH_ROUNDS interleaved rounds (default 5), then t
 
 .PHONY: bench-integration
 bench-integration: ## benchmarks on the running local plane (make cluster-up), then the targets they meet
-	set -o pipefail; CI=$${CI:-1} $(GO) test -tags 'integration perf' -run '^$$' -bench Integration -benchtime 1x -timeout 60m ./kube/ | tee .bench-integration.out
+	set -o pipefail; CI=$${CI:-1} $(GO) test -tags 'integration perf' -run '^$$' -bench Integration -benchtime 1x -timeout 180m ./kube/ | tee .bench-integration.out
 	@$(GO) run ./testdata/benchreport -set integration < .bench-integration.out
 
 .PHONY: cluster-build

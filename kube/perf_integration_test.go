@@ -205,6 +205,13 @@ func perfSpec(size int) engine.Spec {
 // than wait for the controller to check each PVC in turn.
 func clearNamespace(t testing.TB, env *kubetest.Env) {
 	t.Helper()
+	clearNamespaceWithin(t, env, 3*time.Minute)
+}
+
+// clearNamespaceWithin is clearNamespace with the deadline of each of its
+// two waits (thousands of members take longer than hundreds).
+func clearNamespaceWithin(t testing.TB, env *kubetest.Env, timeout time.Duration) {
+	t.Helper()
 	ctx := context.Background()
 	c, ns := env.Client, env.Namespace
 	start := time.Now()
@@ -212,7 +219,7 @@ func clearNamespace(t testing.TB, env *kubetest.Env) {
 	del := metav1.DeleteOptions{GracePeriodSeconds: &zero}
 	// A collection delete of hundreds of objects on a busy plane can outlast
 	// the request's deadline; it is asked again until nothing is left.
-	env.WaitFor(t, 3*time.Minute, "no Pods in "+ns, func() (bool, error) {
+	env.WaitFor(t, timeout, "no Pods in "+ns, func() (bool, error) {
 		for _, err := range []error{
 			c.CoreV1().Pods(ns).DeleteCollection(ctx, del, metav1.ListOptions{}),
 			c.CoreV1().PersistentVolumeClaims(ns).DeleteCollection(ctx, del, metav1.ListOptions{}),
@@ -231,7 +238,7 @@ func clearNamespace(t testing.TB, env *kubetest.Env) {
 	// their volumes, and delete the volumes, rather than wait for the
 	// controllers to get through them one at a time.
 	unprotect := []byte(`{"metadata":{"finalizers":null}}`)
-	env.WaitFor(t, 3*time.Minute, "no PVCs or their volumes in "+ns, func() (bool, error) {
+	env.WaitFor(t, timeout, "no PVCs or their volumes in "+ns, func() (bool, error) {
 		pvcs, err := c.CoreV1().PersistentVolumeClaims(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err

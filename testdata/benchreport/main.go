@@ -112,6 +112,32 @@ var targets = []target{
 	info(integration, "5 same without a client-side limit on either side: engine/bare",
 		"BenchmarkIntegrationPerfReconcileUnthrottled", "engine/bare"),
 	info(integration, "5 ... engine/bare2", "BenchmarkIntegrationPerfReconcileUnthrottled", "engine/bare2"),
+	// 18.6 The in-cluster reconciler (reconcile --all --watch, the binary
+	// with the Deployment's flags) over 1,000 pools of 10 members, in one
+	// namespace and over 10 with -A (CTPOOL_PERF_CONTROLLER_POOLS may shrink
+	// the run; "members" says its size).
+	info(integration, "18.6 reconciler, one namespace: members", "BenchmarkIntegrationPerfController/namespace", "members"),
+	bound(integration, "18.6 ... requests/min at rest from reconciles (watches, probe, election aside)",
+		"BenchmarkIntegrationPerfController/namespace", "req/min-reconcile", 0),
+	info(integration, "18.6 ... requests/min at rest, all but the watches (/livez probe, election Lease)",
+		"BenchmarkIntegrationPerfController/namespace", "req/min-rest"),
+	bound(integration, "18.6 ... peak RSS, MiB (the Deployment's limit)", "BenchmarkIntegrationPerfController/namespace", "MiB-rss-peak", 256),
+	info(integration, "18.6 ... RSS at rest, MiB", "BenchmarkIntegrationPerfController/namespace", "MiB-rss-rest"),
+	info(integration, "18.6 ... CPU at rest, millicores", "BenchmarkIntegrationPerfController/namespace", "mcpu-idle"),
+	info(integration, "18.6 ... seconds from start to every member Ready", "BenchmarkIntegrationPerfController/namespace", "s-fill"),
+	info(integration, "18.6 ... Pod deleted -> member Ready again, p50 (ms)", "BenchmarkIntegrationPerfController/namespace", "ready-p50-ms"),
+	info(integration, "18.6 ... Pod deleted -> member Ready again, p95 (ms)", "BenchmarkIntegrationPerfController/namespace", "ready-p95-ms"),
+	info(integration, "18.6 reconciler, -A over 10 namespaces: members", "BenchmarkIntegrationPerfController/all-namespaces", "members"),
+	bound(integration, "18.6 ... requests/min at rest from reconciles (watches, probe, election aside)",
+		"BenchmarkIntegrationPerfController/all-namespaces", "req/min-reconcile", 0),
+	info(integration, "18.6 ... requests/min at rest, all but the watches (/livez probe, election Lease)",
+		"BenchmarkIntegrationPerfController/all-namespaces", "req/min-rest"),
+	bound(integration, "18.6 ... peak RSS, MiB (the Deployment's limit)", "BenchmarkIntegrationPerfController/all-namespaces", "MiB-rss-peak", 256),
+	info(integration, "18.6 ... RSS at rest, MiB", "BenchmarkIntegrationPerfController/all-namespaces", "MiB-rss-rest"),
+	info(integration, "18.6 ... CPU at rest, millicores", "BenchmarkIntegrationPerfController/all-namespaces", "mcpu-idle"),
+	info(integration, "18.6 ... seconds from start to every member Ready", "BenchmarkIntegrationPerfController/all-namespaces", "s-fill"),
+	info(integration, "18.6 ... Pod deleted -> member Ready again, p50 (ms)", "BenchmarkIntegrationPerfController/all-namespaces", "ready-p50-ms"),
+	info(integration, "18.6 ... Pod deleted -> member Ready again, p95 (ms)", "BenchmarkIntegrationPerfController/all-namespaces", "ready-p95-ms"),
 	// 6. Claim requests and round trips.
 	bound(integration, "6 claim on 1,000 members from the dashboard (informer cache): requests",
 		"BenchmarkIntegrationPerfClaim", "req-informer", 3),
