@@ -404,6 +404,7 @@ type poolRef struct{ ns, pool string }
 // controllerFigures are the figures of one controller run.
 type controllerFigures struct {
 	pools, members  int
+	readyMembers    int           // the members of the pools with provisioned PVCs
 	fill            time.Duration // from the reconciler's start to every member Ready and the queue empty
 	rssRest, rssMax int64
 	idle            time.Duration
@@ -420,11 +421,23 @@ func (f controllerFigures) millicores() float64 {
 	return float64(f.cpuIdle) / float64(f.idle) * 1000
 }
 
+// unprovisioned is a StorageClass nothing provisions: the PVCs of its
+// members stay Pending, and so do their Pods (Unschedulable).
+const unprovisioned = "ctpool-perf-none"
+
 // controllerAtScale defines pools of 10 members spread over namespaces,
 // starts the reconciler on them (-A when there are several namespaces),
-// waits until every member is Ready, then measures it at rest over
-// scale.idle and times scale.deletions Pod deletions until the member's new
-// Pod is Ready, one after the other.
+// waits until it has every member as it should be, then measures it at rest
+// over scale.idle and times scale.deletions Pod deletions until the member's
+// new Pod is Ready, one after the other.
+//
+// The plane's kwok binds about 1.5 PVCs a second (its stage controller
+// writes a volume and three patches per claim, one at a time), so 10,000
+// members would take two hours to be Ready. Only the first pools, enough
+// for the deletions, use the plane's default StorageClass; the others use
+// one nothing provisions, so that their members stay Pending,
+// Unschedulable. The reconciler holds and watches the same 10,000 Pods,
+// PVCs and Leases-to-be either way; at rest, no member changes.
 func controllerAtScale(t testing.TB, envs []*kubetest.Env, scale controllerScale) controllerFigures {
 	t.Helper()
 	ctx := context.Background()
@@ -445,16 +458,21 @@ func controllerAtScale(t testing.TB, envs []*kubetest.Env, scale controllerScale
 	}()
 
 	writer := newPerfClientQPS(t, env, unlimitedQPS, unlimitedBurst)
-	spec := perfSpec(controllerPoolSize)
+	readyPools := min((scale.deletions+controllerPoolSize-1)/controllerPoolSize, scale.pools)
+	f.readyMembers = readyPools * controllerPoolSize
 	perNS := scale.pools / len(envs)
 	var refs []poolRef
-	for _, e := range envs {
-		for i := range perNS {
+	for i := range perNS {
+		for _, e := range envs { // the ready pools spread over the namespaces
 			refs = append(refs, poolRef{e.Namespace, fmt.Sprintf("p%04d", i)})
 		}
 	}
 	parallel(32, len(refs), func(i int) {
 		r := refs[i]
+		spec := perfSpec(controllerPoolSize)
+		if i >= readyPools {
+			spec.StorageClass = unprovisioned
+		}
 		if _, err := writer.client.CoreV1().ConfigMaps(r.ns).Create(ctx, engine.BuildConfigMap(r.ns, r.pool, spec), metav1.CreateOptions{}); err != nil {
 			t.Errorf("define %s/%s: %v", r.ns, r.pool, err)
 		}
@@ -470,19 +488,24 @@ func controllerAtScale(t testing.TB, envs []*kubetest.Env, scale controllerScale
 	proxy := startCountingProxy(t, env.Config)
 	start := time.Now()
 	rp = startReconciler(t, bin, proxyKubeconfig(t, proxy), env.Namespace, len(envs) > 1)
-	// Converged: every member Ready as the reconciler last saw it, and no
-	// pool waiting in its queue. A fill of 10,000 members on a shared
-	// 2-core plane takes minutes; the deadline is a guard, not a target.
-	env.WaitFor(t, 45*time.Minute, fmt.Sprintf("%d members Ready", f.members), func() (bool, error) {
+	// Converged: the members of the ready pools Ready and the others
+	// Unschedulable as the reconciler last saw them, and no pool waiting in
+	// its queue. The deadline is a guard, not a target.
+	env.WaitFor(t, 45*time.Minute, fmt.Sprintf("%d members Ready and %d Unschedulable", f.readyMembers, f.members-f.readyMembers), func() (bool, error) {
 		ready, err := rp.scrape("ctpool_pool_members", `state="ready"`)
 		if err != nil {
-			return false, nil // not serving yet, or between scrapes
+			return false, nil // between scrapes
+		}
+		unsched, err := rp.scrape("ctpool_pool_members", `state="unschedulable"`)
+		if err != nil {
+			return false, nil
 		}
 		depth, err := rp.scrape("ctpool_workqueue_depth")
-		return err == nil && int(ready) == f.members && depth == 0, nil
+		return err == nil && int(ready) == f.readyMembers && int(ready+unsched) == f.members && depth == 0, nil
 	})
 	f.fill = time.Since(start)
-	t.Logf("%d pools of %d members in %d namespaces Ready %v after the reconciler started", scale.pools, controllerPoolSize, len(envs), f.fill.Round(time.Second))
+	t.Logf("%d pools of %d members in %d namespaces (%d members Ready, the others Unschedulable) %v after the reconciler started",
+		scale.pools, controllerPoolSize, len(envs), f.readyMembers, f.fill.Round(time.Second))
 
 	// At rest: the events of the last members' readiness have been
 	// reconciled (the queue is empty); what the reconciler does from now on
@@ -497,12 +520,12 @@ func controllerAtScale(t testing.TB, envs []*kubetest.Env, scale controllerScale
 	f.restAll, f.restReconcile, f.restKinds = restRequests(before, proxy.counts())
 	f.rssRest, f.rssMax = rp.memory(t)
 
-	f.ready = podDeletionsToReady(t, writer, refs, scale.deletions)
+	f.ready = podDeletionsToReady(t, writer, refs[:readyPools], scale.deletions)
 	return f
 }
 
-// podDeletionsToReady deletes n member Pods one after the other (spread over
-// the pools, each the first time), each once the last is back, and times
+// podDeletionsToReady deletes n member Pods of refs one after the other
+// (member 1 of every pool, then member 2, ...), each once the last is back, and times
 // each from the delete to a new Pod of the member Ready, as a watch of every
 // member Pod of the plane tells.
 func podDeletionsToReady(t testing.TB, pc *perfClient, refs []poolRef, n int) []time.Duration {
@@ -552,8 +575,8 @@ func podDeletionsToReady(t testing.TB, pc *perfClient, refs []poolRef, n int) []
 	zero := int64(0)
 	var out []time.Duration
 	for i := range n {
-		r := refs[i*len(refs)/n]
-		name := engine.MemberName(r.pool, i%controllerPoolSize+1)
+		r := refs[i%len(refs)]
+		name := engine.MemberName(r.pool, i/len(refs)%controllerPoolSize+1)
 		old, err := pc.client.CoreV1().Pods(r.ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatalf("deletion %d: read Pod %s/%s: %v", i, r.ns, name, err)
@@ -591,8 +614,8 @@ func podReady(p *corev1.Pod) bool {
 }
 
 func logController(t testing.TB, f controllerFigures) {
-	t.Logf("reconciler over %d pools (%d members): filled in %v; at rest over %v: RSS %.1f MiB (peak %.1f MiB), CPU %.1f millicores, %.1f requests/min (%.1f from reconciles): %s",
-		f.pools, f.members, f.fill.Round(time.Second), f.idle.Round(time.Second), mib(f.rssRest), mib(f.rssMax), f.millicores(),
+	t.Logf("reconciler over %d pools (%d members, %d Ready): filled in %v; at rest over %v: RSS %.1f MiB (peak %.1f MiB), CPU %.1f millicores, %.1f requests/min (%.1f from reconciles): %s",
+		f.pools, f.members, f.readyMembers, f.fill.Round(time.Second), f.idle.Round(time.Second), mib(f.rssRest), mib(f.rssMax), f.millicores(),
 		f.perMinute(f.restAll), f.perMinute(f.restReconcile), formatKinds(f.restKinds))
 	t.Logf("Pod deleted -> member Ready again, over %d deletions: p50 %v p95 %v", len(f.ready),
 		percentile(f.ready, 50).Round(time.Millisecond), percentile(f.ready, 95).Round(time.Millisecond))
