@@ -42,13 +42,17 @@ import (
 )
 
 // requestCounter counts the API requests that leave a client (by "VERB
-// resource") and the most that were in flight at once.
+// resource"), the most that were in flight at once, and the mean number in
+// flight over time.
 type requestCounter struct {
 	mu       sync.Mutex
 	byKind   map[string]int
 	total    int
 	inFlight int
 	peak     int
+	// area is the integral of inFlight over time since since, up to last.
+	area        float64 // request-seconds
+	since, last time.Time
 }
 
 func newRequestCounter() *requestCounter { return &requestCounter{byKind: map[string]int{}} }
@@ -59,16 +63,26 @@ func (c *requestCounter) wrap(rt http.RoundTripper) http.RoundTripper {
 		c.mu.Lock()
 		c.total++
 		c.byKind[key]++
+		c.advance(time.Now())
 		c.inFlight++
 		c.peak = max(c.peak, c.inFlight)
 		c.mu.Unlock()
 		defer func() {
 			c.mu.Lock()
+			c.advance(time.Now())
 			c.inFlight--
 			c.mu.Unlock()
 		}()
 		return rt.RoundTrip(req)
 	})
+}
+
+// advance adds the requests in flight since the last change to the area.
+func (c *requestCounter) advance(now time.Time) {
+	if !c.last.IsZero() {
+		c.area += float64(c.inFlight) * now.Sub(c.last).Seconds()
+	}
+	c.last = now
 }
 
 // reset zeroes the counts and returns what they were.
@@ -77,7 +91,22 @@ func (c *requestCounter) reset() (total, peak int, byKind map[string]int) {
 	defer c.mu.Unlock()
 	total, peak, byKind = c.total, c.peak, c.byKind
 	c.total, c.peak, c.byKind = 0, c.inFlight, map[string]int{}
+	now := time.Now()
+	c.advance(now)
+	c.area, c.since = 0, now
 	return total, peak, byKind
+}
+
+// meanInFlight is the mean number of requests in flight since the last reset.
+func (c *requestCounter) meanInFlight() float64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := time.Now()
+	c.advance(now)
+	if c.since.IsZero() || !now.After(c.since) {
+		return 0
+	}
+	return c.area / now.Sub(c.since).Seconds()
 }
 
 func formatKinds(byKind map[string]int) string {
@@ -294,14 +323,15 @@ type throughputRun struct {
 	elapsed   time.Duration
 	requests  int
 	peak      int
+	mean      float64 // requests in flight, over time
 	throttled int64
 	waited    time.Duration
 	kinds     map[string]int
 }
 
 func (r throughputRun) String() string {
-	return fmt.Sprintf("%v, %d requests (peak %d in flight), %d throttled for %v",
-		r.elapsed.Round(time.Millisecond), r.requests, r.peak, r.throttled, r.waited.Round(time.Millisecond))
+	return fmt.Sprintf("%v, %d requests (peak %d in flight, mean %.1f), %d throttled for %v",
+		r.elapsed.Round(time.Millisecond), r.requests, r.peak, r.mean, r.throttled, r.waited.Round(time.Millisecond))
 }
 
 // bareCreate creates the PVC and the Pod of members 1..n of a pool, the
@@ -350,7 +380,7 @@ func bareCreate(t testing.TB, pc *perfClient, ns, pool string, n, workers int) t
 		})
 	}
 	wg.Wait()
-	run := throughputRun{elapsed: time.Since(start)}
+	run := throughputRun{elapsed: time.Since(start), mean: pc.reqs.meanInFlight()}
 	run.requests, run.peak, run.kinds = pc.reqs.reset()
 	run.throttled, run.waited = pc.limiter.reset()
 	if failures > 0 {
@@ -371,7 +401,7 @@ func engineScale(t testing.TB, pc *perfClient, ns, pool string, n, concurrency i
 	pc.limiter.reset()
 	start := time.Now()
 	res, err := eng.Resize(ctx, pool, n)
-	run := throughputRun{elapsed: time.Since(start)}
+	run := throughputRun{elapsed: time.Since(start), mean: pc.reqs.meanInFlight()}
 	run.requests, run.peak, run.kinds = pc.reqs.reset()
 	run.throttled, run.waited = pc.limiter.reset()
 	if err != nil {
@@ -436,7 +466,7 @@ func bareFill(t testing.TB, pc *perfClient, ns, pool string, n, workers int) thr
 		})
 	}
 	wg.Wait()
-	run := throughputRun{elapsed: time.Since(start)}
+	run := throughputRun{elapsed: time.Since(start), mean: pc.reqs.meanInFlight()}
 	run.requests, run.peak, run.kinds = pc.reqs.reset()
 	run.throttled, run.waited = pc.limiter.reset()
 	if failures > 0 {
@@ -462,6 +492,15 @@ func (r throughputRuns) mean(kind string) time.Duration {
 		sum += run.elapsed
 	}
 	return sum / time.Duration(max(len(r[kind]), 1))
+}
+
+// meanInFlight is the mean of the fills' mean requests in flight.
+func (r throughputRuns) meanInFlight(kind string) float64 {
+	sum := 0.0
+	for _, run := range r[kind] {
+		sum += run.mean
+	}
+	return sum / float64(max(len(r[kind]), 1))
 }
 
 // ratio is the mean time of the engine's fills over the mean of kind's.
@@ -575,6 +614,8 @@ func benchmarkReconcile(b *testing.B, qps float32, burst int) {
 		b.ReportMetric(float64(peak[fillEngine]), "peak-engine")
 		b.ReportMetric(float64(peak[fillBare4]), "peak-bare")
 		b.ReportMetric(float64(peak[fillBare2]), "peak-bare2")
+		b.ReportMetric(runs.meanInFlight(fillEngine), "mean-inflight-engine")
+		b.ReportMetric(runs.meanInFlight(fillBare4), "mean-inflight-bare")
 		b.ReportMetric(runs.mean(fillEngine).Seconds(), "s-engine")
 		b.ReportMetric(runs.mean(fillBare4).Seconds(), "s-bare")
 		b.ReportMetric(runs.mean(fillBare2).Seconds(), "s-bare2")
