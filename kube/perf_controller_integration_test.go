@@ -407,6 +407,7 @@ type controllerFigures struct {
 	readyMembers    int           // the members of the pools with provisioned PVCs
 	fill            time.Duration // from the reconciler's start to every member Ready and the queue empty
 	rssRest, rssMax int64
+	heapRest        int64 // the Go heap in use at rest (go_memstats_heap_inuse_bytes)
 	idle            time.Duration
 	cpuIdle         time.Duration // CPU time used over idle
 	restAll         int           // requests over idle, watches left out
@@ -519,6 +520,11 @@ func controllerAtScale(t testing.TB, envs []*kubetest.Env, scale controllerScale
 	f.cpuIdle = rp.cpuTime(t) - cpu0
 	f.restAll, f.restReconcile, f.restKinds = restRequests(before, proxy.counts())
 	f.rssRest, f.rssMax = rp.memory(t)
+	if heap, err := rp.scrape("go_memstats_heap_inuse_bytes"); err == nil {
+		f.heapRest = int64(heap)
+	} else {
+		t.Errorf("scrape the reconciler's heap: %v", err)
+	}
 
 	f.ready = podDeletionsToReady(t, writer, refs[:readyPools], scale.deletions)
 	return f
@@ -614,8 +620,8 @@ func podReady(p *corev1.Pod) bool {
 }
 
 func logController(t testing.TB, f controllerFigures) {
-	t.Logf("reconciler over %d pools (%d members, %d Ready): filled in %v; at rest over %v: RSS %.1f MiB (peak %.1f MiB), CPU %.1f millicores, %.1f requests/min (%.1f from reconciles): %s",
-		f.pools, f.members, f.readyMembers, f.fill.Round(time.Second), f.idle.Round(time.Second), mib(f.rssRest), mib(f.rssMax), f.millicores(),
+	t.Logf("reconciler over %d pools (%d members, %d Ready): filled in %v; at rest over %v: RSS %.1f MiB (peak %.1f MiB; Go heap in use %.1f MiB), CPU %.1f millicores, %.1f requests/min (%.1f from reconciles): %s",
+		f.pools, f.members, f.readyMembers, f.fill.Round(time.Second), f.idle.Round(time.Second), mib(f.rssRest), mib(f.rssMax), mib(f.heapRest), f.millicores(),
 		f.perMinute(f.restAll), f.perMinute(f.restReconcile), formatKinds(f.restKinds))
 	t.Logf("Pod deleted -> member Ready again, over %d deletions: p50 %v p95 %v", len(f.ready),
 		percentile(f.ready, 50).Round(time.Millisecond), percentile(f.ready, 95).Round(time.Millisecond))
@@ -667,6 +673,7 @@ func BenchmarkIntegrationPerfController(b *testing.B) {
 				b.ReportMetric(f.fill.Seconds(), "s-fill")
 				b.ReportMetric(mib(f.rssRest), "MiB-rss-rest")
 				b.ReportMetric(mib(f.rssMax), "MiB-rss-peak")
+				b.ReportMetric(mib(f.heapRest), "MiB-heap-rest")
 				b.ReportMetric(f.millicores(), "mcpu-idle")
 				b.ReportMetric(f.perMinute(f.restAll), "req/min-rest")
 				b.ReportMetric(f.perMinute(f.restReconcile), "req/min-reconcile")
