@@ -12,6 +12,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -108,6 +110,8 @@ func startCountingProxy(t testing.TB, cfg *rest.Config) *countingProxy {
 	rp := httputil.NewSingleHostReverseProxy(target)
 	rp.Transport = tr
 	rp.FlushInterval = -1 // watches stream
+	// Its errors are the watches the reconciler ends when it stops.
+	rp.ErrorLog = log.New(io.Discard, "", 0)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
