@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -77,6 +78,17 @@ func TestManifestsPrintsTheDeployment(t *testing.T) {
 	}
 	if env["POD_NAME"] != "metadata.name" || env["POD_NAMESPACE"] != "metadata.namespace" {
 		t.Errorf("downward API env %v", env)
+	}
+	soft := ""
+	for _, e := range c.Env {
+		if e.Name == "GOMEMLIMIT" {
+			soft = e.Value
+		}
+	}
+	if n, ok := strings.CutSuffix(soft, "MiB"); !ok {
+		t.Errorf("GOMEMLIMIT %q: want a size in MiB", soft)
+	} else if v, err := strconv.ParseInt(n, 10, 64); err != nil || v<<20 >= c.Resources.Limits.Memory().Value() || v<<20 < c.Resources.Limits.Memory().Value()*3/4 {
+		t.Errorf("GOMEMLIMIT %s: want between 75%% and 100%% of the memory limit %s", soft, c.Resources.Limits.Memory())
 	}
 	if c.LivenessProbe.HTTPGet.Path != "/healthz" || c.ReadinessProbe.HTTPGet.Path != "/readyz" {
 		t.Error("probes are not on /healthz and /readyz")

@@ -93,6 +93,10 @@ func Manifests(o ManifestOptions) ([]runtime.Object, error) {
 
 // reconcilerArgs are the container's arguments. The namespace flag names
 // the pools' namespace, or with allNamespaces the election Lease's.
+// MemoryLimitSoft is the reconciler's GOMEMLIMIT: about 85% of its
+// container's memory limit (256Mi), room for the runtime's own memory.
+const MemoryLimitSoft = "220MiB"
+
 func reconcilerArgs(allNamespaces bool) []string {
 	scope := []string{"--all"}
 	if allNamespaces {
@@ -139,7 +143,12 @@ func deployment(o ManifestOptions, labels map[string]string, sa string) *appsv1.
 						Name:  "reconciler",
 						Image: o.Image,
 						Args:  reconcilerArgs(o.AllNamespaces),
-						Env:   []corev1.EnvVar{fieldEnv("POD_NAME", "metadata.name"), fieldEnv("POD_NAMESPACE", "metadata.namespace")},
+						Env: []corev1.EnvVar{
+							fieldEnv("POD_NAME", "metadata.name"), fieldEnv("POD_NAMESPACE", "metadata.namespace"),
+							// The Go runtime collects harder as the heap nears this,
+							// below the container's 256Mi limit, instead of being killed.
+							{Name: "GOMEMLIMIT", Value: MemoryLimitSoft},
+						},
 						Ports: []corev1.ContainerPort{{Name: "metrics", ContainerPort: MetricsPort, Protocol: corev1.ProtocolTCP}},
 						Resources: corev1.ResourceRequirements{
 							Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
