@@ -123,6 +123,7 @@ func BenchmarkFleetPoolsView(b *testing.B) {
 			if got, want := len(m.pools.rows), len(snaps); got != want {
 				b.Fatalf("%d pool rows, want %d", got, want)
 			}
+			runtime.GC() // the setup's garbage is not the frames' to collect
 			b.ReportAllocs()
 			b.ResetTimer()
 			for b.Loop() {
@@ -143,6 +144,7 @@ func BenchmarkFleetMembersView(b *testing.B) {
 			if len(m.members.rows) != fleetMembers {
 				b.Fatalf("%d member rows, want %d", len(m.members.rows), fleetMembers)
 			}
+			runtime.GC() // the setup's garbage is not the frames' to collect
 			b.ReportAllocs()
 			b.ResetTimer()
 			for b.Loop() {
@@ -164,6 +166,7 @@ func BenchmarkFleetRebuild(b *testing.B) {
 			m, data := s.model(snaps)
 			m.openMembers(s.fleetPool())
 			now := func() time.Time { return t0 }
+			runtime.GC() // the setup's garbage is not the rebuilds' to collect
 			b.ReportAllocs()
 			b.ResetTimer()
 			for b.Loop() {

@@ -19,15 +19,21 @@ import (
 // image. Its rows are indices into the snapshot's pools.
 type poolsView struct {
 	list
+	// The widest pool name, namespace and context of the pools synced
+	// (the columns' widths), measured once per snapshot rather than per
+	// frame: a fleet has thousands of pools.
+	nameW, nsW, ctxW int
 }
 
 func newPoolsView(st themes.Styles) poolsView {
 	return poolsView{list: list{filter: newListFilter(st, "pool, backend, image…")}}
 }
 
-// sync follows a new list of pools, keeping the selection by key.
-func (p *poolsView) sync(views []engine.PoolView, fleet bool) {
+// sync follows a new list of pools, keeping the selection by key; in a
+// fleet of clusters (contexts) a pool's namespace is context/namespace.
+func (p *poolsView) sync(views []engine.PoolView, fleet, contexts bool) {
 	p.names, p.hay = p.names[:0], p.hay[:0]
+	p.nameW, p.nsW, p.ctxW = 0, 0, 0
 	for i := range views {
 		v := &views[i]
 		p.names = append(p.names, poolKey(fleet, v))
@@ -36,6 +42,14 @@ func (p *poolsView) sync(views []engine.PoolView, fleet bool) {
 			hay = v.Namespace + " " + hay
 		}
 		p.hay = append(p.hay, strings.ToLower(clean(hay)))
+		p.nameW = max(p.nameW, sanitize.Width(v.Name))
+		if fleet {
+			kctx, ns := splitNamespace(contexts, v.Namespace)
+			p.nsW = max(p.nsW, sanitize.Width(ns), 1)
+			if contexts {
+				p.ctxW = max(p.ctxW, sanitize.Width(kctx), 1)
+			}
+		}
 	}
 	p.refresh()
 }
@@ -127,18 +141,7 @@ func (p *poolsView) view(ctx viewContext) string {
 		return st.Muted.Render("  no pools in " + where +
 			" (a pool is a ConfigMap corral-vdi-ctpool-<pool> labelled " + engine.LabelPool + ")")
 	}
-	ctxW, nsW, nameW := 0, 0, 0
-	for i := range ctx.views {
-		nameW = max(nameW, sanitize.Width(ctx.views[i].Name))
-		if ctx.fleet {
-			kctx, ns := ctx.splitNamespace(ctx.views[i].Namespace)
-			nsW = max(nsW, sanitize.Width(ns), 1)
-			if ctx.contexts {
-				ctxW = max(ctxW, sanitize.Width(kctx), 1)
-			}
-		}
-	}
-	cols := poolColumnsIn(ctx.width, ctxW, nsW, nameW)
+	cols := poolColumnsIn(ctx.width, p.ctxW, p.nsW, p.nameW)
 	var b strings.Builder
 	b.WriteString("  " + st.ColumnHeader.Render(headerCells(cols)))
 	end := min(p.offset+p.height, len(p.rows))
