@@ -146,6 +146,18 @@ bench-integration: ## benchmarks on the running local plane (make cluster-up), t
 	set -o pipefail; CI=$${CI:-1} $(GO) test -tags 'integration perf' -run '^$$' -bench Integration -benchtime 1x -timeout 180m ./kube/ | tee .bench-integration.out
 	@$(GO) run ./testdata/benchreport -set integration < .bench-integration.out
 
+# ctpool-tui and k9s side by side (testdata/peers): k9s at a pinned version,
+# built from the Go module proxy into the cache when missing.
+K9S_VERSION ?= v0.50.16
+PEERS_K9S ?= $(HOME)/.cache/ctpool-tui/peers/$(K9S_VERSION)/k9s
+PEERS_MEMBERS ?= 10000
+
+.PHONY: bench-peers
+bench-peers: build ## on the running plane, ctpool-tui and k9s on one pool of PEERS_MEMBERS (default 10000): first screen, RSS, idle CPU, a claim on screen
+	@test -x '$(PEERS_K9S)' || { echo "installing k9s $(K9S_VERSION) into $(dir $(PEERS_K9S))"; \
+	  GOBIN='$(abspath $(dir $(PEERS_K9S)))' GOFLAGS=-buildvcs=false $(GO) install github.com/derailed/k9s@$(K9S_VERSION); }
+	PEERS_K9S='$(PEERS_K9S)' PEERS_MEMBERS=$(PEERS_MEMBERS) PEERS_CTPOOL_TUI=$(BIN) $(GO) run ./testdata/peers
+
 .PHONY: cluster-build
 cluster-build: ## build (or reuse) the local control plane binaries
 	$(CLUSTER)/build

@@ -22,41 +22,57 @@ import (
 // and pool (engine.GroupByPool per namespace), ordered by namespace, then
 // pool.
 func GroupByNamespace(cms []*corev1.ConfigMap, pods []*corev1.Pod, pvcs []*corev1.PersistentVolumeClaim, leases []*coordinationv1.Lease) []engine.Snapshot {
-	type objs struct {
-		cms    []*corev1.ConfigMap
-		pods   []*corev1.Pod
-		pvcs   []*corev1.PersistentVolumeClaim
-		leases []*coordinationv1.Lease
-	}
-	by := map[string]*objs{}
-	get := func(ns string) *objs {
-		o := by[ns]
-		if o == nil {
-			o = &objs{}
-			by[ns] = o
-		}
-		return o
-	}
+	by := byNamespace{}
 	for _, c := range cms {
-		get(c.Namespace).cms = append(get(c.Namespace).cms, c)
+		o := by.in(c.Namespace)
+		o.cms = append(o.cms, c)
 	}
 	for _, p := range pods {
-		get(p.Namespace).pods = append(get(p.Namespace).pods, p)
+		o := by.in(p.Namespace)
+		o.pods = append(o.pods, p)
 	}
 	for _, c := range pvcs {
-		get(c.Namespace).pvcs = append(get(c.Namespace).pvcs, c)
+		o := by.in(c.Namespace)
+		o.pvcs = append(o.pvcs, c)
 	}
 	for _, l := range leases {
-		get(l.Namespace).leases = append(get(l.Namespace).leases, l)
+		o := by.in(l.Namespace)
+		o.leases = append(o.leases, l)
 	}
-	names := make([]string, 0, len(by))
-	for ns := range by {
+	return by.snapshots()
+}
+
+// byNamespace collects pool objects per namespace.
+type byNamespace map[string]*nsObjects
+
+type nsObjects struct {
+	cms    []*corev1.ConfigMap
+	pods   []*corev1.Pod
+	pvcs   []*corev1.PersistentVolumeClaim
+	leases []*coordinationv1.Lease
+}
+
+// in is namespace ns's objects (one map lookup per object added).
+func (b byNamespace) in(ns string) *nsObjects {
+	o := b[ns]
+	if o == nil {
+		o = &nsObjects{}
+		b[ns] = o
+	}
+	return o
+}
+
+// snapshots groups each namespace's objects by pool (engine.GroupByPool),
+// ordered by namespace, then pool.
+func (b byNamespace) snapshots() []engine.Snapshot {
+	names := make([]string, 0, len(b))
+	for ns := range b {
 		names = append(names, ns)
 	}
 	sort.Strings(names)
 	var out []engine.Snapshot
 	for _, ns := range names {
-		o := by[ns]
+		o := b[ns]
 		out = append(out, engine.GroupByPool(ns, o.cms, o.pods, o.pvcs, o.leases)...)
 	}
 	return out

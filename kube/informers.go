@@ -309,37 +309,39 @@ func (w *Watcher) Snapshots() []engine.Snapshot {
 }
 
 // fleetSnapshots groups every cached object of the fleet by namespace and
-// pool.
+// pool. It reads each store once and puts each object straight into its
+// namespace's bucket; the label check of selected is left to
+// engine.GroupByPool, which drops an object without a pool label (or, for
+// a ConfigMap, one that is not its pool's definition) in the same way.
 func (w *Watcher) fleetSnapshots() []engine.Snapshot {
-	var (
-		cms    []*corev1.ConfigMap
-		pods   []*corev1.Pod
-		pvcs   []*corev1.PersistentVolumeClaim
-		leases []*coordinationv1.Lease
-	)
+	by := byNamespace{}
 	for _, s := range w.fleet {
-		for _, o := range s.ConfigMaps.GetStore().List() {
-			if c, ok := o.(*corev1.ConfigMap); ok && w.selected(c) {
-				cms = append(cms, c)
+		for _, obj := range s.ConfigMaps.GetStore().List() {
+			if c, ok := obj.(*corev1.ConfigMap); ok {
+				o := by.in(c.Namespace)
+				o.cms = append(o.cms, c)
 			}
 		}
-		for _, o := range s.Pods.GetStore().List() {
-			if p, ok := o.(*corev1.Pod); ok && w.selected(p) {
-				pods = append(pods, p)
+		for _, obj := range s.Pods.GetStore().List() {
+			if p, ok := obj.(*corev1.Pod); ok {
+				o := by.in(p.Namespace)
+				o.pods = append(o.pods, p)
 			}
 		}
-		for _, o := range s.PVCs.GetStore().List() {
-			if c, ok := o.(*corev1.PersistentVolumeClaim); ok && w.selected(c) {
-				pvcs = append(pvcs, c)
+		for _, obj := range s.PVCs.GetStore().List() {
+			if c, ok := obj.(*corev1.PersistentVolumeClaim); ok {
+				o := by.in(c.Namespace)
+				o.pvcs = append(o.pvcs, c)
 			}
 		}
-		for _, o := range s.Leases.GetStore().List() {
-			if l, ok := o.(*coordinationv1.Lease); ok && w.selected(l) {
-				leases = append(leases, l)
+		for _, obj := range s.Leases.GetStore().List() {
+			if l, ok := obj.(*coordinationv1.Lease); ok {
+				o := by.in(l.Namespace)
+				o.leases = append(o.leases, l)
 			}
 		}
 	}
-	return GroupByNamespace(cms, pods, pvcs, leases)
+	return by.snapshots()
 }
 
 // Snapshot returns one pool's objects from the caches. It fails with

@@ -88,7 +88,13 @@ func clustersLine(c viewContext) string {
 // in a fleet of clusters (context/namespace, at the last "/": a namespace
 // name has none); otherwise the context is "".
 func (c *viewContext) splitNamespace(ns string) (kctx, name string) {
-	if !c.contexts {
+	return splitNamespace(c.contexts, ns)
+}
+
+// splitNamespace is viewContext.splitNamespace in a fleet of clusters
+// (contexts) or not.
+func splitNamespace(contexts bool, ns string) (kctx, name string) {
+	if !contexts {
 		return "", ns
 	}
 	if i := strings.LastIndexByte(ns, '/'); i >= 0 {

@@ -228,7 +228,7 @@ func (m *Model) applyData(msg dataMsg) {
 		m.now = msg.at
 	}
 	m.rebuilds++
-	m.pools.sync(m.views, m.opts.Fleet)
+	m.pools.sync(m.views, m.opts.Fleet, m.opts.Contexts)
 	if m.members.pool != "" {
 		m.members.setData(m.view(m.members.pool))
 	}

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,23 +20,41 @@ import (
 // image. Its rows are indices into the snapshot's pools.
 type poolsView struct {
 	list
+	// The widest pool name, namespace and context of the pools synced
+	// (the columns' widths), measured once per snapshot rather than per
+	// frame: a fleet has thousands of pools.
+	nameW, nsW, ctxW int
+	// numW is the digits of the largest count a row may show (a pool's
+	// size or members): the count columns widen to it.
+	numW int
 }
 
 func newPoolsView(st themes.Styles) poolsView {
 	return poolsView{list: list{filter: newListFilter(st, "pool, backend, image…")}}
 }
 
-// sync follows a new list of pools, keeping the selection by key.
-func (p *poolsView) sync(views []engine.PoolView, fleet bool) {
+// sync follows a new list of pools, keeping the selection by key; in a
+// fleet of clusters (contexts) a pool's namespace is context/namespace.
+func (p *poolsView) sync(views []engine.PoolView, fleet, contexts bool) {
 	p.names, p.hay = p.names[:0], p.hay[:0]
+	p.nameW, p.nsW, p.ctxW, p.numW = 0, 0, 0, 0
 	for i := range views {
 		v := &views[i]
+		p.numW = max(p.numW, len(strconv.Itoa(max(v.Spec.Size, len(v.Members)))))
 		p.names = append(p.names, poolKey(fleet, v))
 		hay := v.Name + " " + v.Spec.BackendName() + " " + v.Spec.Image
 		if fleet {
 			hay = v.Namespace + " " + hay
 		}
 		p.hay = append(p.hay, strings.ToLower(clean(hay)))
+		p.nameW = max(p.nameW, sanitize.Width(v.Name))
+		if fleet {
+			kctx, ns := splitNamespace(contexts, v.Namespace)
+			p.nsW = max(p.nsW, sanitize.Width(ns), 1)
+			if contexts {
+				p.ctxW = max(p.ctxW, sanitize.Width(kctx), 1)
+			}
+		}
 	}
 	p.refresh()
 }
@@ -85,11 +104,12 @@ const poolsChrome = 5
 
 // poolColumns are the pools table's columns; nsW > 0 (the fleet) adds a
 // NAMESPACE column first.
-func poolColumns(width, nsW, nameW int) []column { return poolColumnsIn(width, 0, nsW, nameW) }
+func poolColumns(width, nsW, nameW int) []column { return poolColumnsIn(width, 0, nsW, nameW, 0) }
 
 // poolColumnsIn adds a CONTEXT column first when ctxW > 0 (a fleet of
-// clusters).
-func poolColumnsIn(width, ctxW, nsW, nameW int) []column {
+// clusters); the count columns hold numbers of numW digits (FREE one more
+// glyph).
+func poolColumnsIn(width, ctxW, nsW, nameW, numW int) []column {
 	var ns []column
 	if ctxW > 0 {
 		ns = append(ns, column{title: "CONTEXT", width: min(max(ctxW, 7), 20)})
@@ -101,13 +121,13 @@ func poolColumnsIn(width, ctxW, nsW, nameW int) []column {
 		{title: "POOL", width: min(max(nameW, 6), 24)},
 		{title: "BACKEND", width: 8, drop: 3},
 		{title: "IMAGE", width: 12, flex: true, max: 40, drop: 4},
-		{title: "SIZE", width: 4, right: true},
-		{title: "READY", width: 5, right: true},
-		{title: "CLAIMED", width: 7, right: true},
-		{title: "FREE", width: 6, right: true},
-		{title: "UNSCHED", width: 7, right: true, drop: 1},
-		{title: "DRIFT", width: 5, right: true, drop: 2},
-		{title: "FAILED", width: 6, right: true},
+		{title: "SIZE", width: max(4, numW), right: true},
+		{title: "READY", width: max(5, numW), right: true},
+		{title: "CLAIMED", width: max(7, numW), right: true},
+		{title: "FREE", width: max(6, numW+2), right: true},
+		{title: "UNSCHED", width: max(7, numW), right: true, drop: 1},
+		{title: "DRIFT", width: max(5, numW), right: true, drop: 2},
+		{title: "FAILED", width: max(6, numW), right: true},
 		{title: "LAST RECONCILE", width: 18, flex: true},
 	}...), width, 2)
 }
@@ -127,18 +147,7 @@ func (p *poolsView) view(ctx viewContext) string {
 		return st.Muted.Render("  no pools in " + where +
 			" (a pool is a ConfigMap corral-vdi-ctpool-<pool> labelled " + engine.LabelPool + ")")
 	}
-	ctxW, nsW, nameW := 0, 0, 0
-	for i := range ctx.views {
-		nameW = max(nameW, sanitize.Width(ctx.views[i].Name))
-		if ctx.fleet {
-			kctx, ns := ctx.splitNamespace(ctx.views[i].Namespace)
-			nsW = max(nsW, sanitize.Width(ns), 1)
-			if ctx.contexts {
-				ctxW = max(ctxW, sanitize.Width(kctx), 1)
-			}
-		}
-	}
-	cols := poolColumnsIn(ctx.width, ctxW, nsW, nameW)
+	cols := poolColumnsIn(ctx.width, p.ctxW, p.nsW, p.nameW, p.numW)
 	var b strings.Builder
 	b.WriteString("  " + st.ColumnHeader.Render(headerCells(cols)))
 	end := min(p.offset+p.height, len(p.rows))

@@ -81,6 +81,44 @@ var targets = []target{
 	info(unit, "4 heap per member, untransformed cache, 10,000 members",
 		"BenchmarkInformerCacheBytes/members=10000/raw", "bytes/member"),
 
+	// ---- fleet scale (issue 15 item 5): 3 clusters x 20 namespaces x 50
+	// pools of 20 members (60,000 members) on fake informers, each measure
+	// against the same measure at one-pool or one-namespace scale in the
+	// same run, with the one-namespace dashboard's targets. ----
+	// 1 at fleet scale: a coalesced change costs the same per member.
+	ratio(unit, "1f fleet: caches read, grouped and merged per member, 60,000 vs one pool of 1,000",
+		"BenchmarkFleetSnapshots/scale=fleet", "BenchmarkFleetSnapshots/scale=one-pool", "ns/member", 1.5),
+	ratio(unit, "1f fleet: observe and model update per member, 60,000 vs one namespace of 1,000",
+		"BenchmarkFleetRebuild/scale=fleet", "BenchmarkFleetRebuild/scale=one-namespace", "ns/member", 1.5),
+	// 2 at fleet scale: the frame cost does not grow with the fleet.
+	ratio(unit, "2f fleet pools view View() at 120x40, 60,000 vs one namespace of 1,000",
+		"BenchmarkFleetPoolsView/scale=fleet", "BenchmarkFleetPoolsView/scale=one-namespace", "ns/op", 1.5),
+	ratio(unit, "2f fleet members view View() at 120x40, 60,000 vs one namespace of 1,000",
+		"BenchmarkFleetMembersView/scale=fleet", "BenchmarkFleetMembersView/scale=one-namespace", "ns/op", 1.5),
+	// 3 at fleet scale: a storm of 10,000 Pod updates in 1s coalesces.
+	bound(unit, "3f storm of 10,000 Pod updates in 1s, one pool of 1,000: rebuilds",
+		"BenchmarkFleetStorm/scale=one-pool", "rebuilds", 30),
+	bound(unit, "3f ... final state on screen after the last event (ms)",
+		"BenchmarkFleetStorm/scale=one-pool", "ms-final", 250),
+	bound(unit, "3f storm of 10,000 Pod updates in 1s, fleet of 60,000: rebuilds",
+		"BenchmarkFleetStorm/scale=fleet", "rebuilds", 30),
+	bound(unit, "3f ... final state on screen after the last event (ms)",
+		"BenchmarkFleetStorm/scale=fleet", "ms-final", 250),
+	info(unit, "3f ... one rebuild of the fleet, caches to views (ms)",
+		"BenchmarkFleetStorm/scale=fleet", "ms-rebuild"),
+	info(unit, "3f ... one rebuild of one pool of 1,000, caches to views (ms)",
+		"BenchmarkFleetStorm/scale=one-pool", "ms-rebuild"),
+	// 4 at fleet scale: memory per member does not grow with the fleet.
+	ratio(unit, "4f informer cache heap per member, 60,000 vs one pool of 1,000",
+		"BenchmarkFleetCacheBytes/scale=fleet", "BenchmarkFleetCacheBytes/scale=one-pool", "bytes/member", 1.5),
+	ratio(unit, "4f dashboard model heap per member, 60,000 vs one namespace of 1,000",
+		"BenchmarkFleetModelBytes/scale=fleet", "BenchmarkFleetModelBytes/scale=one-namespace", "bytes/member", 1.5),
+	info(unit, "4f informer cache heap per member, fleet of 60,000",
+		"BenchmarkFleetCacheBytes/scale=fleet", "bytes/member"),
+	info(unit, "4f dashboard model heap per member, fleet of 60,000",
+		"BenchmarkFleetModelBytes/scale=fleet", "bytes/member"),
+	// ---- end of fleet scale ----
+
 	// 3 on the real control plane.
 	bound(integration, "3 real plane: Pod status storm, rebuilds per second of storm",
 		"BenchmarkIntegrationPerfStorm", "rebuilds/s", 10),
