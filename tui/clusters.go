@@ -226,7 +226,7 @@ func (m *Model) narrowNamespace(name string) error {
 // screen about a pool no longer shown goes back to the pools.
 func (m *Model) applyNarrowing() {
 	m.views = m.narrowed(m.watched)
-	m.pools.sync(m.views, m.opts.Fleet)
+	m.pools.sync(m.views, m.opts.Fleet, m.opts.Contexts)
 	if pool := m.currentPool(); m.screen != screenPools && m.screen != screenWall && (pool == "" || m.view(pool) == nil) {
 		m.logs.stop()
 		m.audit.open = false
