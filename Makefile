@@ -66,6 +66,7 @@ lint: ## gofmt, go.mod and go.sum tidy, a stale generated permission table, and 
 	$(GO) vet -tags 'integration outage' $(PKGS)
 	$(GO) vet -tags 'integration perf' $(PKGS)
 	$(GO) vet -tags e2e ./e2e/
+	$(GO) vet ./testdata/benchreport/ ./testdata/peers/
 
 .PHONY: test
 test: lint ## everything CI runs: lint, unit and integration tests on a local control plane, short fuzzing
