@@ -163,10 +163,15 @@ func (s *PoolState) position(name string) (int, bool) {
 // Update applies the changes u at time now. It returns the members it
 // re-observed, in the order of their positions, and true; or false, having
 // changed nothing, when the change is not one of members within the pool's
-// shape (see PoolState): the caller then observes the pool whole.
+// shape (see PoolState): the caller then observes the pool whole. Every
+// pool is to be updated at every observation, with an empty PoolUpdate when
+// nothing of it changed: time alone changes claims.
 func (s *PoolState) Update(u PoolUpdate, now time.Time) ([]MemberChange, bool) {
 	v := &s.view
-	if s.odd || !v.Defined || now.Before(v.ObservedAt) {
+	if now.Before(v.ObservedAt) {
+		return nil, false
+	}
+	if (s.odd || !v.Defined) && (u.Definition || len(u.Members) > 0) {
 		return nil, false
 	}
 	var def PoolView
@@ -365,4 +370,17 @@ func LeaseMember(l *coordinationv1.Lease) (pool, member string, named, ok bool) 
 	pool = l.Labels[LabelPool]
 	member, fits := MemberFromLeaseName(l.Name)
 	return pool, member, true, pool != "" && fits
+}
+
+// PoolChanges names what changed in one pool's objects since a cache was
+// last read (kube.Watcher.TakeChanges).
+type PoolChanges struct {
+	Namespace, Pool string
+	// Full: an object not named after its member changed; observe the pool
+	// whole.
+	Full bool
+	// Definition: the pool's ConfigMap changed.
+	Definition bool
+	// Members whose Pod, PVC or Lease changed, in no order.
+	Members []string
 }
