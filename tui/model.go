@@ -40,6 +40,7 @@ type Model struct {
 	now, started  time.Time
 
 	views      []engine.PoolView
+	incr       incremental // the pools kept by difference (data.go)
 	loaded     bool
 	observedAt time.Time
 	health     health
@@ -150,8 +151,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case scopeMsg:
 		return m, m.applyScope(msg)
 	case dataMsg:
-		if msg.gen != m.dataGen {
-			return m, nil // read from the source a `:ns` replaced
+		if msg.gen != m.dataGen || (msg.seq != 0 && msg.seq != m.incr.seq) {
+			return m, nil // read from the source a `:ns` replaced, or by an older load
 		}
 		m.applyData(msg)
 		m.pending = false
@@ -218,7 +219,12 @@ func (m *Model) applyData(msg dataMsg) {
 		}
 		return
 	}
+	if msg.delta != nil {
+		m.applyDelta(msg)
+		return
+	}
 	m.views, m.health, m.observedAt, m.loaded = msg.views, msg.health, msg.at, true
+	m.incr.adopt(msg.states, msg.views)
 	m.clusters = msg.clusters
 	if m.now.Before(msg.at) {
 		m.now = msg.at
