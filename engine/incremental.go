@@ -29,9 +29,10 @@ type PoolState struct {
 	view   PoolView
 	size   int
 	source string
-	// odd: some object is not named after its member (or a member has two
-	// objects of a kind): which object Observe takes then depends on the
-	// order of the snapshot, so every change observes the pool whole.
+	// odd: some object is not named after its member (a read by name
+	// would not find it, and a member may have two objects of a kind, of
+	// which Observe takes the last listed): every change observes the pool
+	// whole.
 	odd bool
 	// pods and pvcs are the numbers of objects of the snapshot (they set
 	// the limit past which indexed names are placed with the odd ones).
@@ -116,20 +117,15 @@ func (s *PoolState) View() *PoolView { return &s.view }
 func placementLimit(size, pods, pvcs int) int { return 4*(size+pods+pvcs) + 64 }
 
 // conventional reports whether every object of the snapshot is named after
-// the member it belongs to (so that a cache read by name finds it) and no
-// member has two objects of a kind.
+// the member it belongs to, so that a cache read by name finds it. (Names
+// are unique per kind in a namespace, so no member then has two objects of
+// a kind.)
 func conventional(snap Snapshot) bool {
-	seen := make(map[string]struct{}, len(snap.Pods))
 	for _, p := range snap.Pods {
 		if p == nil || memberNameOf(p.Labels, p.Name) != p.Name {
 			return false
 		}
-		seen[p.Name] = struct{}{}
 	}
-	if len(seen) != len(snap.Pods) {
-		return false
-	}
-	clear(seen)
 	for _, c := range snap.PVCs {
 		if c == nil {
 			return false
@@ -138,10 +134,6 @@ func conventional(snap Snapshot) bool {
 		if !ok || memberNameOf(c.Labels, name) != name {
 			return false
 		}
-		seen[name] = struct{}{}
-	}
-	if len(seen) != len(snap.PVCs) {
-		return false
 	}
 	for _, l := range snap.Leases {
 		if l == nil {
