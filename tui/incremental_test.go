@@ -405,3 +405,39 @@ func randomStoreChange(rnd *rand.Rand, s *changeStore, now time.Time) string {
 		return "pod named off its member " + p.Name
 	}
 }
+
+// TestLateDeltaAsksForAWholeLoad: a delta answered after a newer load was
+// issued is dropped, and the changes it took are read again by a whole load.
+func TestLateDeltaAsksForAWholeLoad(t *testing.T) {
+	c := &cluster{}
+	spec := poolSpec("ghcr.io/example/desktop:2", 3, nil)
+	c.pool("big", spec, nil)
+	for i := 1; i <= 3; i++ {
+		c.member("big", i, spec)
+	}
+	store := newChangeStore(c)
+	m := newModel(context.Background(), Options{Namespace: ns, Theme: themes.Dark(), Renderer: themes.NoColorRenderer(io.Discard),
+		Now: func() time.Time { return t0 }, Data: store, Actions: &fakeActions{}})
+	m.Update(tea.WindowSizeMsg{Width: 120, Height: 30})
+	reload(m)
+	if m.incr.states == nil {
+		t.Fatal("no pool states after the first load")
+	}
+	p := c.pods[0].DeepCopy()
+	p.Spec.NodeName = "node-z"
+	store.put(p, false)
+	older := m.load()() // takes the change
+	newer := m.load()() // finds none
+	m.Update(newer)
+	if m.incr.needFull || m.dirty {
+		t.Fatal("the newer delta asked for a whole load")
+	}
+	m.Update(older)
+	if !m.incr.needFull || !m.dirty {
+		t.Fatalf("a late delta was dropped without asking for a whole load (needFull %v, dirty %v)", m.incr.needFull, m.dirty)
+	}
+	reload(m)
+	if got := m.view("big").Member("big-1").Node; got != "node-z" {
+		t.Errorf("member big-1 on %q after the whole load, want node-z", got)
+	}
+}

@@ -151,8 +151,14 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case scopeMsg:
 		return m, m.applyScope(msg)
 	case dataMsg:
-		if msg.gen != m.dataGen || (msg.seq != 0 && msg.seq != m.incr.seq) {
-			return m, nil // read from the source a `:ns` replaced, or by an older load
+		if msg.gen != m.dataGen {
+			return m, nil // read from the source a `:ns` replaced
+		}
+		if msg.seq != 0 && msg.seq != m.incr.seq {
+			if msg.delta != nil {
+				m.wantFull() // the changes it took are read again by a whole load
+			}
+			return m, nil // read by an older load than the one in flight
 		}
 		m.applyData(msg)
 		m.pending = false
