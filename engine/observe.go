@@ -136,29 +136,8 @@ func (v *PoolView) Member(name string) *Member {
 // snapshot. It is pure and linear in the number of objects.
 func Observe(snap Snapshot, now time.Time) PoolView {
 	v := PoolView{Name: snap.Pool, Namespace: snap.Namespace, ObservedAt: now}
-	size := 0
-	if snap.ConfigMap == nil {
-		v.Problems = append(v.Problems, fmt.Sprintf("no pool definition: ConfigMap %s does not exist", ConfigMapName(snap.Pool)))
-	} else {
-		v.Defined = true
-		spec, err := ParseSpec(snap.ConfigMap.Data[KeySpec])
-		if err != nil {
-			v.SpecError = err
-			v.Problems = append(v.Problems, "spec: "+err.Error())
-			// Keep what can be read so the size is still known.
-			v.Spec = lenientSpec(snap.ConfigMap.Data[KeySpec])
-		} else {
-			v.Spec = spec
-			v.Source = spec.SourceHash()
-		}
-		size = v.Spec.Size
-		rec, err := ParseStatus(snap.ConfigMap.Data[KeyStatus])
-		if err != nil {
-			v.RecordedError = err
-			v.Problems = append(v.Problems, "status: "+err.Error())
-		}
-		v.Recorded = rec
-	}
+	observeDefinition(&v, snap.ConfigMap)
+	size := v.Spec.Size
 
 	// Members whose names fit <pool>-<n> go into a slice by index (dense and
 	// cache-friendly); the rest into a map by name. The slice is the result:
@@ -248,35 +227,74 @@ func Observe(snap Snapshot, now time.Time) PoolView {
 	st := Status{Desired: size, Source: v.Source, Members: make([]MemberRow, 0, len(v.Members))}
 	for i := range v.Members {
 		m := &v.Members[i]
-		if m.Exists() {
-			st.Observed++
-		}
-		switch m.State {
-		case StateReady:
-			st.Ready++
-		case StateUnschedulable:
-			st.Unschedulable++
-		case StateFailed:
-			st.Failed++
-		}
-		if m.Claimed {
-			st.Claimed++
-		}
-		if m.Free {
-			st.Free++
-		}
-		if m.Drift {
-			st.Drifted++
-		}
-		st.Members = append(st.Members, MemberRow{
-			Name: m.Name, State: m.State, Holder: m.Holder(),
-			ClaimExpired: m.Claimed && m.Claim.Expired, Maintenance: m.Maintenance,
-			Drift: m.Drift, AboveSize: m.AboveSize, Message: m.Message,
-		})
+		st.count(m, 1)
+		st.Members = append(st.Members, memberRow(m))
 	}
 	st.Exhausted = size > 0 && st.Free == 0
 	v.Status = st
 	return v
+}
+
+// observeDefinition reads the pool's definition (cm may be nil) into v:
+// Defined, Spec, SpecError, Source, Recorded, RecordedError and the
+// pool-level Problems.
+func observeDefinition(v *PoolView, cm *corev1.ConfigMap) {
+	v.Defined, v.Spec, v.SpecError, v.Source = false, Spec{}, nil, ""
+	v.Recorded, v.RecordedError, v.Problems = Status{}, nil, nil
+	if cm == nil {
+		v.Problems = append(v.Problems, fmt.Sprintf("no pool definition: ConfigMap %s does not exist", ConfigMapName(v.Name)))
+		return
+	}
+	v.Defined = true
+	spec, err := ParseSpec(cm.Data[KeySpec])
+	if err != nil {
+		v.SpecError = err
+		v.Problems = append(v.Problems, "spec: "+err.Error())
+		// Keep what can be read so the size is still known.
+		v.Spec = lenientSpec(cm.Data[KeySpec])
+	} else {
+		v.Spec = spec
+		v.Source = spec.SourceHash()
+	}
+	rec, err := ParseStatus(cm.Data[KeyStatus])
+	if err != nil {
+		v.RecordedError = err
+		v.Problems = append(v.Problems, "status: "+err.Error())
+	}
+	v.Recorded = rec
+}
+
+// count adds a member's part of the counts (sign 1), or takes it away (-1).
+func (st *Status) count(m *Member, sign int) {
+	if m.Exists() {
+		st.Observed += sign
+	}
+	switch m.State {
+	case StateReady:
+		st.Ready += sign
+	case StateUnschedulable:
+		st.Unschedulable += sign
+	case StateFailed:
+		st.Failed += sign
+	}
+	if m.Claimed {
+		st.Claimed += sign
+	}
+	if m.Free {
+		st.Free += sign
+	}
+	if m.Drift {
+		st.Drifted += sign
+	}
+}
+
+// memberRow is a member's row of the status.
+func memberRow(m *Member) MemberRow {
+	return MemberRow{
+		Name: m.Name, State: m.State, Holder: m.Holder(),
+		ClaimExpired: m.Claimed && m.Claim.Expired, Maintenance: m.Maintenance,
+		Drift: m.Drift, AboveSize: m.AboveSize, Message: m.Message,
+	}
 }
 
 // memberNameOf prefers the member label, falling back to the object's name.

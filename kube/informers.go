@@ -57,6 +57,10 @@ type Watcher struct {
 
 	changed chan struct{}
 
+	// changes is what changed since the last TakeChanges (changes.go).
+	changesMu sync.Mutex
+	changes   changeLog
+
 	// probeEvery is how often the API server's /livez is asked (0: never).
 	probeEvery time.Duration
 
@@ -95,6 +99,7 @@ func NewWatcher(client kubernetes.Interface, namespace string, opts ...WatcherOp
 		probeEvery: DefaultProbeInterval,
 		now:        time.Now,
 		changed:    make(chan struct{}, 1),
+		changes:    changeLog{all: true},
 	}
 	for _, o := range opts {
 		o(w)
@@ -119,6 +124,7 @@ func NewFleetWatcher(client kubernetes.Interface, namespaces []string, opts ...W
 		probeEvery: DefaultProbeInterval,
 		now:        time.Now,
 		changed:    make(chan struct{}, 1),
+		changes:    changeLog{all: true},
 	}
 	for _, o := range opts {
 		o(w)
@@ -139,9 +145,13 @@ func (w *Watcher) newInformers(namespace string) *PoolInformers {
 	return NewPoolInformers(listThenWatch{w.client}, namespace, cache.FilteringResourceEventHandler{
 		FilterFunc: w.selected,
 		Handler: cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(any) { w.signal() },
-			UpdateFunc: func(any, any) { w.signal() },
-			DeleteFunc: func(any) { w.signal() },
+			AddFunc: func(obj any) { w.record(obj); w.signal() },
+			UpdateFunc: func(old, obj any) {
+				w.record(old)
+				w.record(obj)
+				w.signal()
+			},
+			DeleteFunc: func(obj any) { w.record(obj); w.signal() },
 		},
 	}, w.onWatchError)
 }

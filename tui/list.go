@@ -45,12 +45,21 @@ func (l *list) filterRows() {
 
 // reselect puts the cursor back on the selected name, then scrolls to it.
 func (l *list) reselect() {
-	found := false
+	at := -1
 	for i, r := range l.rows {
 		if l.names[r] == l.selected {
-			l.cursor, found = i, true
+			at = i
 			break
 		}
+	}
+	l.reselectAt(at)
+}
+
+// reselectAt is reselect with the selected name's row found (-1: not shown).
+func (l *list) reselectAt(at int) {
+	found := at >= 0
+	if found {
+		l.cursor = at
 	}
 	switch {
 	case found:

@@ -1,11 +1,13 @@
 package tui
 
 import (
-	"sort"
+	"cmp"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/tui/sanitize"
 )
 
 // sortKey is a column the members view can sort by (S cycles).
@@ -41,48 +43,55 @@ func (l *membersView) sortRows() {
 	if l.sort == sortIndex {
 		return // Observe already orders by index
 	}
-	all := l.all
-	less := func(a, b *engine.Member) (bool, bool) { return false, false }
+	slices.SortFunc(l.rows, l.cmp)
+}
+
+// cmp orders members i and j (indices into all) by the sort key, then by
+// their place: a total order, so that a row's place can be searched.
+func (l *membersView) cmp(i, j int) int {
+	if i == j {
+		return 0
+	}
+	if less, decided := l.less(&l.all[i], &l.all[j]); decided {
+		if less {
+			return -1
+		}
+		return 1
+	}
+	return cmp.Compare(i, j)
+}
+
+// less compares two members by the sort key; decided is false when the
+// key does not tell them apart.
+func (l *membersView) less(a, b *engine.Member) (less, decided bool) {
 	switch l.sort {
 	case sortState:
-		less = func(a, b *engine.Member) (bool, bool) {
-			ra, rb := stateRank(a.State), stateRank(b.State)
-			return ra < rb, ra != rb
-		}
+		ra, rb := stateRank(a.State), stateRank(b.State)
+		return ra < rb, ra != rb
 	case sortHolder:
-		less = func(a, b *engine.Member) (bool, bool) { return lessEmptyLast(a.Holder(), b.Holder()) }
+		return lessEmptyLast(a.Holder(), b.Holder())
 	case sortLeft:
-		less = func(a, b *engine.Member) (bool, bool) {
-			ea, eb := expiry(a), expiry(b)
-			switch {
-			case ea.IsZero() && eb.IsZero():
-				return false, false
-			case ea.IsZero() || eb.IsZero():
-				return eb.IsZero(), true
-			}
-			return ea.Before(eb), !ea.Equal(eb)
+		ea, eb := expiry(a), expiry(b)
+		switch {
+		case ea.IsZero() && eb.IsZero():
+			return false, false
+		case ea.IsZero() || eb.IsZero():
+			return eb.IsZero(), true
 		}
+		return ea.Before(eb), !ea.Equal(eb)
 	case sortNode:
-		less = func(a, b *engine.Member) (bool, bool) { return lessEmptyLast(a.Node, b.Node) }
+		return lessEmptyLast(a.Node, b.Node)
 	case sortAge:
-		less = func(a, b *engine.Member) (bool, bool) {
-			ca, cb := a.Created, b.Created
-			switch {
-			case ca.IsZero() && cb.IsZero():
-				return false, false
-			case ca.IsZero() || cb.IsZero():
-				return cb.IsZero(), true
-			}
-			return ca.Before(cb), !ca.Equal(cb)
+		ca, cb := a.Created, b.Created
+		switch {
+		case ca.IsZero() && cb.IsZero():
+			return false, false
+		case ca.IsZero() || cb.IsZero():
+			return cb.IsZero(), true
 		}
+		return ca.Before(cb), !ca.Equal(cb)
 	}
-	sort.SliceStable(l.rows, func(i, j int) bool {
-		v, decided := less(&all[l.rows[i]], &all[l.rows[j]])
-		if decided {
-			return v
-		}
-		return l.rows[i] < l.rows[j]
-	})
+	return false, false
 }
 
 func lessEmptyLast(a, b string) (bool, bool) {
@@ -181,6 +190,48 @@ func claimCells(mm *engine.Member, now time.Time) (claimed, left string, level i
 
 // colWidths are the widths the data needs, measured once per snapshot.
 type colWidths struct{ name, holder, marks, node int }
+
+// widthCounts counts the members that need each width of each measured
+// column, so that the widths follow a change of a few members.
+type widthCounts struct{ name, holder, marks, node map[int]int }
+
+func (c *widthCounts) reset() {
+	if c.name == nil {
+		c.name, c.holder, c.marks, c.node = map[int]int{}, map[int]int{}, map[int]int{}, map[int]int{}
+	}
+	clear(c.name)
+	clear(c.holder)
+	clear(c.marks)
+	clear(c.node)
+}
+
+// add counts a member's widths (n = 1), or takes them away (n = -1).
+func (c *widthCounts) add(mm *engine.Member, n int) {
+	if c.name == nil {
+		c.reset()
+	}
+	bump := func(m map[int]int, w int) {
+		if m[w] += n; m[w] <= 0 {
+			delete(m, w)
+		}
+	}
+	bump(c.name, sanitize.Width(mm.Name))
+	bump(c.holder, sanitize.Width(holderCell(mm)))
+	bump(c.marks, sanitize.Width(marksText(mm)))
+	bump(c.node, sanitize.Width(mm.Node))
+}
+
+// widths are the largest widths counted (0 for none).
+func (c *widthCounts) widths() colWidths {
+	widest := func(m map[int]int) int {
+		w := 0
+		for k := range m {
+			w = max(w, k)
+		}
+		return w
+	}
+	return colWidths{name: widest(c.name), holder: widest(c.holder), marks: widest(c.marks), node: widest(c.node)}
+}
 
 func memberColumns(width int, w colWidths) []column {
 	return fitColumns([]column{

@@ -2,6 +2,8 @@ package tui
 
 import (
 	"fmt"
+	"slices"
+	"sort"
 	"strings"
 
 	"github.com/charmbracelet/bubbles/key"
@@ -9,7 +11,6 @@ import (
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
 	"github.com/ctpool-tui/ctpool-tui/themes"
-	"github.com/ctpool-tui/ctpool-tui/tui/sanitize"
 )
 
 // membersChrome is the body lines the members view uses besides rows: the
@@ -26,6 +27,7 @@ type membersView struct {
 	all    []engine.Member
 	index  map[string]int
 	widths colWidths
+	counts widthCounts // how many members need each width (applyChanges)
 	sort   sortKey
 }
 
@@ -51,19 +53,102 @@ func (l *membersView) setData(v *engine.PoolView) {
 	}
 	l.names, l.hay = l.names[:0], l.hay[:0]
 	clear(l.index)
-	l.widths = colWidths{}
+	l.counts.reset()
 	for i := range l.all {
 		mm := &l.all[i]
-		w := &l.widths
-		w.name = max(w.name, sanitize.Width(mm.Name))
-		w.holder = max(w.holder, sanitize.Width(holderCell(mm)))
-		w.marks = max(w.marks, sanitize.Width(marksText(mm)))
-		w.node = max(w.node, sanitize.Width(mm.Node))
+		l.counts.add(mm, 1)
 		l.names = append(l.names, mm.Name)
 		l.hay = append(l.hay, searchText(mm))
 		l.index[mm.Name] = i
 	}
+	l.widths = l.counts.widths()
 	l.refresh()
+}
+
+// applyChanges follows members re-observed in place (engine.PoolState's
+// Update: every other member is as it was, and at the same place): only
+// their search text, widths and rows are redone, each row moved to where
+// the filter and the sort put it, so that the list is what setData would
+// make of v, at a cost proportional to the change.
+func (l *membersView) applyChanges(v *engine.PoolView, changes []engine.MemberChange) {
+	if len(v.Members) != len(l.names) || l.pv == nil {
+		l.setData(v)
+		return
+	}
+	l.pv, l.all = v, v.Members
+	if len(changes) == 0 {
+		return
+	}
+	q := l.query()
+	// Every changed member goes back to its old value, so that the rows
+	// are in order; then, one by one, each takes its new value and its
+	// row moves where it belongs.
+	cur := make([]engine.Member, len(changes))
+	for i, c := range changes {
+		cur[i], l.all[c.Pos] = l.all[c.Pos], c.Old
+	}
+	for i, c := range changes {
+		was := q == "" || strings.Contains(l.hay[c.Pos], q)
+		at := -1
+		if was {
+			if at = l.rowOf(c.Pos); at < 0 {
+				// Not where the order says: start over from the data.
+				for j, c := range changes[i:] {
+					l.all[c.Pos] = cur[i+j]
+				}
+				l.setData(v)
+				return
+			}
+		}
+		l.counts.add(&l.all[c.Pos], -1)
+		l.all[c.Pos] = cur[i]
+		mm := &l.all[c.Pos]
+		l.counts.add(mm, 1)
+		l.hay[c.Pos] = searchText(mm)
+		is := q == "" || strings.Contains(l.hay[c.Pos], q)
+		switch {
+		case was && is:
+			if (at == 0 || l.cmp(l.rows[at-1], c.Pos) < 0) && (at == len(l.rows)-1 || l.cmp(c.Pos, l.rows[at+1]) < 0) {
+				continue // still in its place
+			}
+			l.rows = slices.Delete(l.rows, at, at+1)
+			l.insertRow(c.Pos)
+		case was:
+			l.rows = slices.Delete(l.rows, at, at+1)
+		case is:
+			l.insertRow(c.Pos)
+		}
+	}
+	l.widths = l.counts.widths()
+	l.reselect()
+}
+
+// query is the filter's text as filterRows matches it.
+func (l *membersView) query() string { return strings.ToLower(strings.TrimSpace(l.filter.Value())) }
+
+// rowOf is the row of member i, found by the order of the rows, or -1.
+func (l *membersView) rowOf(i int) int {
+	at := sort.Search(len(l.rows), func(k int) bool { return l.cmp(l.rows[k], i) >= 0 })
+	if at < len(l.rows) && l.rows[at] == i {
+		return at
+	}
+	return -1
+}
+
+// insertRow puts member i among the rows, in order.
+func (l *membersView) insertRow(i int) {
+	at := sort.Search(len(l.rows), func(k int) bool { return l.cmp(l.rows[k], i) >= 0 })
+	l.rows = slices.Insert(l.rows, at, i)
+}
+
+// reselect is list.reselect with the selected member's row found by its
+// place in the order rather than by a scan.
+func (l *membersView) reselect() {
+	at := -1
+	if i, ok := l.index[l.selected]; ok && i < len(l.all) && l.selected != "" {
+		at = l.rowOf(i)
+	}
+	l.reselectAt(at)
 }
 
 // refresh filters and sorts, then puts the cursor back on the selected name.

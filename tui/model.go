@@ -44,6 +44,7 @@ type Model struct {
 	watched    []engine.PoolView // every pool the data source has
 	narrow     narrowing         // `:ctx NAME`, and `:ns NAME` in a fleet of clusters
 	seenNS     map[string]bool   // every namespace seen, for the command line's completion
+	incr       incremental       // the pools kept by difference (data.go); only from a ChangeSource, never narrowed
 	loaded     bool
 	observedAt time.Time
 	health     health
@@ -157,6 +158,12 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if msg.gen != m.dataGen {
 			return m, nil // read from the source a `:ns` replaced
 		}
+		if msg.seq != 0 && msg.seq != m.incr.seq {
+			if msg.delta != nil {
+				m.wantFull() // the changes it took are read again by a whole load
+			}
+			return m, nil // read by an older load than the one in flight
+		}
 		m.applyData(msg)
 		m.pending = false
 		events := tea.Batch(m.refreshEvents(), m.askCaps())
@@ -222,7 +229,12 @@ func (m *Model) applyData(msg dataMsg) {
 		}
 		return
 	}
+	if msg.delta != nil {
+		m.applyDelta(msg)
+		return
+	}
 	m.views, m.health, m.observedAt, m.loaded = m.takeViews(msg.views), msg.health, msg.at, true
+	m.incr.adopt(msg.states, msg.views)
 	m.clusters = msg.clusters
 	if m.now.Before(msg.at) {
 		m.now = msg.at

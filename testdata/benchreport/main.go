@@ -80,6 +80,20 @@ var targets = []target{
 		"BenchmarkInformerCacheBytes/members=10000/transformed", "bytes/member"),
 	info(unit, "4 heap per member, untransformed cache, 10,000 members",
 		"BenchmarkInformerCacheBytes/members=10000/raw", "bytes/member"),
+	// 18.3 Cost proportional to change: a steady churn through a fake
+	// informer, the dashboard's CPU per member change.
+	ratio(unit, "18.3 churn, CPU per member change, 10,000 vs 1,000 members (members screen)",
+		"BenchmarkChurn/members=10000/incremental", "BenchmarkChurn/members=1000/incremental", "cpu-ns/change", 2),
+	ratio(unit, "18.3 ... same, pools screen",
+		"BenchmarkChurn/members=10000/incremental-pools", "BenchmarkChurn/members=1000/incremental-pools", "cpu-ns/change", 2),
+	info(unit, "18.3 ... by difference, 1,000 members (ns CPU per change)",
+		"BenchmarkChurn/members=1000/incremental", "cpu-ns/change"),
+	info(unit, "18.3 ... by difference, 10,000 members (ns CPU per change)",
+		"BenchmarkChurn/members=10000/incremental", "cpu-ns/change"),
+	info(unit, "18.3 ... whole rebuild at every change (before), 1,000 members",
+		"BenchmarkChurn/members=1000/whole", "cpu-ns/change"),
+	info(unit, "18.3 ... whole rebuild at every change (before), 10,000 members",
+		"BenchmarkChurn/members=10000/whole", "cpu-ns/change"),
 
 	// ---- fleet scale (issue 15 item 5): 3 clusters x 20 namespaces x 50
 	// pools of 20 members (60,000 members) on fake informers, each measure
