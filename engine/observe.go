@@ -246,22 +246,17 @@ func observeDefinition(v *PoolView, cm *corev1.ConfigMap) {
 		return
 	}
 	v.Defined = true
-	spec, err := ParseSpec(cm.Data[KeySpec])
-	if err != nil {
-		v.SpecError = err
-		v.Problems = append(v.Problems, "spec: "+err.Error())
-		// Keep what can be read so the size is still known.
-		v.Spec = lenientSpec(cm.Data[KeySpec])
-	} else {
-		v.Spec = spec
-		v.Source = spec.SourceHash()
+	d := definitions.parse(cm)
+	v.Spec, v.Source = d.spec, d.source
+	if d.specErr != nil {
+		v.SpecError = d.specErr
+		v.Problems = append(v.Problems, "spec: "+d.specErr.Error())
 	}
-	rec, err := ParseStatus(cm.Data[KeyStatus])
-	if err != nil {
-		v.RecordedError = err
-		v.Problems = append(v.Problems, "status: "+err.Error())
+	if d.recordErr != nil {
+		v.RecordedError = d.recordErr
+		v.Problems = append(v.Problems, "status: "+d.recordErr.Error())
 	}
-	v.Recorded = rec
+	v.Recorded = d.rec
 }
 
 // count adds a member's part of the counts (sign 1), or takes it away (-1).
