@@ -8,6 +8,7 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // readPool reads a pool and parses its definition. A missing pool is
@@ -151,6 +152,10 @@ func (e *Engine) release(ctx context.Context, action Action, pool, member, ident
 	if m.PVC != nil {
 		mark := "true"
 		if err := e.Cluster.AnnotatePVC(ctx, m.PVC.Name, AnnotationReleased, &mark); err != nil && !errors.Is(err, ErrNotFound) {
+			// The API server may have taken the mark all the same (its answer
+			// lost): the claim goes back only when a fresh read shows the
+			// data unmarked; marked, or unknown, the release goes on later.
+			marked = !e.pvcUnmarked(ctx, m.PVC)
 			return res, fmt.Errorf("release %s: mark PVC released: %w", member, err)
 		}
 	}
@@ -166,6 +171,23 @@ func (e *Engine) release(ctx context.Context, action Action, pool, member, ident
 		res.Recreated = true
 	}
 	return res, nil
+}
+
+// pvcUnmarked tells, from a fresh read, that the member's data PVC (the one
+// seen, by UID) carries no release mark and is not being deleted: a release
+// whose mark failed may give the claim back. Any doubt (the read fails) is a
+// no.
+func (e *Engine) pvcUnmarked(ctx context.Context, seen *corev1.PersistentVolumeClaim) bool {
+	cur, err := e.Cluster.GetPVC(ctx, seen.Name)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return false // gone meanwhile: no longer the data that was claimed
+	case err != nil:
+		return false
+	case cur.UID != seen.UID:
+		return false
+	}
+	return cur.Annotations[AnnotationReleased] == "" && cur.DeletionTimestamp == nil
 }
 
 // maintenanceError says that member is under the reconciler's maintenance

@@ -404,17 +404,51 @@ func TestReleaseDestroyFails(t *testing.T) {
 	}
 }
 
-// A failure before anything is destroyed gives the claim back.
+// A failure before anything is destroyed gives the claim back, but only
+// when a fresh read shows the data unmarked: a mark whose answer was lost (the
+// API server took it) or that cannot be checked keeps the member under
+// maintenance, and the release is finished later, never undone.
 func TestReleaseFailsBeforeDestroying(t *testing.T) {
-	e, f := releaseFixture(t)
-	f.fail("patch", kPVC, "desk-1-data", errBoom, 0)
-	_, err := e.Release(context.Background(), "desk", "desk-1", "alice")
-	if err == nil || err.Error() != `release desk-1: mark PVC released: boom; nothing was destroyed and the claim was given back to "alice"` {
-		t.Fatalf("Release = %v", err)
-	}
-	assertHeldBy(t, f, "desk-1", "alice")
-	if hasAct(f.writes(), "delete", kPod, "desk-1") {
-		t.Fatal("deleted the Pod after the release failed")
+	for _, tc := range []struct {
+		name      string
+		taken     bool // the API server took the mark; its answer was lost
+		readFails bool
+		holder    string
+		wantErr   string
+	}{
+		{"the mark refused: given back", false, false, "alice", `release desk-1: mark PVC released: boom; nothing was destroyed and the claim was given back to "alice"`},
+		{"the mark taken, its answer lost: maintenance", true, false, ReconcilerIdentity, "release desk-1: mark PVC released: boom; the release is not undone"},
+		{"the mark unknown, the read fails: maintenance", false, true, ReconcilerIdentity, "release desk-1: mark PVC released: boom; the release is not undone"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, f := releaseFixture(t)
+			f.fail("patch", kPVC, "desk-1-data", errBoom, 0)
+			if tc.readFails {
+				f.fail("get", kPVC, "desk-1-data", errBoom, 0)
+			}
+			if tc.taken {
+				f.hook = func(a act) {
+					if a == (act{"patch", kPVC, "desk-1-data"}) {
+						f.hook = nil
+						f.mu.Lock()
+						c := f.pvcs["desk-1-data"]
+						if c.Annotations == nil {
+							c.Annotations = map[string]string{}
+						}
+						c.Annotations[AnnotationReleased] = "true"
+						f.mu.Unlock()
+					}
+				}
+			}
+			_, err := e.Release(context.Background(), "desk", "desk-1", "alice")
+			if err == nil || !strings.HasPrefix(err.Error(), tc.wantErr) {
+				t.Fatalf("Release = %v, want %q", err, tc.wantErr)
+			}
+			assertHeldBy(t, f, "desk-1", tc.holder)
+			if hasAct(f.writes(), "delete", kPod, "desk-1") {
+				t.Fatal("deleted the Pod after the release failed")
+			}
+		})
 	}
 }
 
