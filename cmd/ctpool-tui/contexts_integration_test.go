@@ -154,6 +154,29 @@ func TestIntegrationContextsOnce(t *testing.T) {
 	})
 }
 
+// startContextsModel starts the dashboard of the contexts admin, team and
+// dead of the fleet plane, wired as runContextsDashboard wires it, at the
+// given size; it stops with the test.
+func startContextsModel(t *testing.T, p *fleetPlane, readOnly bool, width, height int) (*modelDriver, *contextsSource) {
+	t.Helper()
+	t.Setenv("KUBECONFIG", contextsKubeconfig(t, p))
+	e := &env{opts: kube.NewOptions(), stdout: io.Discard, stderr: io.Discard}
+	ctx, cancel := context.WithCancel(t.Context())
+	t.Cleanup(cancel)
+	names := []string{"admin", "team", "dead"}
+	src, err := startContexts(ctx, e, dashFlags{}, names, readOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := contextsOptions(src, names, scope{}, readOnly)
+	opts.Theme, opts.Renderer = themes.Dark(), themes.NoColorRenderer(io.Discard)
+	m := tui.New(opts)
+	d := &modelDriver{m: m, out: make(chan tea.Msg, 256), done: ctx.Done()}
+	m.Update(tea.WindowSizeMsg{Width: width, Height: height})
+	d.run(m.Init())
+	return d, src
+}
+
 // The dashboard of three contexts, wired as runContextsDashboard wires it:
 // the dead one is shown unreachable while the two live ones show their
 // pools; the team's viewer identity may not force-release in its cluster
@@ -162,21 +185,7 @@ func TestIntegrationContextsOnce(t *testing.T) {
 func TestIntegrationContextsDashboard(t *testing.T) {
 	p := newFleetPlane(t)
 	ns := p.namespaces
-	t.Setenv("KUBECONFIG", contextsKubeconfig(t, p))
-	e := &env{opts: kube.NewOptions(), stdout: io.Discard, stderr: io.Discard}
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	names := []string{"admin", "team", "dead"}
-	src, err := startContexts(ctx, e, dashFlags{}, names, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := contextsOptions(src, names, scope{}, false)
-	opts.Theme, opts.Renderer = themes.Dark(), themes.NoColorRenderer(io.Discard)
-	m := tui.New(opts)
-	d := &modelDriver{m: m, out: make(chan tea.Msg, 256), done: ctx.Done()}
-	m.Update(tea.WindowSizeMsg{Width: 160, Height: 50})
-	d.run(m.Init())
+	d, _ := startContextsModel(t, p, false, 160, 50)
 	row := func(s, kctx, namespace string) bool {
 		for _, line := range strings.Split(s, "\n") {
 			f := strings.Fields(strings.TrimLeft(line, "▸ "))
@@ -277,21 +286,7 @@ func TestIntegrationContextsDashboard(t *testing.T) {
 func TestIntegrationContextsWallReadOnly(t *testing.T) {
 	p := newFleetPlane(t)
 	ns := p.namespaces
-	t.Setenv("KUBECONFIG", contextsKubeconfig(t, p))
-	e := &env{opts: kube.NewOptions(), stdout: io.Discard, stderr: io.Discard}
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	names := []string{"admin", "team", "dead"}
-	src, err := startContexts(ctx, e, dashFlags{}, names, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := contextsOptions(src, names, scope{}, true)
-	opts.Theme, opts.Renderer = themes.Dark(), themes.NoColorRenderer(io.Discard)
-	m := tui.New(opts)
-	d := &modelDriver{m: m, out: make(chan tea.Msg, 256), done: ctx.Done()}
-	m.Update(tea.WindowSizeMsg{Width: 200, Height: 60})
-	d.run(m.Init())
+	d, src := startContextsModel(t, p, true, 200, 60)
 	adminTile, teamTile := "┌ admin/"+ns[0]+"/desk ─", "┌ team/"+ns[1]+"/desk ─"
 	d.until(t, 30*time.Second, "a tile per pool and each cluster's state on the wall", func(s string) bool {
 		return strings.Contains(s, "READ-ONLY") && strings.Contains(s, adminTile) && strings.Contains(s, teamTile) &&
