@@ -204,6 +204,7 @@ func BenchmarkFleetModelBytes(b *testing.B) {
 	}
 }
 
+// heapAlloc is the live heap after two collections.
 func heapAlloc() uint64 {
 	runtime.GC()
 	runtime.GC()

@@ -274,14 +274,6 @@ func stableGoroutines(ctx context.Context) (int, error) {
 	}
 }
 
-func heapAlloc() uint64 {
-	runtime.GC()
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return ms.HeapAlloc
-}
-
 // apiConns counts this process's established TCP connections to port: the
 // sockets of /proc/self/fd found in state 01 in /proc/self/net/tcp{,6}
 // with that remote port.
