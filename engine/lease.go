@@ -79,3 +79,62 @@ func (e *Engine) unlock(ctx context.Context, l *coordinationv1.Lease) error {
 	defer cancel()
 	return e.Cluster.DeleteLease(uctx, l.Name, l.ResourceVersion)
 }
+
+// interpretLease reads a claim Lease defensively: a missing holder, a missing
+// or non-positive duration, and times in the future are reported as problems.
+func interpretLease(l *coordinationv1.Lease, now time.Time) (Claim, []string) {
+	var c Claim
+	var problems []string
+	if l.Spec.HolderIdentity != nil {
+		c.Holder = *l.Spec.HolderIdentity
+	}
+	c.Reconciler = c.Holder == ReconcilerIdentity
+	if l.Spec.AcquireTime != nil {
+		c.Acquired = l.Spec.AcquireTime.Time
+	}
+	if l.Spec.RenewTime != nil {
+		c.Renewed = l.Spec.RenewTime.Time
+	}
+	def := ClaimDuration
+	if c.Reconciler {
+		def = ReconcilerLeaseTTL
+	}
+	c.Duration = def
+	if l.Spec.LeaseDurationSeconds == nil {
+		problems = append(problems, fmt.Sprintf("lease has no duration; %s assumed", def))
+	} else if d := *l.Spec.LeaseDurationSeconds; d <= 0 {
+		problems = append(problems, fmt.Sprintf("lease duration %ds is not positive; %s assumed", d, def))
+	} else {
+		c.Duration = time.Duration(d) * time.Second
+	}
+	if c.Holder == "" {
+		problems = append(problems, "lease has no holder")
+	}
+	base := c.Renewed
+	if base.IsZero() {
+		base = c.Acquired
+	}
+	if base.IsZero() {
+		base = l.CreationTimestamp.Time
+		if !base.IsZero() {
+			problems = append(problems, "lease has no acquire or renew time; its creation time is used")
+		} else {
+			problems = append(problems, "lease has no acquire or renew time")
+		}
+	}
+	if !base.IsZero() && base.After(now.Add(time.Minute)) {
+		problems = append(problems, fmt.Sprintf("lease time %s is in the future", base.UTC().Format(time.RFC3339)))
+		base = now // honour it as fresh rather than as expired far in the future
+	}
+	if base.IsZero() {
+		c.Expired = true
+	} else {
+		c.Expires = base.Add(c.Duration)
+		c.Expired = !now.Before(c.Expires)
+	}
+	if c.Reconciler || c.Holder == "" {
+		ttl := ReconcilerLeaseTTL
+		c.Stale = base.IsZero() || !now.Before(base.Add(ttl))
+	}
+	return c, problems
+}

@@ -235,30 +235,6 @@ func Observe(snap Snapshot, now time.Time) PoolView {
 	return v
 }
 
-// observeDefinition reads the pool's definition (cm may be nil) into v:
-// Defined, Spec, SpecError, Source, Recorded, RecordedError and the
-// pool-level Problems.
-func observeDefinition(v *PoolView, cm *corev1.ConfigMap) {
-	v.Defined, v.Spec, v.SpecError, v.Source = false, Spec{}, nil, ""
-	v.Recorded, v.RecordedError, v.Problems = Status{}, nil, nil
-	if cm == nil {
-		v.Problems = append(v.Problems, fmt.Sprintf("no pool definition: ConfigMap %s does not exist", ConfigMapName(v.Name)))
-		return
-	}
-	v.Defined = true
-	d := definitions.parse(cm)
-	v.Spec, v.Source = d.spec, d.source
-	if d.specErr != nil {
-		v.SpecError = d.specErr
-		v.Problems = append(v.Problems, "spec: "+d.specErr.Error())
-	}
-	if d.recordErr != nil {
-		v.RecordedError = d.recordErr
-		v.Problems = append(v.Problems, "status: "+d.recordErr.Error())
-	}
-	v.Recorded = d.rec
-}
-
 // count adds a member's part of the counts (sign 1), or takes it away (-1).
 func (st *Status) count(m *Member, sign int) {
 	if m.Exists() {
@@ -430,77 +406,4 @@ func joinReason(reason, message, fallback string) string {
 		return message
 	}
 	return fallback
-}
-
-// interpretLease reads a claim Lease defensively: a missing holder, a missing
-// or non-positive duration, and times in the future are reported as problems.
-func interpretLease(l *coordinationv1.Lease, now time.Time) (Claim, []string) {
-	var c Claim
-	var problems []string
-	if l.Spec.HolderIdentity != nil {
-		c.Holder = *l.Spec.HolderIdentity
-	}
-	c.Reconciler = c.Holder == ReconcilerIdentity
-	if l.Spec.AcquireTime != nil {
-		c.Acquired = l.Spec.AcquireTime.Time
-	}
-	if l.Spec.RenewTime != nil {
-		c.Renewed = l.Spec.RenewTime.Time
-	}
-	def := ClaimDuration
-	if c.Reconciler {
-		def = ReconcilerLeaseTTL
-	}
-	c.Duration = def
-	if l.Spec.LeaseDurationSeconds == nil {
-		problems = append(problems, fmt.Sprintf("lease has no duration; %s assumed", def))
-	} else if d := *l.Spec.LeaseDurationSeconds; d <= 0 {
-		problems = append(problems, fmt.Sprintf("lease duration %ds is not positive; %s assumed", d, def))
-	} else {
-		c.Duration = time.Duration(d) * time.Second
-	}
-	if c.Holder == "" {
-		problems = append(problems, "lease has no holder")
-	}
-	base := c.Renewed
-	if base.IsZero() {
-		base = c.Acquired
-	}
-	if base.IsZero() {
-		base = l.CreationTimestamp.Time
-		if !base.IsZero() {
-			problems = append(problems, "lease has no acquire or renew time; its creation time is used")
-		} else {
-			problems = append(problems, "lease has no acquire or renew time")
-		}
-	}
-	if !base.IsZero() && base.After(now.Add(time.Minute)) {
-		problems = append(problems, fmt.Sprintf("lease time %s is in the future", base.UTC().Format(time.RFC3339)))
-		base = now // honour it as fresh rather than as expired far in the future
-	}
-	if base.IsZero() {
-		c.Expired = true
-	} else {
-		c.Expires = base.Add(c.Duration)
-		c.Expired = !now.Before(c.Expires)
-	}
-	if c.Reconciler || c.Holder == "" {
-		ttl := ReconcilerLeaseTTL
-		c.Stale = base.IsZero() || !now.Before(base.Add(ttl))
-	}
-	return c, problems
-}
-
-// lenientSpec reads what it can of a spec that does not validate, so that a
-// broken definition still shows its size and image.
-func lenientSpec(data string) Spec {
-	var s struct {
-		Image string `json:"image"`
-		Size  int    `json:"size"`
-	}
-	_ = yamlUnmarshalLenient(data, &s)
-	if s.Size < 0 || s.Size > MaxPoolSize {
-		s.Size = 0
-	}
-	return Spec{Image: s.Image, Size: s.Size}
 }

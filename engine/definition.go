@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"slices"
 	"sync"
 
@@ -79,4 +80,42 @@ func (d parsedDefinition) clone() parsedDefinition {
 		d.rec.UpdatedAt = &at
 	}
 	return d
+}
+
+// observeDefinition reads the pool's definition (cm may be nil) into v:
+// Defined, Spec, SpecError, Source, Recorded, RecordedError and the
+// pool-level Problems.
+func observeDefinition(v *PoolView, cm *corev1.ConfigMap) {
+	v.Defined, v.Spec, v.SpecError, v.Source = false, Spec{}, nil, ""
+	v.Recorded, v.RecordedError, v.Problems = Status{}, nil, nil
+	if cm == nil {
+		v.Problems = append(v.Problems, fmt.Sprintf("no pool definition: ConfigMap %s does not exist", ConfigMapName(v.Name)))
+		return
+	}
+	v.Defined = true
+	d := definitions.parse(cm)
+	v.Spec, v.Source = d.spec, d.source
+	if d.specErr != nil {
+		v.SpecError = d.specErr
+		v.Problems = append(v.Problems, "spec: "+d.specErr.Error())
+	}
+	if d.recordErr != nil {
+		v.RecordedError = d.recordErr
+		v.Problems = append(v.Problems, "status: "+d.recordErr.Error())
+	}
+	v.Recorded = d.rec
+}
+
+// lenientSpec reads what it can of a spec that does not validate, so that a
+// broken definition still shows its size and image.
+func lenientSpec(data string) Spec {
+	var s struct {
+		Image string `json:"image"`
+		Size  int    `json:"size"`
+	}
+	_ = yamlUnmarshalLenient(data, &s)
+	if s.Size < 0 || s.Size > MaxPoolSize {
+		s.Size = 0
+	}
+	return Spec{Image: s.Image, Size: s.Size}
 }
