@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -64,24 +63,6 @@ func setSize(t *testing.T, f *os.File, rows, cols uint16) {
 	}
 }
 
-// lockedBuffer collects the terminal's output from the reader goroutine.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // ctpool-tui console on a terminal, end to end: the remote terminal (a pty
 // kwok opens) starts at the local terminal's size and follows it when
 // SIGWINCH says it changed; the local terminal is raw during the session
@@ -99,7 +80,7 @@ func TestIntegrationConsoleTTYSizeAndResize(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var screen lockedBuffer
+	var screen syncBuffer
 	go func() { _, _ = io.Copy(&screen, master) }() // ends when the master closes
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
