@@ -590,6 +590,10 @@ type failedRelease struct {
 	// remove it (the member is never free while its PVC is Terminating).
 	clockOff int64
 	why      string // the release's error, for the messages
+	// unseen: the pool could not be read after the release failed (the API
+	// server was down), so whether the release took the claim at all is
+	// told at the batch end.
+	unseen bool
 }
 
 // vanished is a claimed member whose Pod (or Pod and PVC) the test deleted.
@@ -949,6 +953,7 @@ func (h *chaosHarness) failingRelease(ctx context.Context, rng *rand.Rand) {
 		h.violate("failed release of %s left no maintenance Lease (holder %q, state %s; %v)", m.Name, after.Holder(), after.State, err)
 	}
 	f.why = fmt.Sprintf("failing-release at %s: %v", h.clk.Now().Format("15:04:05.000"), err)
+	f.unseen = verr != nil
 	h.mu.Lock()
 	h.failed[m.Name] = f
 	h.mu.Unlock()
@@ -1153,8 +1158,17 @@ func (h *chaosHarness) endBatch(ctx context.Context) {
 	for name, f := range h.failed {
 		m := v.Member(name)
 		switch {
+		case f.unseen && m != nil && m.Claimed && m.Holder() == f.identity && m.PVC != nil && m.PVC.UID == f.pvcUID &&
+			m.PVC.Annotations[engine.AnnotationReleased] == "" && m.PVC.DeletionTimestamp == nil:
+			// A release the outage cut before it took the claim (its Lease
+			// update never reached the API server): nothing was marked or
+			// destroyed, and the claim is rightly still the user's. The
+			// hold is lifted with the others.
+			h.counts["failing-release: cut before it took the claim"]++
+			delete(h.failed, name)
 		case m != nil && m.Claimed && m.PVC != nil && m.PVC.UID == f.pvcUID:
-			h.violateLocked("failed release of %s: the claim went back to %q with the data being destroyed", name, m.Holder())
+			h.violateLocked("failed release of %s: the claim went back to %q with the data being destroyed (PVC marked %q, deleting %v; %s)%s",
+				name, m.Holder(), m.PVC.Annotations[engine.AnnotationReleased], m.PVC.DeletionTimestamp != nil, f.why, h.historyOf(name))
 			delete(h.failed, name)
 		case f.held && (m == nil || !m.Maintenance) && h.clk.off.Load() == f.clockOff:
 			h.violateLocked("failed release of %s: its PVC is still held Terminating but the member is not in maintenance (%s)%s", name, f.why, h.historyOf(name))
