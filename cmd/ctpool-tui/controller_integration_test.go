@@ -57,16 +57,24 @@ func TestIntegrationReconcileWatchAndAll(t *testing.T) {
 	if err := env.Client.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, "art-1-data", deleteNow()); err != nil {
 		t.Fatal(err)
 	}
+	old, err := eng.Cluster.GetPod(ctx, "desk-1")
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := eng.Cluster.DeletePod(ctx, "desk-1", ""); err != nil {
 		t.Fatal(err)
 	}
+	// Back means a new Pod (not the old one, still Terminating a moment and
+	// still counted Ready until it is gone), and the status recorded again.
 	env.WaitFor(t, convergeTimeout, "desk-1 to come back and desk to converge", func() (bool, error) {
 		snap, err := eng.Cluster.Snapshot(ctx, "desk")
 		if err != nil {
 			return false, err
 		}
 		v := engine.Observe(snap, time.Now())
-		return v.Status.Ready == 2 && v.Recorded.Ready == 2, nil
+		m := v.Member("desk-1")
+		back := m != nil && m.Pod != nil && m.Pod.UID != old.UID && m.Pod.DeletionTimestamp == nil
+		return back && v.Status.Ready == 2 && v.Recorded.Ready == 2, nil
 	})
 	stop()
 	select {
