@@ -88,7 +88,9 @@ type Engine struct {
 	Namespace string
 	// Now is the clock; the engine never reads the wall clock itself.
 	Now func() time.Time
-	// Concurrency bounds how many members one reconcile step works on at once.
+	// Concurrency bounds the API requests one reconcile step has in flight,
+	// and so the members it works on at once (each of its workers sends one
+	// request at a time).
 	Concurrency int
 	// WaitTimeout bounds each wait for a deleted Pod or PVC (default 2 minutes).
 	WaitTimeout time.Duration
@@ -112,8 +114,9 @@ type AuditEntry struct {
 	Err            error
 }
 
-// DefaultConcurrency is the default bound of members worked on at once.
-const DefaultConcurrency = 16
+// DefaultConcurrency is the default bound of a reconcile step's requests in
+// flight (and members worked on at once).
+const DefaultConcurrency = 48
 
 func (e *Engine) concurrency() int {
 	if e.Concurrency > 0 {

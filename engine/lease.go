@@ -9,15 +9,6 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 )
 
-// taken is the outcome of taking a member's Lease: the Lease held, or why
-// the member is skipped, or the error.
-type taken struct {
-	m       *Member
-	held    *coordinationv1.Lease
-	skipped string
-	err     error
-}
-
 // takeReconcilerLease takes the member's Lease as the reconciler and returns
 // it. A claimed member, or one another reconciler works on, is skipped with a
 // reason (and a nil Lease); so is a failure to take the Lease, with the error.

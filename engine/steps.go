@@ -1,5 +1,5 @@
-// How a reconcile runs one step over its members: Leases taken ahead and
-// removed behind, claims checked again, a bounded pool of workers.
+// How a reconcile runs one step over its members: each member's work under
+// the reconciler's Lease, claims checked again, a bounded pool of workers.
 
 package engine
 
@@ -11,75 +11,47 @@ import (
 	"sync/atomic"
 )
 
-// runStep works on the step's members, at most e.Concurrency at once, each
-// under the reconciler's Lease. Each of e.Concurrency workers pipelines its
-// members through three stages, so that neither Lease write waits on the
-// member's own work:
-//
-//   - while it works on a member, it takes the Lease of its next one;
-//   - once the member's work is done, it goes on to the next member while
-//     the Lease is removed, with at most e.Concurrency removals in flight.
-//
-// Every Lease taken is removed after the member's work, also when the work
-// fails or ctx ends. A member's action is recorded when its Lease is gone (or
-// its removal failed), and runStep returns when every Lease of the step is.
+// runStep works on the step's members with e.Concurrency workers. Each
+// worker takes the next member's reconciler Lease, does the member's work,
+// removes the Lease (also when the work failed or ctx ended: the removal
+// does not depend on ctx) and records the member's action, one request after
+// the other; the member's work itself sends its requests one after the
+// other. So a step has at most e.Concurrency requests in flight, and, with
+// more members than workers, exactly that many: the same pipe as a plain
+// client loop of as many workers sending the same writes. runStep returns
+// when every Lease of the step is gone.
 func (e *Engine) runStep(ctx context.Context, step Step, members []*Member, add func(MemberAction), fn func(context.Context, *Member) error) {
 	if len(members) == 0 {
 		return
 	}
 	var next atomic.Int64
-	pop := func() *Member {
-		if i := int(next.Add(1)) - 1; i < len(members) {
-			return members[i]
-		}
-		return nil
-	}
-	take := func(m *Member) taken {
-		if err := ctx.Err(); err != nil {
-			return taken{m: m, err: err}
-		}
-		held, skipped, err := e.takeReconcilerLease(ctx, m)
-		return taken{m: m, held: held, skipped: skipped, err: err}
-	}
-	unlocks := make(chan struct{}, e.concurrency())
-	var workers, removals sync.WaitGroup
+	var workers sync.WaitGroup
 	for range min(e.concurrency(), len(members)) {
 		workers.Go(func() {
-			m := pop()
-			if m == nil {
-				return
-			}
-			cur := take(m)
 			for {
-				var ahead chan taken
-				if m := pop(); m != nil {
-					ahead = make(chan taken, 1)
-					go func() { ahead <- take(m) }()
-				}
-				if cur.held == nil {
-					add(MemberAction{Step: step, Member: cur.m.Name, Skipped: cur.skipped, Err: cur.err})
-				} else {
-					err := fn(ctx, cur.m)
-					unlocks <- struct{}{}
-					removals.Add(1)
-					go func(t taken) {
-						defer removals.Done()
-						if uerr := e.unlock(ctx, t.held); uerr != nil && err == nil {
-							err = fmt.Errorf("remove lease: %w", uerr)
-						}
-						<-unlocks
-						add(MemberAction{Step: step, Member: t.m.Name, Err: err})
-					}(cur)
-				}
-				if ahead == nil {
+				i := int(next.Add(1)) - 1
+				if i >= len(members) {
 					return
 				}
-				cur = <-ahead
+				m := members[i]
+				if err := ctx.Err(); err != nil {
+					add(MemberAction{Step: step, Member: m.Name, Err: err})
+					continue
+				}
+				held, skipped, err := e.takeReconcilerLease(ctx, m)
+				if held == nil {
+					add(MemberAction{Step: step, Member: m.Name, Skipped: skipped, Err: err})
+					continue
+				}
+				err = fn(ctx, m)
+				if uerr := e.unlock(ctx, held); uerr != nil && err == nil {
+					err = fmt.Errorf("remove lease: %w", uerr)
+				}
+				add(MemberAction{Step: step, Member: m.Name, Err: err})
 			}
 		})
 	}
 	workers.Wait()
-	removals.Wait()
 }
 
 // stillClaimed reads the pool's Leases fresh and keeps the claimed members

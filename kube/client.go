@@ -20,7 +20,8 @@ const DefaultNamespace = "corral"
 // API server takes from one client (a 2-core control plane accepts about 500
 // writes a second), so that a reconcile is paced by the API server, whose
 // priority and fairness protect it, and never by a client-side token bucket.
-// The engine's bounded concurrency (16 members at once) limits the load.
+// The engine's bounded concurrency (48 requests in flight per reconcile
+// step) limits the load.
 const (
 	DefaultQPS   = 1000
 	DefaultBurst = 2000

@@ -513,17 +513,13 @@ func (r throughputRuns) ratio(kind string) float64 {
 // each, with the same client settings and the same requests in flight, and
 // returns the runs by kind.
 //
-// The engine works on concurrency members at once, and each of its workers
-// has up to three requests in flight (the next member's Lease taken ahead,
-// the member's own work, the last member's Lease removed behind): up to
-// 3*concurrency. The bare loops run that many workers, so that neither side
-// sends its writes through a narrower pipe; with concurrency workers the
-// bare loop of the same writes is latency-bound and takes about twice the
-// engine's time.
+// The engine's concurrency bounds the requests a reconcile step has in
+// flight: that many workers, each sending one request at a time. The bare
+// loops run that many workers too, so that neither side sends its writes
+// through a narrower pipe.
 func reconcileThroughput(t testing.TB, env *kubetest.Env, n, concurrency int, qps float32, burst int, order ...string) throughputRuns {
 	t.Helper()
 	pc := newPerfClientQPS(t, env, qps, burst)
-	inFlight := engineInFlight(concurrency)
 	runs := throughputRuns{}
 	for i, kind := range order {
 		pool := fmt.Sprintf("tp%d", i)
@@ -532,9 +528,9 @@ func reconcileThroughput(t testing.TB, env *kubetest.Env, n, concurrency int, qp
 		case fillEngine:
 			r = engineScale(t, pc, env.Namespace, pool, n, concurrency)
 		case fillBare4:
-			r = bareFill(t, pc, env.Namespace, pool, n, inFlight)
+			r = bareFill(t, pc, env.Namespace, pool, n, concurrency)
 		case fillBare2:
-			r = bareCreate(t, pc, env.Namespace, pool, n, inFlight)
+			r = bareCreate(t, pc, env.Namespace, pool, n, concurrency)
 		default:
 			t.Fatalf("unknown kind of fill %q", kind)
 		}
@@ -547,11 +543,6 @@ func reconcileThroughput(t testing.TB, env *kubetest.Env, n, concurrency int, qp
 
 const throughputMembers = 500
 
-// engineInFlight is the most requests an engine of the given concurrency
-// has in flight in a step (see runStep): a Lease taken ahead, a member's
-// work and a Lease removed behind per worker.
-func engineInFlight(concurrency int) int { return 3 * concurrency }
-
 // TestIntegrationPerfReconcileThroughput guards target 5: one fill of each
 // kind at ctpool-tui's default QPS and burst, which must never make a
 // request wait on client-go's token bucket. The engine's time over the bare
@@ -563,12 +554,15 @@ func TestIntegrationPerfReconcileThroughput(t *testing.T) {
 	c := engine.DefaultConcurrency
 	runs := reconcileThroughput(t, env, throughputMembers, c, kube.DefaultQPS, kube.DefaultBurst, fillBare4, fillEngine, fillBare2)
 	t.Logf("reconcile 0 -> %d members, concurrency %d (bare loops: %d workers), QPS %d burst %d: %.2fx a bare loop of the same %d writes (target <= 1.15x), %.2fx one of the %d PVC and Pod creates; peak in flight %d, %d, %d",
-		throughputMembers, c, engineInFlight(c), kube.DefaultQPS, kube.DefaultBurst, runs.ratio(fillBare4), 4*throughputMembers, runs.ratio(fillBare2), 2*throughputMembers,
+		throughputMembers, c, c, kube.DefaultQPS, kube.DefaultBurst, runs.ratio(fillBare4), 4*throughputMembers, runs.ratio(fillBare2), 2*throughputMembers,
 		runs[fillEngine][0].peak, runs[fillBare4][0].peak, runs[fillBare2][0].peak)
 	for kind, rs := range runs {
 		if n := rs[0].throttled; n > 0 {
 			t.Errorf("%s: at the default QPS %d and burst %d, %d requests waited on the client-side rate limiter", kind, kube.DefaultQPS, kube.DefaultBurst, n)
 		}
+	}
+	if p := runs[fillEngine][0].peak; p > c {
+		t.Errorf("the engine had %d requests in flight at once, bound %d", p, c)
 	}
 	if r := runs.ratio(fillBare4); r > 2 {
 		t.Errorf("the engine took %.2fx the time of a bare loop of the same writes (margin 2x; target 1.15x)", r)
