@@ -380,6 +380,62 @@ func BenchmarkFleetSnapshots(b *testing.B) {
 	}
 }
 
+// BenchmarkFleetSnapshotsChanged is BenchmarkFleetSnapshots after a
+// coalesced change of the storm: before each read (not timed), 1,000 Pod
+// updates reach the Watchers' handlers, each in another pool at fleet scale
+// (1,000 of its 3,000 pools changed), all in the one pool at one-pool
+// scale. The read then regroups the pools that changed.
+func BenchmarkFleetSnapshotsChanged(b *testing.B) {
+	const updates = 1000
+	for _, s := range fleetBenchScales {
+		b.Run("scale="+s.name, func(b *testing.B) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			src, podWatches, objs := s.start(b, ctx, true)
+			clusters := len(podWatches)
+			pods := len(objs[0].pods.Items)
+			stride := max(pods/(updates/clusters+1), 1) // at fleet scale: three pools apart
+			rv := 2
+			goruntime.GC()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				want := make([]int64, clusters)
+				for c, w := range src.watchers {
+					want[c], _ = w.Stats()
+				}
+				for k := range updates {
+					c := k % clusters
+					p := objs[c].pods.Items[(k/clusters*stride)%pods].DeepCopy()
+					p.ResourceVersion = fmt.Sprint(rv)
+					rv++
+					setReady(p, rv%2 == 0)
+					podWatches[c].Modify(p)
+					want[c]++
+				}
+				err := wait.PollUntilContextTimeout(ctx, time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
+					for c, w := range src.watchers {
+						if events, _ := w.Stats(); events < want[c] {
+							return false, nil
+						}
+					}
+					return true, nil
+				})
+				if err != nil {
+					b.Fatal("the updates did not all reach the handlers within 60s")
+				}
+				goruntime.GC() // the updates' garbage is not the read's to collect
+				b.StartTimer()
+				if len(src.Snapshots()) != max(s.clusters, 1)*s.namespaces*s.pools {
+					b.Fatal("pools missing")
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(s.members()), "ns/member")
+		})
+	}
+}
+
 // BenchmarkFleetStorm is BenchmarkWatcherStorm at the scale: 10,000 Pod
 // status updates within one second (each a different Pod becoming Ready,
 // spread over the clusters in turn) reach the dashboard's coalescing loop

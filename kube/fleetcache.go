@@ -40,6 +40,9 @@ type fleetCache struct {
 	readMu sync.Mutex
 	snaps  []engine.Snapshot // by namespace, then pool
 	at     map[PoolKey]int   // snaps entry of a pool
+	// indexed: whether PoolIndex holds a label value (engine.ValidatePoolName
+	// is a regular expression; the pools of a fleet share few names).
+	indexed map[string]bool
 }
 
 // markPool marks the pool of an object (a handler's old or new object, or
@@ -122,7 +125,15 @@ func (c *fleetCache) read(sets []*PoolInformers, whole func() []engine.Snapshot)
 	}
 	reorder := false
 	for k := range dirty {
-		snap, ok := groupPool(sets, k)
+		indexed, known := c.indexed[k.Pool]
+		if !known {
+			indexed = k.Pool != "" && engine.ValidatePoolName(k.Pool) == nil
+			if c.indexed == nil {
+				c.indexed = map[string]bool{}
+			}
+			c.indexed[k.Pool] = indexed
+		}
+		snap, ok := groupPool(sets, k, indexed)
 		i, had := c.at[k]
 		switch {
 		case ok && had:
@@ -161,16 +172,18 @@ func (c *fleetCache) read(sets []*PoolInformers, whole func() []engine.Snapshot)
 
 // groupPool is one pool's objects in the informer sets, as
 // fleetSnapshotsWhole groups them (engine.GroupByPool); ok is false when it
-// has none. A valid pool name is read from PoolIndex; any other label value
-// (which the index leaves out) from a scan of the namespace's objects.
-func groupPool(sets []*PoolInformers, k PoolKey) (engine.Snapshot, bool) {
+// has none. A pool whose name PoolIndex holds (indexed: a valid pool name)
+// is read from the index; any other label value (which the index leaves
+// out) from a scan of the caches. Either way every object read is of the
+// pool's namespace and label value.
+func groupPool(sets []*PoolInformers, k PoolKey, indexed bool) (engine.Snapshot, bool) {
 	snap := engine.Snapshot{Namespace: k.Namespace, Pool: k.Pool}
 	found := false
 	definition := engine.ConfigMapName(k.Pool)
-	indexed := k.Pool != "" && engine.ValidatePoolName(k.Pool) == nil
+	key := k.String()
 	objs := func(inf cache.SharedIndexInformer) []any {
 		if indexed {
-			items, _ := inf.GetIndexer().ByIndex(PoolIndex, k.String())
+			items, _ := inf.GetIndexer().ByIndex(PoolIndex, key)
 			return items
 		}
 		var out []any
@@ -183,7 +196,7 @@ func groupPool(sets []*PoolInformers, k PoolKey) (engine.Snapshot, bool) {
 	}
 	for _, s := range sets {
 		for _, o := range objs(s.ConfigMaps) {
-			if cm, ok := o.(*corev1.ConfigMap); ok && cm.Namespace == k.Namespace && cm.Name == definition && cm.Labels[engine.LabelPool] == k.Pool {
+			if cm, ok := o.(*corev1.ConfigMap); ok && cm.Name == definition {
 				snap.ConfigMap, found = cm, true
 			}
 		}
@@ -193,19 +206,19 @@ func groupPool(sets []*PoolInformers, k PoolKey) (engine.Snapshot, bool) {
 		pods, pvcs, leases := objs(s.Pods), objs(s.PVCs), objs(s.Leases)
 		snap.Pods = slices.Grow(snap.Pods, len(pods))
 		for _, o := range pods {
-			if p, ok := o.(*corev1.Pod); ok && p.Namespace == k.Namespace && p.Labels[engine.LabelPool] == k.Pool {
+			if p, ok := o.(*corev1.Pod); ok {
 				snap.Pods, found = append(snap.Pods, p), true
 			}
 		}
 		snap.PVCs = slices.Grow(snap.PVCs, len(pvcs))
 		for _, o := range pvcs {
-			if c, ok := o.(*corev1.PersistentVolumeClaim); ok && c.Namespace == k.Namespace && c.Labels[engine.LabelPool] == k.Pool {
+			if c, ok := o.(*corev1.PersistentVolumeClaim); ok {
 				snap.PVCs, found = append(snap.PVCs, c), true
 			}
 		}
 		snap.Leases = slices.Grow(snap.Leases, len(leases))
 		for _, o := range leases {
-			if l, ok := o.(*coordinationv1.Lease); ok && l.Namespace == k.Namespace && l.Labels[engine.LabelPool] == k.Pool {
+			if l, ok := o.(*coordinationv1.Lease); ok {
 				snap.Leases, found = append(snap.Leases, l), true
 			}
 		}
