@@ -313,7 +313,9 @@ func (w *Watcher) LastWatchError() (time.Time, error) {
 func (w *Watcher) Stats() (events, signals int64) { return w.events.Load(), w.signals.Load() }
 
 // Snapshots returns one Snapshot per pool from the caches, sorted by pool
-// (a fleet's by namespace, then pool).
+// (a fleet's by namespace, then pool; a fleet's pools are kept between two
+// calls, and only those whose objects changed are regrouped). The slices
+// of a Snapshot are shared with later calls: read them, never change them.
 func (w *Watcher) Snapshots() []engine.Snapshot {
 	if w.fleet != nil {
 		return w.fleetSnapshots()
