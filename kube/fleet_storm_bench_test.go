@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	goruntime "runtime"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -118,9 +119,9 @@ func fakeCluster(objs *clusterObjects, pods *watch.FakeWatcher) *fake.Clientset 
 }
 
 // mergedSource is the dashboard's data source of several clusters (a copy
-// of cmd/ctpool-tui's contextsSource: Changed and Snapshots): one Watcher
-// per cluster, their signals forwarded to one channel of capacity one,
-// their pools' namespaces named context/namespace.
+// of cmd/ctpool-tui's contextsSource: Changed, Snapshots, TakeChanges and
+// ReadChanges): one Watcher per cluster, their signals forwarded to one
+// channel of capacity one, their pools' namespaces named context/namespace.
 type mergedSource struct {
 	names    []string
 	watchers []*kube.Watcher
@@ -143,6 +144,154 @@ func (s *mergedSource) Snapshots() []engine.Snapshot {
 		}
 	}
 	return out
+}
+
+// TakeChanges and ReadChanges are contextsSource's: every cluster's
+// changes, each pool's namespace named context/namespace, a read sent to
+// its cluster.
+func (s *mergedSource) TakeChanges() (all bool, pools []engine.PoolChanges) {
+	if len(s.watchers) == 1 && s.names[0] == "" {
+		return s.watchers[0].TakeChanges()
+	}
+	for i, w := range s.watchers {
+		whole, changed := w.TakeChanges()
+		all = all || whole
+		for _, pc := range changed {
+			pc.Namespace = s.names[i] + "/" + pc.Namespace
+			pools = append(pools, pc)
+		}
+	}
+	if all {
+		return true, nil
+	}
+	return false, pools
+}
+
+func (s *mergedSource) ReadChanges(pc engine.PoolChanges) engine.PoolUpdate {
+	if len(s.watchers) == 1 && s.names[0] == "" {
+		return s.watchers[0].ReadChanges(pc)
+	}
+	if i := strings.LastIndexByte(pc.Namespace, '/'); i >= 0 {
+		for k, name := range s.names {
+			if name == pc.Namespace[:i] {
+				pc.Namespace = pc.Namespace[i+1:]
+				return s.watchers[k].ReadChanges(pc)
+			}
+		}
+	}
+	return engine.PoolUpdate{Definition: pc.Definition, Members: map[string]engine.MemberObjects{}}
+}
+
+// dashChangeSource is a tui.ChangeSource.
+type dashChangeSource interface {
+	dashSource
+	TakeChanges() (all bool, pools []engine.PoolChanges)
+	ReadChanges(engine.PoolChanges) engine.PoolUpdate
+}
+
+// deltaLoads are the dashboard's loads from a ChangeSource (tui/data.go:
+// Model.load, readChangesCmd, applyData and applyDelta, and their
+// maxDeltaMembers): once a load gave pool states, a load takes the changes
+// and reads only them, unless everything changed, a pool is to be observed
+// whole or too many members changed; the loop then brings every pool's
+// state up to date (engine.PoolState: the changed members re-observed, the
+// others following the time); a delta it cannot apply makes the next load
+// a whole one. counted is called for each load read as a delta (a whole
+// one reads Snapshots).
+type deltaLoads struct {
+	src     dashChangeSource
+	counted func()
+
+	// The loop's.
+	states   []*engine.PoolState
+	views    []engine.PoolView
+	index    map[[2]string]int
+	needFull bool
+}
+
+// dashMaxDeltaMembers is tui's maxDeltaMembers.
+const dashMaxDeltaMembers = 2048
+
+// deltaRead is what a load read: a delta, or every pool's state.
+type deltaRead struct {
+	at     time.Time
+	delta  []deltaPool
+	whole  bool
+	states []*engine.PoolState
+	views  []engine.PoolView
+}
+
+type deltaPool struct {
+	ns, pool string
+	update   engine.PoolUpdate
+}
+
+func (l *deltaLoads) load() func() any {
+	byDifference := l.states != nil && !l.needFull
+	if !byDifference {
+		l.needFull = false
+	}
+	src, counted := l.src, l.counted
+	return func() any {
+		at := time.Now()
+		all, pools := src.TakeChanges()
+		if byDifference && !all && readableDelta(pools) {
+			counted()
+			r := deltaRead{at: at, delta: make([]deltaPool, 0, len(pools))}
+			for _, pc := range pools {
+				r.delta = append(r.delta, deltaPool{ns: pc.Namespace, pool: pc.Pool, update: src.ReadChanges(pc)})
+			}
+			return r
+		}
+		snaps := src.Snapshots()
+		r := deltaRead{at: at, whole: true, states: make([]*engine.PoolState, len(snaps)), views: make([]engine.PoolView, len(snaps))}
+		for i, snap := range snaps {
+			r.states[i] = engine.NewPoolState(snap, at)
+			r.views[i] = *r.states[i].View()
+		}
+		return r
+	}
+}
+
+// readableDelta is tui's readableChanges.
+func readableDelta(pools []engine.PoolChanges) bool {
+	n := 0
+	for _, pc := range pools {
+		if pc.Full {
+			return false
+		}
+		n += len(pc.Members)
+	}
+	return n <= dashMaxDeltaMembers
+}
+
+func (l *deltaLoads) apply(v any) ([]engine.PoolView, bool) {
+	r := v.(deltaRead)
+	if r.whole {
+		l.states, l.views = r.states, r.views
+		l.index = make(map[[2]string]int, len(r.views))
+		for i := range r.views {
+			l.index[[2]string{r.views[i].Namespace, r.views[i].Name}] = i
+		}
+		return l.views, true
+	}
+	changed := make(map[int]engine.PoolUpdate, len(r.delta))
+	for _, d := range r.delta {
+		i, ok := l.index[[2]string{d.ns, d.pool}]
+		if !ok {
+			l.needFull = true // a new pool
+			return nil, false
+		}
+		changed[i] = d.update
+	}
+	for i, s := range l.states {
+		if _, ok := s.Update(changed[i], r.at); !ok {
+			l.needFull = true
+			return nil, false
+		}
+		l.views[i] = *s.View()
+	}
+	return l.views, true
 }
 
 func (s *mergedSource) forward(ctx context.Context, ch <-chan struct{}) {
@@ -231,12 +380,70 @@ func BenchmarkFleetSnapshots(b *testing.B) {
 	}
 }
 
+// BenchmarkFleetSnapshotsChanged is BenchmarkFleetSnapshots after a
+// coalesced change of the storm: before each read (not timed), 1,000 Pod
+// updates reach the Watchers' handlers, each in another pool at fleet scale
+// (1,000 of its 3,000 pools changed), all in the one pool at one-pool
+// scale. The read then regroups the pools that changed.
+func BenchmarkFleetSnapshotsChanged(b *testing.B) {
+	const updates = 1000
+	for _, s := range fleetBenchScales {
+		b.Run("scale="+s.name, func(b *testing.B) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			src, podWatches, objs := s.start(b, ctx, true)
+			clusters := len(podWatches)
+			pods := len(objs[0].pods.Items)
+			stride := max(pods/(updates/clusters+1), 1) // at fleet scale: three pools apart
+			rv := 2
+			goruntime.GC()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				want := make([]int64, clusters)
+				for c, w := range src.watchers {
+					want[c], _ = w.Stats()
+				}
+				for k := range updates {
+					c := k % clusters
+					p := objs[c].pods.Items[(k/clusters*stride)%pods].DeepCopy()
+					p.ResourceVersion = fmt.Sprint(rv)
+					rv++
+					setReady(p, rv%2 == 0)
+					podWatches[c].Modify(p)
+					want[c]++
+				}
+				err := wait.PollUntilContextTimeout(ctx, time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
+					for c, w := range src.watchers {
+						if events, _ := w.Stats(); events < want[c] {
+							return false, nil
+						}
+					}
+					return true, nil
+				})
+				if err != nil {
+					b.Fatal("the updates did not all reach the handlers within 60s")
+				}
+				goruntime.GC() // the updates' garbage is not the read's to collect
+				b.StartTimer()
+				if len(src.Snapshots()) != max(s.clusters, 1)*s.namespaces*s.pools {
+					b.Fatal("pools missing")
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(s.members()), "ns/member")
+		})
+	}
+}
+
 // BenchmarkFleetStorm is BenchmarkWatcherStorm at the scale: 10,000 Pod
 // status updates within one second (each a different Pod becoming Ready,
 // spread over the clusters in turn) reach the dashboard's coalescing loop
-// (dashLoop) through the scale's Watchers. Reported as BenchmarkWatcherStorm
-// does, and ms-rebuild: the time of one rebuild (Snapshots and
-// engine.ObserveAll) on the quiet caches before the storm.
+// (dashLoopWith) through the scale's Watchers; the dashboard loads from its
+// ChangeSource by difference, as tui does (deltaLoads). Reported as
+// BenchmarkWatcherStorm does (rebuilds: every load, whole or by
+// difference), and ms-rebuild: the time of one whole rebuild (Snapshots
+// and engine.ObserveAll) on the quiet caches before the storm.
 func BenchmarkFleetStorm(b *testing.B) {
 	const updates = 10000
 	for _, s := range fleetBenchScales {
@@ -296,7 +503,9 @@ func fleetStorm(tb testing.TB, s fleetBenchScale, updates int, spread time.Durat
 	}
 	var loaded atomic.Int64
 	finalShown := make(chan time.Time, 1)
-	go dashLoop(ctx, src, func(views []engine.PoolView) {
+	// The dashboard loads from a ChangeSource by difference (deltaLoads).
+	loads := &deltaLoads{src: src, counted: func() { src.loads.Add(1) }}
+	go dashLoopWith(ctx, src.Changed(), loads, func(views []engine.PoolView) {
 		loaded.Add(1)
 		if isFinal(views) {
 			select {

@@ -49,6 +49,8 @@ type Watcher struct {
 	// namespaces named (one informer set each). nil for one namespace.
 	fleet      []*PoolInformers
 	namespaces []string
+	// pools: a fleet's pools as last read (fleetcache.go).
+	pools *fleetCache
 
 	cms    corelisters.ConfigMapLister
 	pods   corelisters.PodLister
@@ -125,6 +127,7 @@ func NewFleetWatcher(client kubernetes.Interface, namespaces []string, opts ...W
 		now:        time.Now,
 		changed:    make(chan struct{}, 1),
 		changes:    changeLog{all: true},
+		pools:      &fleetCache{all: true},
 	}
 	for _, o := range opts {
 		o(w)
@@ -142,7 +145,7 @@ func NewFleetWatcher(client kubernetes.Interface, namespaces []string, opts ...W
 // newInformers builds the informers of one namespace (NamespaceAll: every
 // namespace) with the Watcher's handler and watch-error hook.
 func (w *Watcher) newInformers(namespace string) *PoolInformers {
-	return NewPoolInformers(listThenWatch{w.client}, namespace, cache.FilteringResourceEventHandler{
+	var h cache.ResourceEventHandler = cache.FilteringResourceEventHandler{
 		FilterFunc: w.selected,
 		Handler: cache.ResourceEventHandlerFuncs{
 			AddFunc: func(obj any) { w.record(obj); w.signal() },
@@ -153,7 +156,11 @@ func (w *Watcher) newInformers(namespace string) *PoolInformers {
 			},
 			DeleteFunc: func(obj any) { w.record(obj); w.signal() },
 		},
-	}, w.onWatchError)
+	}
+	if w.pools != nil {
+		h = w.pools.markingHandler(h)
+	}
+	return NewPoolInformers(listThenWatch{w.client}, namespace, h, w.onWatchError)
 }
 
 // listThenWatch is a client whose informers list (in pages) and then
@@ -306,7 +313,9 @@ func (w *Watcher) LastWatchError() (time.Time, error) {
 func (w *Watcher) Stats() (events, signals int64) { return w.events.Load(), w.signals.Load() }
 
 // Snapshots returns one Snapshot per pool from the caches, sorted by pool
-// (a fleet's by namespace, then pool).
+// (a fleet's by namespace, then pool; a fleet's pools are kept between two
+// calls, and only those whose objects changed are regrouped). The slices
+// of a Snapshot are shared with later calls: read them, never change them.
 func (w *Watcher) Snapshots() []engine.Snapshot {
 	if w.fleet != nil {
 		return w.fleetSnapshots()
@@ -318,12 +327,19 @@ func (w *Watcher) Snapshots() []engine.Snapshot {
 	return engine.GroupByPool(w.namespace, cms, pods, pvcs, leases)
 }
 
-// fleetSnapshots groups every cached object of the fleet by namespace and
+// fleetSnapshots is the fleet's pools, by namespace then pool: those whose
+// objects changed since the last read regrouped, the others as they were
+// (fleetcache.go).
+func (w *Watcher) fleetSnapshots() []engine.Snapshot {
+	return w.pools.read(w.fleet, w.fleetSnapshotsWhole)
+}
+
+// fleetSnapshotsWhole groups every cached object of the fleet by namespace and
 // pool. It reads each store once and puts each object straight into its
 // namespace's bucket; the label check of selected is left to
 // engine.GroupByPool, which drops an object without a pool label (or, for
 // a ConfigMap, one that is not its pool's definition) in the same way.
-func (w *Watcher) fleetSnapshots() []engine.Snapshot {
+func (w *Watcher) fleetSnapshotsWhole() []engine.Snapshot {
 	by := byNamespace{}
 	for _, s := range w.fleet {
 		for _, obj := range s.ConfigMaps.GetStore().List() {

@@ -80,13 +80,37 @@ const dashCoalesceDelay = 100 * time.Millisecond
 // that arrived while a rebuild was pending schedules one more when the load
 // is done. onData gets each load's views, in the loop, as Update would.
 func dashLoop(ctx context.Context, src dashSource, onData func([]engine.PoolView)) {
+	dashLoopWith(ctx, src.Changed(), wholeLoads{src}, onData)
+}
+
+// dashLoads is how dashLoopWith loads: load runs in the loop (Model.load)
+// and returns the read, which runs outside it (a tea.Cmd); apply runs in
+// the loop (Update) and returns the views (ok false: the load could not be
+// applied, and a whole one follows).
+type dashLoads interface {
+	load() func() any
+	apply(any) (views []engine.PoolView, ok bool)
+}
+
+// wholeLoads observe every pool at each load (loadCmd from a DataSource
+// that is no ChangeSource).
+type wholeLoads struct{ src dashSource }
+
+func (l wholeLoads) load() func() any {
+	return func() any { return engine.ObserveAll(l.src.Snapshots(), time.Now()) }
+}
+
+func (wholeLoads) apply(v any) ([]engine.PoolView, bool) { return v.([]engine.PoolView), true }
+
+// dashLoopWith is dashLoop with its loads.
+func dashLoopWith(ctx context.Context, changedCh <-chan struct{}, loads dashLoads, onData func([]engine.PoolView)) {
 	type msg int
 	const (
 		changed msg = iota
 		rebuild
 	)
 	msgs := make(chan msg, 4)
-	data := make(chan []engine.PoolView, 1)
+	data := make(chan any, 1)
 	send := func(m msg) {
 		select {
 		case msgs <- m:
@@ -96,7 +120,7 @@ func dashLoop(ctx context.Context, src dashSource, onData func([]engine.PoolView
 	waitChange := func() {
 		go func() {
 			select {
-			case <-src.Changed():
+			case <-changedCh:
 				send(changed)
 			case <-ctx.Done():
 			}
@@ -104,10 +128,11 @@ func dashLoop(ctx context.Context, src dashSource, onData func([]engine.PoolView
 	}
 	coalesce := func() { time.AfterFunc(dashCoalesceDelay, func() { send(rebuild) }) }
 	load := func() {
+		read := loads.load()
 		go func() {
-			views := engine.ObserveAll(src.Snapshots(), time.Now())
+			read := read()
 			select {
-			case data <- views:
+			case data <- read:
 			case <-ctx.Done():
 			}
 		}()
@@ -136,8 +161,12 @@ func dashLoop(ctx context.Context, src dashSource, onData func([]engine.PoolView
 					waitChange()
 				}
 			}
-		case views := <-data:
-			onData(views)
+		case read := <-data:
+			if views, ok := loads.apply(read); ok {
+				onData(views)
+			} else {
+				dirty = true // tui's wantFull
+			}
 			pending = false
 			if dirty || !armed {
 				dirty = false

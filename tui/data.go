@@ -255,15 +255,28 @@ func (m *Model) applyDelta(msg dataMsg) {
 		}
 		changed[i] = d.update
 	}
+	// The states follow the watched pools (m.watched); the pools shown are
+	// those of a narrowing (`:ctx`, `:ns` in a fleet of clusters) or the
+	// same slice.
+	var (
+		open          = -1 // the watched pool of the members view
+		memberChanges []engine.MemberChange
+	)
 	for i, s := range in.states {
 		changes, ok := s.Update(changed[i], msg.at)
 		if !ok {
 			m.wantFull()
 			return
 		}
-		m.views[i] = *s.View()
-		if m.members.pool != "" && poolKey(m.opts.Fleet, &m.views[i]) == m.members.pool {
-			m.members.applyChanges(&m.views[i], changes)
+		m.watched[i] = *s.View()
+		if m.members.pool != "" && poolKey(m.opts.Fleet, &m.watched[i]) == m.members.pool {
+			open, memberChanges = i, changes
+		}
+	}
+	m.views = m.narrowed(m.watched)
+	if open >= 0 {
+		if v := m.view(m.members.pool); v != nil {
+			m.members.applyChanges(v, memberChanges)
 		}
 	}
 	in.deltas++

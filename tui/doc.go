@@ -48,7 +48,8 @@
 // rebuilds (engine.ObserveAll over DataSource.Snapshots, in a Cmd) are at
 // most one per 100 ms, so a storm of events costs a bounded number of
 // rebuilds and renders. From a ChangeSource (kube.Watcher: it records which
-// members' objects changed) a rebuild's Cmd reads only those objects, and
+// members' objects changed; the dashboard of several clusters merges its
+// Watchers' changes) a rebuild's Cmd reads only those objects, and
 // Update applies them by difference (engine.PoolState re-observes those
 // members; the member list redoes only their rows), so that a change costs
 // the same in a pool of 10,000 as in one of 1,000; a change of a pool's

@@ -441,3 +441,161 @@ func TestLateDeltaAsksForAWholeLoad(t *testing.T) {
 		t.Errorf("member big-1 on %q after the whole load, want node-z", got)
 	}
 }
+
+// clustersStore merges changeStores as the dashboard of several clusters
+// merges its clusters' Watchers (cmd/ctpool-tui's contextsSource): each
+// pool's namespace is context/namespace, the changes are every cluster's
+// (all when one cluster's are), a read of changes goes to its cluster.
+type clustersStore struct {
+	names  []string
+	stores []*changeStore
+}
+
+var (
+	_ ChangeSource  = (*clustersStore)(nil)
+	_ ClusterSource = (*clustersStore)(nil)
+)
+
+func (c *clustersStore) Changed() <-chan struct{} { return c.stores[0].ch }
+func (c *clustersStore) Synced() bool             { return true }
+func (c *clustersStore) LastSync() time.Time      { return t0 }
+func (c *clustersStore) LastWatchError() (time.Time, error) {
+	return time.Time{}, nil
+}
+
+func (c *clustersStore) Clusters() []ClusterHealth {
+	var out []ClusterHealth
+	for _, n := range c.names {
+		out = append(out, ClusterHealth{Context: n, Synced: true, LastSync: t0})
+	}
+	return out
+}
+
+func (c *clustersStore) Snapshots() []engine.Snapshot {
+	var out []engine.Snapshot
+	for i, s := range c.stores {
+		for _, snap := range s.Snapshots() {
+			snap.Namespace = c.names[i] + "/" + snap.Namespace
+			out = append(out, snap)
+		}
+	}
+	return out
+}
+
+func (c *clustersStore) TakeChanges() (bool, []engine.PoolChanges) {
+	all := false
+	var out []engine.PoolChanges
+	for i, s := range c.stores {
+		a, pools := s.TakeChanges()
+		all = all || a
+		for _, pc := range pools {
+			pc.Namespace = c.names[i] + "/" + pc.Namespace
+			out = append(out, pc)
+		}
+	}
+	if all {
+		return true, nil
+	}
+	return false, out
+}
+
+func (c *clustersStore) ReadChanges(pc engine.PoolChanges) engine.PoolUpdate {
+	kctx, name := splitContextNS(pc.Namespace)
+	for i, n := range c.names {
+		if n == kctx {
+			pc.Namespace = name
+			return c.stores[i].ReadChanges(pc)
+		}
+	}
+	return engine.PoolUpdate{}
+}
+
+// TestClustersFollowChangesLikeAWholeRebuild is
+// TestMembersFollowChangesLikeAWholeRebuild on the dashboard of two
+// clusters, narrowed now and then to one of them (`:ctx`): the pools kept
+// by difference are the watched ones, and what is shown is their
+// narrowing, as a whole rebuild shows it.
+func TestClustersFollowChangesLikeAWholeRebuild(t *testing.T) {
+	for _, seed := range []uint64{1, 2, 3} {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			rnd := rand.New(rand.NewPCG(seed, 11))
+			src := &clustersStore{names: []string{"prod", "arn:aws:eks:eu-west-1:1:cluster/lab"}}
+			for range src.names {
+				c := &cluster{}
+				spec := poolSpec("ghcr.io/example/desktop:2", 40, nil)
+				c.pool("big", spec, nil)
+				c.pool("small", poolSpec("ghcr.io/example/desktop:2", 3, nil), nil)
+				for i := 1; i <= 40; i++ {
+					c.member("big", i, spec, onNode(fmt.Sprintf("node-%d", i%5)))
+					if i%4 == 0 {
+						c.claim("big", engine.MemberName("big", i), fmt.Sprintf("user%d@example.com", i%3), t0.Add(-time.Duration(i)*time.Minute))
+					}
+				}
+				src.stores = append(src.stores, newChangeStore(c))
+			}
+			now := t0
+			clock := func() time.Time { return now }
+			open := func(m *Model, kctx string) {
+				if kctx == "" {
+					kctx = src.names[0]
+				}
+				m.openMembers(kctx + "/" + ns + "/big")
+			}
+			mk := func(data DataSource) *Model {
+				m := newModel(context.Background(), Options{Context: "2 contexts", Namespace: "each context's", Fleet: true, Contexts: true,
+					Theme: themes.Dark(), Renderer: themes.NoColorRenderer(io.Discard), Now: clock, Data: data,
+					ActionsIn: func(string) Actions { return &fakeActions{} }})
+				m.Update(tea.WindowSizeMsg{Width: 120, Height: 30})
+				m.Update(tickMsg(now))
+				reload(m)
+				open(m, "")
+				return m
+			}
+			type plainClusters struct {
+				DataSource
+				ClusterSource
+			}
+			inc, full := mk(src), mk(plainClusters{src, src})
+			if inc.incr.states == nil || full.incr.states != nil {
+				t.Fatal("the sources are not what the test means")
+			}
+			const steps = 200
+			for i := range steps {
+				var did []string
+				for range 1 + rnd.IntN(3) {
+					k := rnd.IntN(len(src.stores))
+					did = append(did, src.names[k]+": "+randomStoreChange(rnd, src.stores[k], now))
+				}
+				if rnd.IntN(5) == 0 {
+					kctx := []string{"", src.names[0], src.names[1]}[rnd.IntN(3)]
+					did = append(did, fmt.Sprintf(":ctx %q", kctx))
+					for _, m := range []*Model{inc, full} {
+						if err := m.narrowContext(kctx); err != nil {
+							t.Fatal(err)
+						}
+						open(m, kctx)
+					}
+				}
+				if rnd.IntN(3) == 0 {
+					now = now.Add(time.Duration(rnd.IntN(600)) * time.Second)
+					inc.Update(tickMsg(now))
+					full.Update(tickMsg(now))
+				}
+				reload(inc)
+				reload(full)
+				if !reflect.DeepEqual(inc.watched, full.watched) {
+					t.Fatalf("step %d %v: the watched pools differ", i, did)
+				}
+				if msg := sameDashboards(inc, full); msg != "" {
+					t.Fatalf("step %d %v: %s", i, did, msg)
+				}
+			}
+			t.Logf("%d of %d loads applied by difference", inc.incr.deltas, steps)
+			// A pool with a Pod named off its member is observed whole
+			// at every change while it lasts (engine.PoolState).
+			if inc.incr.deltas < steps/4 {
+				t.Errorf("only %d of %d loads applied by difference", inc.incr.deltas, steps)
+			}
+		})
+	}
+}

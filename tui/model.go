@@ -44,7 +44,7 @@ type Model struct {
 	watched    []engine.PoolView // every pool the data source has
 	narrow     narrowing         // `:ctx NAME`, and `:ns NAME` in a fleet of clusters
 	seenNS     map[string]bool   // every namespace seen, for the command line's completion
-	incr       incremental       // the pools kept by difference (data.go); only from a ChangeSource, never narrowed
+	incr       incremental       // the watched pools kept by difference (data.go); only from a ChangeSource
 	loaded     bool
 	observedAt time.Time
 	health     health

@@ -129,6 +129,40 @@ func (s *contextsSource) Snapshots() []engine.Snapshot {
 	return out
 }
 
+// TakeChanges is every watched cluster's (tui.ChangeSource), each pool's
+// namespace named context/namespace as in Snapshots; all when one cluster
+// must be read whole (the others' are taken too: the whole read that
+// follows sees them).
+func (s *contextsSource) TakeChanges() (all bool, pools []engine.PoolChanges) {
+	for _, c := range s.clusters {
+		if c.w == nil {
+			continue
+		}
+		whole, changed := c.w.TakeChanges()
+		all = all || whole
+		for _, pc := range changed {
+			pc.Namespace = c.name + "/" + pc.Namespace
+			pools = append(pools, pc)
+		}
+	}
+	if all {
+		return true, nil
+	}
+	return false, pools
+}
+
+// ReadChanges reads a change from its cluster's cache.
+func (s *contextsSource) ReadChanges(pc engine.PoolChanges) engine.PoolUpdate {
+	c, ns := s.in(pc.Namespace)
+	if c == nil || c.w == nil {
+		// Not a cluster's: nothing of it is cached, as a Watcher reads a
+		// namespace it does not watch.
+		return engine.PoolUpdate{Definition: pc.Definition, Members: map[string]engine.MemberObjects{}}
+	}
+	pc.Namespace = ns
+	return c.w.ReadChanges(pc)
+}
+
 // Synced: every watched cluster is synced or has an error (a cluster that
 // does not answer never holds the others' first picture back).
 func (s *contextsSource) Synced() bool {

@@ -1,0 +1,189 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/kube"
+	"github.com/ctpool-tui/ctpool-tui/tui"
+)
+
+var _ tui.ChangeSource = (*contextsSource)(nil)
+
+// TestContextsSourceChangesFollowTheCaches: random Pod, PVC and Lease
+// changes in two clusters, each read by a fleet Watcher on a fake
+// clientset; after each batch whose handlers ran, the pools kept by
+// difference from the merged changes (engine.PoolState, as the dashboard
+// keeps them) are the whole observation of the merged snapshots.
+func TestContextsSourceChangesFollowTheCaches(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	rnd := rand.New(rand.NewPCG(5, 15))
+	spec := engine.Spec{Image: "ghcr.io/example/desktop:2", Size: 6}
+	spec.Default()
+	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	namespaces, pools := []string{"vdi-a", "vdi-b"}, []string{"desk", "lab"}
+
+	type clusterFixture struct {
+		client *fake.Clientset
+		sent   int64 // events its Watcher's handlers are to get
+	}
+	src := &contextsSource{ch: make(chan struct{}, 1)}
+	var fixtures []*clusterFixture
+	for _, name := range []string{"prod", "arn:aws:eks:eu-west-1:1:cluster/lab"} {
+		var objs []runtime.Object
+		for _, ns := range namespaces {
+			for _, pool := range pools {
+				objs = append(objs, engine.BuildConfigMap(ns, pool, spec))
+				for i := 1; i <= spec.Size; i++ {
+					objs = append(objs, engine.BuildPod(ns, pool, i, spec), engine.BuildPVC(ns, pool, i, spec))
+				}
+			}
+		}
+		f := &clusterFixture{client: fake.NewClientset(objs...), sent: int64(len(objs))}
+		watches := make(chan struct{}, 8)
+		f.client.PrependWatchReactor("*", func(a k8stesting.Action) (bool, watch.Interface, error) {
+			wi, err := f.client.Tracker().Watch(a.GetResource(), a.GetNamespace())
+			if err != nil {
+				return false, nil, err
+			}
+			watches <- struct{}{}
+			return true, wi, nil
+		})
+		w := kube.NewFleetWatcher(f.client, nil, kube.WithProbeInterval(0))
+		if err := w.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if !w.WaitForSync(ctx) {
+			t.Fatal("caches did not sync")
+		}
+		for range 4 {
+			select {
+			case <-watches:
+			case <-ctx.Done():
+				t.Fatal("the informers did not all watch")
+			}
+		}
+		src.clusters = append(src.clusters, &clusterConn{name: name, w: w})
+		fixtures = append(fixtures, f)
+	}
+	handled := func() {
+		t.Helper()
+		err := wait.PollUntilContextTimeout(ctx, time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+			for i, c := range src.clusters {
+				if events, _ := c.w.Stats(); events < fixtures[i].sent {
+					return false, nil
+				}
+			}
+			return true, nil
+		})
+		if err != nil {
+			t.Fatal("the handlers did not get every change within 10s")
+		}
+	}
+	handled()
+
+	at := t0
+	var states []*engine.PoolState
+	index := map[string]int{}
+	whole := func() {
+		states, index = nil, map[string]int{}
+		for i, snap := range src.Snapshots() {
+			states = append(states, engine.NewPoolState(snap, at))
+			index[snap.Namespace+"/"+snap.Pool] = i
+		}
+	}
+	if all, _ := src.TakeChanges(); !all {
+		t.Fatal("the first changes are not all")
+	}
+	whole()
+	byDifference := 0
+	const rounds = 40
+	for round := range rounds {
+		for range 1 + rnd.IntN(8) {
+			k := rnd.IntN(len(fixtures))
+			f := fixtures[k]
+			ns, pool := namespaces[rnd.IntN(len(namespaces))], pools[rnd.IntN(len(pools))]
+			i := 1 + rnd.IntN(spec.Size)
+			member := engine.MemberName(pool, i)
+			var err error
+			switch op := rnd.IntN(4); op {
+			case 0, 1: // a Pod's readiness and node
+				p := engine.BuildPod(ns, pool, i, spec)
+				p.Spec.NodeName = fmt.Sprintf("node-%d", rnd.IntN(3))
+				p.Status.Phase = corev1.PodRunning
+				p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: []corev1.ConditionStatus{corev1.ConditionTrue, corev1.ConditionFalse}[rnd.IntN(2)]}}
+				err = f.client.Tracker().Update(corev1.SchemeGroupVersion.WithResource("pods"), p, ns)
+			case 2: // a claim taken or given back
+				gvr := coordinationv1.SchemeGroupVersion.WithResource("leases")
+				if _, gerr := f.client.Tracker().Get(gvr, ns, engine.LeaseName(member)); gerr == nil {
+					err = f.client.Tracker().Delete(gvr, ns, engine.LeaseName(member))
+				} else {
+					err = f.client.Tracker().Create(gvr, engine.ClaimLease(ns, pool, member, fmt.Sprintf("user%d@example.com", rnd.IntN(4)),
+						at.Add(-time.Duration(rnd.IntN(120))*time.Minute)), ns)
+				}
+			default: // a data PVC lost or made again
+				gvr := corev1.SchemeGroupVersion.WithResource("persistentvolumeclaims")
+				if _, gerr := f.client.Tracker().Get(gvr, ns, engine.PVCName(member)); gerr == nil {
+					err = f.client.Tracker().Delete(gvr, ns, engine.PVCName(member))
+				} else {
+					err = f.client.Tracker().Create(gvr, engine.BuildPVC(ns, pool, i, spec), ns)
+				}
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.sent++
+		}
+		handled()
+		at = at.Add(time.Duration(rnd.IntN(20)) * time.Minute)
+		all, changed := src.TakeChanges()
+		applied := !all
+		updates := map[int]engine.PoolUpdate{}
+		for _, pc := range changed {
+			i, ok := index[pc.Namespace+"/"+pc.Pool]
+			if !ok || pc.Full {
+				applied = false
+				break
+			}
+			updates[i] = src.ReadChanges(pc)
+		}
+		for i := range states {
+			if !applied {
+				break
+			}
+			_, applied = states[i].Update(updates[i], at)
+		}
+		if applied {
+			byDifference++
+		} else {
+			whole()
+		}
+		want := engine.ObserveAll(src.Snapshots(), at)
+		if len(want) != len(states) {
+			t.Fatalf("round %d: %d pools kept, %d observed", round, len(states), len(want))
+		}
+		for i, s := range states {
+			if !reflect.DeepEqual(*s.View(), want[i]) {
+				t.Fatalf("round %d: pool %s/%s kept by difference differs from its whole observation", round, want[i].Namespace, want[i].Name)
+			}
+		}
+	}
+	t.Logf("%d of %d rounds applied by difference", byDifference, rounds)
+	if byDifference < rounds/2 {
+		t.Errorf("only %d of %d rounds applied by difference", byDifference, rounds)
+	}
+}
