@@ -251,7 +251,8 @@ type reconcilerProcess struct {
 var metricsAddr = regexp.MustCompile(`serving /metrics.* addr=(\S+)`)
 
 // startReconciler runs the binary with the Deployment's flags (--watch
-// --leader-elect --metrics-addr) and scope, through the counting proxy.
+// --leader-elect --metrics-addr), scope and GOMEMLIMIT, through the
+// counting proxy.
 func startReconciler(t testing.TB, bin, kubeconfig, namespace string, allNamespaces bool) *reconcilerProcess {
 	t.Helper()
 	args := []string{"reconcile", "--all", "--watch", "--leader-elect", "--metrics-addr", "127.0.0.1:0",
@@ -266,6 +267,7 @@ func startReconciler(t testing.TB, bin, kubeconfig, namespace string, allNamespa
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.Env = append(os.Environ(), "GOMEMLIMIT="+controller.MemoryLimitSoft)
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", strings.Join(args, " "), err)
 	}
