@@ -142,7 +142,7 @@ func NewFleetWatcher(client kubernetes.Interface, namespaces []string, opts ...W
 // newInformers builds the informers of one namespace (NamespaceAll: every
 // namespace) with the Watcher's handler and watch-error hook.
 func (w *Watcher) newInformers(namespace string) *PoolInformers {
-	return NewPoolInformers(listThenWatch{w.client}, namespace, cache.FilteringResourceEventHandler{
+	return NewPoolInformers(listThenWatch{streamedLists{w.client}}, namespace, cache.FilteringResourceEventHandler{
 		FilterFunc: w.selected,
 		Handler: cache.ResourceEventHandlerFuncs{
 			AddFunc: func(obj any) { w.record(obj); w.signal() },
