@@ -154,7 +154,7 @@ PEERS_K9S ?= $(HOME)/.cache/ctpool-tui/peers/$(K9S_VERSION)/k9s
 PEERS_MEMBERS ?= 10000
 
 .PHONY: bench-peers
-bench-peers: build ## on the running plane, ctpool-tui and k9s on one pool of PEERS_MEMBERS (default 10000): first screen, RSS, idle CPU, a claim on screen
+bench-peers: build ## on the running plane, ctpool-tui and k9s on one pool of PEERS_MEMBERS (default 10000): first screen, RSS, idle CPU, a claim on screen, CPU under a churn of claims (PEERS_CHURN=0 skips it)
 	@test -x '$(PEERS_K9S)' || { echo "installing k9s $(K9S_VERSION) into $(dir $(PEERS_K9S))"; \
 	  GOBIN='$(abspath $(dir $(PEERS_K9S)))' GOFLAGS=-buildvcs=false $(GO) install github.com/derailed/k9s@$(K9S_VERSION); }
 	PEERS_K9S='$(PEERS_K9S)' PEERS_MEMBERS=$(PEERS_MEMBERS) PEERS_CTPOOL_TUI=$(BIN) $(GO) run ./testdata/peers

@@ -160,7 +160,7 @@ func (w *Watcher) newInformers(namespace string) *PoolInformers {
 	if w.pools != nil {
 		h = w.pools.markingHandler(h)
 	}
-	return NewPoolInformers(listThenWatch{w.client}, namespace, h, w.onWatchError)
+	return NewPoolInformers(listThenWatch{streamedLists{w.client}}, namespace, h, w.onWatchError)
 }
 
 // listThenWatch is a client whose informers list (in pages) and then

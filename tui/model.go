@@ -76,6 +76,13 @@ type Model struct {
 	actlog   actionLog
 	acts     actionState
 	side     sideState
+
+	// The last screen composed, and whether the last Update changed nothing
+	// it shows (the program composes the screen after every message; the
+	// change signals and the coalescing ticks of a steady churn are two in
+	// three of them).
+	lastView  string
+	reuseView bool
 }
 
 func newModel(ctx context.Context, opts Options) *Model {
@@ -118,6 +125,22 @@ func (m *Model) Init() tea.Cmd {
 
 // Update handles one message. It does no I/O and never reads the clock.
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	m.reuseView = unseen(msg)
+	return m.update(msg)
+}
+
+// unseen reports whether a message changes nothing the screen shows: a
+// change signal and the end of the coalescing delay only schedule a read
+// (the data it reads is shown when it arrives, a dataMsg).
+func unseen(msg tea.Msg) bool {
+	switch msg.(type) {
+	case changedMsg, rebuildMsg:
+		return true
+	}
+	return false
+}
+
+func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
@@ -303,6 +326,14 @@ func (m *Model) clusterStates() []clusterState {
 // View composes the screen: the header, the current view or an overlay,
 // the action log pane, the status line and the help line.
 func (m *Model) View() string {
+	if m.reuseView && m.lastView != "" {
+		return m.lastView
+	}
+	m.lastView = m.compose()
+	return m.lastView
+}
+
+func (m *Model) compose() string {
 	if m.width <= 0 || m.height <= 0 {
 		return ""
 	}

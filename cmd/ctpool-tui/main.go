@@ -29,7 +29,9 @@ func main() {
 	// klog must never write into the terminal the TUI owns.
 	silenceKlog()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	stopProfiles := startProfiles(os.Getenv, os.Stderr)
 	code := runAs(ctx, os.Args[0], os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stopProfiles()
 	stop()
 	os.Exit(code)
 }

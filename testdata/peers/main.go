@@ -16,7 +16,15 @@
 //     count in the title of its leases view, which it is switched to, and
 //     shows in full, before the claim), from kubectl's return (the Lease
 //     exists; the 1 s target) and from its start, and the tool's CPU time
-//     from kubectl's start until then.
+//     from kubectl's start until then;
+//   - a churn (PEERS_CHURN long, 0 skips it): with the claim kept, claim
+//     Leases of other members created and deleted, alternating, at
+//     PEERS_CHURN_RATE changes a second (each deleted about a second after
+//     its create), and the tool's CPU time from the churn's start until the
+//     screen shows the claims as before it. k9s stays on its leases view:
+//     the view that shows the claims, as the pool's CLAIMED count does, so
+//     that both tools show every change (on its pods view k9s would not
+//     render the Lease changes at all).
 //
 // The pool is made first when it is not there yet: the objects the engine
 // creates (engine.BuildConfigMap, BuildPod, BuildPVC; a claim Lease,
@@ -47,7 +55,8 @@ import (
 
 type config struct {
 	members, rounds, podsPerNode, cols, rows int
-	idle, startTimeout, claimTimeout         time.Duration
+	churnRate                                int
+	idle, churn, startTimeout, claimTimeout  time.Duration
 	setupTimeout                             time.Duration
 	namespace, pool                          string
 	ctpool, k9s, kubectl, kubeconfig         string
@@ -100,6 +109,8 @@ func main() {
 	flag.IntVar(&c.cols, "cols", envInt("PEERS_COLS", 120), "terminal columns (PEERS_COLS)")
 	flag.IntVar(&c.rows, "rows", envInt("PEERS_ROWS", 40), "terminal rows (PEERS_ROWS)")
 	flag.DurationVar(&c.idle, "idle", envDuration("PEERS_IDLE", 60*time.Second), "idle window after the first screen (PEERS_IDLE)")
+	flag.DurationVar(&c.churn, "churn", envDuration("PEERS_CHURN", 30*time.Second), "churn window after the claim: claims made and given back at -churn-rate (PEERS_CHURN; 0 skips it)")
+	flag.IntVar(&c.churnRate, "churn-rate", envInt("PEERS_CHURN_RATE", 20), "member changes a second in the churn window (PEERS_CHURN_RATE)")
 	flag.DurationVar(&c.startTimeout, "start-timeout", envDuration("PEERS_START_TIMEOUT", 5*time.Minute), "longest wait for a first screen (PEERS_START_TIMEOUT)")
 	flag.DurationVar(&c.claimTimeout, "claim-timeout", envDuration("PEERS_CLAIM_TIMEOUT", time.Minute), "longest wait for a claim on screen (PEERS_CLAIM_TIMEOUT)")
 	flag.DurationVar(&c.setupTimeout, "setup-timeout", envDuration("PEERS_SETUP_TIMEOUT", 90*time.Minute), "longest wait for the pool to be Ready (PEERS_SETUP_TIMEOUT)")
@@ -112,6 +123,9 @@ func main() {
 	flag.BoolVar(&c.cleanup, "cleanup", false, "delete the pool, its namespace and the nodes added, then exit")
 	flag.BoolVar(&c.setupOnly, "setup-only", false, "make the pool and wait until it is Ready, then exit")
 	flag.Parse()
+	if c.churn > 0 && c.churnRate <= 0 {
+		fatalf("PEERS_CHURN_RATE must be positive (or PEERS_CHURN=0 to skip the churn)")
+	}
 	if c.kubeconfig == "" {
 		fatalf("set KUBECONFIG to the plane's kubeconfig (make cluster-up prints it)")
 	}
@@ -160,8 +174,9 @@ func main() {
 			if err != nil {
 				fatalf("%s, round %d: %v", t.name, r+1, err)
 			}
-			logf("%s round %d: first screen %v, RSS %.1f MiB, idle CPU %v, claim %v wall %v CPU",
-				t.name, r+1, res.first.Round(time.Millisecond), res.rssMiB, res.idleCPU, res.claimWall.Round(time.Millisecond), res.claimCPU)
+			logf("%s round %d: first screen %v, RSS %.1f MiB, idle CPU %v, claim %v wall %v CPU, churn %v CPU (%v), settled %v after",
+				t.name, r+1, res.first.Round(time.Millisecond), res.rssMiB, res.idleCPU, res.claimWall.Round(time.Millisecond), res.claimCPU,
+				res.churnCPU, res.churn, res.churnSettled.Round(time.Millisecond))
 			results[t.name] = append(results[t.name], res)
 		}
 	}

@@ -133,6 +133,9 @@ type run struct {
 	claimCPU           time.Duration
 	kubectl            time.Duration
 	claimsBeforeScreen time.Duration // k9s: from the switch to the leases view until it is shown
+	churn              churnResult   // the churn window (zero: skipped)
+	churnCPU           time.Duration // the tool's CPU time from the churn's start until it settled
+	churnSettled       time.Duration // from the churn's end until the screen showed the claims as before it
 }
 
 // pane is a tmux session of its own server (socket), one per run.
@@ -316,5 +319,22 @@ func measure(ctx context.Context, client kubernetes.Interface, c config, t tool,
 	}
 	res.claimWall = at.Sub(claimStart)
 	res.claimCPU = cpu(p.pid) - cpu1
+
+	// The churn: the claim stays, claims come and go on other members; it
+	// counts until the screen shows the claims as before it (the tool kept up).
+	if c.churn > 0 {
+		cpu2 := cpu(p.pid)
+		res.churn = churn(ctx, client, c)
+		ended := time.Now()
+		at, err := p.waitScreen(c.claimTimeout, func(s string) bool { return t.claimsShown(s, claims(c)+1) })
+		if err != nil {
+			return res, fmt.Errorf("after the churn (%v): %w", res.churn, err)
+		}
+		res.churnCPU = cpu(p.pid) - cpu2
+		res.churnSettled = at.Sub(ended)
+		if !alive(p.pid) {
+			return res, fmt.Errorf("the tool exited in the churn; the screen:\n%s", p.screen())
+		}
+	}
 	return res, nil
 }

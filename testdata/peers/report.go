@@ -51,6 +51,18 @@ func report(w io.Writer, c config, results map[string][]run) bool {
 		{"CPU to show the claim", "ms", func(r run) float64 { return ms(r.claimCPU) }, 0, 0},
 		{"kubectl create of the claim", "ms", func(r run) float64 { return ms(r.kubectl) }, 0, 0},
 	}
+	if c.churn > 0 {
+		rows = append(rows, []struct {
+			what, unit string
+			f          func(run) float64
+			maxRatio   float64
+			maxOurs    float64
+		}{
+			{fmt.Sprintf("CPU under churn, %d changes/s for %v", c.churnRate, c.churn), "ms", func(r run) float64 { return ms(r.churnCPU) }, 0.25, 0},
+			{"churn changes made", "/s", func(r run) float64 { return float64(r.churn.changes) / r.churn.elapsed.Seconds() }, 0, 0},
+			{"settled after the churn", "ms", func(r run) float64 { return ms(r.churnSettled) }, 0, 0},
+		}...)
+	}
 	fmt.Fprintf(w, "\nctpool-tui vs k9s: one pool of %d members (%d objects) in %s, %dx%d, %d rounds each (medians; each run in brackets)\n",
 		c.members, 1+2*c.members+claims(c), c.namespace, c.cols, c.rows, c.rounds)
 	fmt.Fprintf(w, "  %-44s %-24s %-24s %-8s %-14s %s\n", "", "ctpool-tui", "k9s", "ratio", "target", "")
