@@ -68,15 +68,7 @@ type streamedPods struct {
 
 func (p streamedPods) List(ctx context.Context, opts metav1.ListOptions) (*corev1.PodList, error) {
 	out := &corev1.PodList{}
-	handled, err := streamList(ctx, p.rc, p.namespace, "pods", opts, &out.ListMeta, func(b []byte) error {
-		out.Items = append(out.Items, corev1.Pod{})
-		o := &out.Items[len(out.Items)-1]
-		if err := o.Unmarshal(b); err != nil {
-			return err
-		}
-		_, err := StripForCache(o)
-		return err
-	})
+	handled, err := streamItems(ctx, p.rc, p.namespace, "pods", opts, &out.ListMeta, &out.Items)
 	if !handled {
 		return p.PodInterface.List(ctx, opts)
 	}
@@ -94,15 +86,7 @@ type streamedPVCs struct {
 
 func (p streamedPVCs) List(ctx context.Context, opts metav1.ListOptions) (*corev1.PersistentVolumeClaimList, error) {
 	out := &corev1.PersistentVolumeClaimList{}
-	handled, err := streamList(ctx, p.rc, p.namespace, "persistentvolumeclaims", opts, &out.ListMeta, func(b []byte) error {
-		out.Items = append(out.Items, corev1.PersistentVolumeClaim{})
-		o := &out.Items[len(out.Items)-1]
-		if err := o.Unmarshal(b); err != nil {
-			return err
-		}
-		_, err := StripForCache(o)
-		return err
-	})
+	handled, err := streamItems(ctx, p.rc, p.namespace, "persistentvolumeclaims", opts, &out.ListMeta, &out.Items)
 	if !handled {
 		return p.PersistentVolumeClaimInterface.List(ctx, opts)
 	}
@@ -110,6 +94,24 @@ func (p streamedPVCs) List(ctx context.Context, opts metav1.ListOptions) (*corev
 		return nil, err
 	}
 	return out, nil
+}
+
+// streamItems is streamList into items, each object decoded then stripped
+// for the cache (StripForCache).
+func streamItems[T any, PT interface {
+	*T
+	Unmarshal([]byte) error
+}](ctx context.Context, rc *rest.RESTClient, namespace, resource string, opts metav1.ListOptions, meta *metav1.ListMeta, items *[]T) (bool, error) {
+	return streamList(ctx, rc, namespace, resource, opts, meta, func(b []byte) error {
+		var zero T
+		*items = append(*items, zero)
+		o := PT(&(*items)[len(*items)-1])
+		if err := o.Unmarshal(b); err != nil {
+			return err
+		}
+		_, err := StripForCache(any(o))
+		return err
+	})
 }
 
 const protobufType = "application/vnd.kubernetes.protobuf"
