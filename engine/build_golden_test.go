@@ -78,7 +78,7 @@ func TestPodMatchesSpecExamples(t *testing.T) {
 			"sandbox.cocoonstack.io/ttl-seconds": "3600",
 		}},
 		{"cocoon", map[string]string{"cocoonstack.io/pool": "default"}, map[string]string{
-			"vm.cocoonstack.io/name":           "vdi-vdi-desk-2",
+			"vm.cocoonstack.io/name":           "vdi-vdi-desk-2-ddd72194c1",
 			"cocoonset.cocoonstack.io/managed": "true",
 			"cocoonset.cocoonstack.io/mode":    "run",
 			"cocoonset.cocoonstack.io/image":   "ubuntu-dev-base",

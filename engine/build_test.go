@@ -175,12 +175,12 @@ func TestBuildPodRuntimes(t *testing.T) {
 		{
 			name: "cocoon defaults", rt: &Runtime{Backend: BackendCocoon, Image: "ubuntu-dev-base"},
 			wantSelector: map[string]string{CocoonNodeLabel: "default"}, wantTolerate: true,
-			wantAnn: map[string]string{CocoonAnnotationVMName: "vdi-vdi-desk-4", CocoonAnnotationManaged: "true", CocoonAnnotationMode: "run", CocoonAnnotationImage: "ubuntu-dev-base", CocoonAnnotationOS: "linux"},
+			wantAnn: map[string]string{CocoonAnnotationVMName: "vdi-vdi-desk-4-a024440db5", CocoonAnnotationManaged: "true", CocoonAnnotationMode: "run", CocoonAnnotationImage: "ubuntu-dev-base", CocoonAnnotationOS: "linux"},
 		},
 		{
 			name: "cocoon explicit", rt: &Runtime{Backend: BackendCocoon, Image: "win", Pool: "gpu", Mode: CocoonModeClone, OS: "windows"},
 			wantSelector: map[string]string{CocoonNodeLabel: "gpu"}, wantTolerate: true,
-			wantAnn: map[string]string{CocoonAnnotationVMName: "vdi-vdi-desk-4", CocoonAnnotationManaged: "true", CocoonAnnotationMode: "clone", CocoonAnnotationImage: "win", CocoonAnnotationOS: "windows"},
+			wantAnn: map[string]string{CocoonAnnotationVMName: "vdi-vdi-desk-4-a024440db5", CocoonAnnotationManaged: "true", CocoonAnnotationMode: "clone", CocoonAnnotationImage: "win", CocoonAnnotationOS: "windows"},
 		},
 	}
 	for _, tt := range tests {
@@ -212,8 +212,8 @@ func TestBuildPodRuntimes(t *testing.T) {
 		spec.Runtime = &Runtime{Backend: BackendCocoon, Image: "u"}
 		a := BuildPod("ns1", "desk", 1, spec).Annotations[CocoonAnnotationVMName]
 		b := BuildPod("ns1", "desk", 2, spec).Annotations[CocoonAnnotationVMName]
-		if a != "vdi-ns1-desk-1" || b != "vdi-ns1-desk-2" {
-			t.Fatalf("VM names %q and %q, want vdi-ns1-desk-1 and vdi-ns1-desk-2", a, b)
+		if a != "vdi-ns1-desk-1-e60c4b2ec4" || b != "vdi-ns1-desk-2-be232e8a8d" {
+			t.Fatalf("VM names %q and %q, want vdi-ns1-desk-1-e60c4b2ec4 and vdi-ns1-desk-2-be232e8a8d", a, b)
 		}
 	})
 }

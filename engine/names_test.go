@@ -162,7 +162,7 @@ func TestDerivedNames(t *testing.T) {
 		{"PVC", PVCName("desk-3"), "desk-3-data"},
 		{"console Service", ConsoleServiceName("desk-3"), "desk-3-console"},
 		{"Lease", LeaseName("desk-3"), "corral-vdi-ct-desk-3"},
-		{"cocoon VM", CocoonVMName("vdi", "desk-3"), "vdi-vdi-desk-3"},
+		{"cocoon VM", CocoonVMName("vdi", "desk-3"), "vdi-vdi-desk-3-a16c12f8cc"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,8 +1,11 @@
 package engine
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -167,8 +170,46 @@ func (s Spec) BackendName() string {
 	return s.Runtime.Backend
 }
 
-// CocoonVMName is the per-member VM name, so that no two members adopt one VM.
-func CocoonVMName(namespace, member string) string { return "vdi-" + namespace + "-" + member }
+// Limits of a cocoon VM name (vm.cocoonstack.io/name).
+const (
+	// CocoonVMNameMaxLength: cocoon takes VM names matching
+	// [a-zA-Z0-9][a-zA-Z0-9._-]{0,62}, and vk-cocoon writes the name into a
+	// cloned guest's /etc/hostname; a DNS-1123 label of at most 63
+	// characters is valid for both.
+	CocoonVMNameMaxLength = 63
+	cocoonVMNamePrefix    = "vdi-"
+	cocoonVMDigestLength  = 10
+)
+
+// CocoonVMName is the VM name of a member in a namespace. vk-cocoon lets a
+// Pod that names a live VM adopt it, so the name is unique for every
+// (namespace, member) pair: a readable part, vdi-<namespace>-<member>, then
+// "-" and the first 10 hex digits of the SHA-256 of "<namespace>/<member>".
+// The digest tells apart the pairs whose readable parts are equal (namespace
+// a-b with pool c, and namespace a with pool b-c, both read vdi-a-b-c-1).
+// The whole is a DNS-1123 label of at most CocoonVMNameMaxLength characters:
+// when the readable part does not fit, the namespace is cut (the member
+// stays whole, as it is what an operator looks for on the node). Two names
+// are equal only when their readable parts and their digests are.
+func CocoonVMName(namespace, member string) string {
+	sum := sha256.Sum256([]byte(namespace + "/" + member))
+	digest := hex.EncodeToString(sum[:])[:cocoonVMDigestLength]
+	room := CocoonVMNameMaxLength - len(cocoonVMNamePrefix) - 1 - cocoonVMDigestLength
+	readable := member
+	if len(readable) > room {
+		readable = readable[:room] // longer than any member name apply allows
+	} else if nsRoom := room - len(member) - 1; nsRoom > 0 {
+		ns := namespace
+		if len(ns) > nsRoom {
+			ns = ns[:nsRoom]
+		}
+		if ns = strings.TrimRight(ns, "-."); ns != "" {
+			readable = ns + "-" + member
+		}
+	}
+	readable = strings.TrimRight(readable, "-.")
+	return cocoonVMNamePrefix + readable + "-" + digest
+}
 
 // applyRuntime writes the backend's node selector, toleration, annotations and
 // runtime class into a member Pod.
