@@ -30,7 +30,9 @@ var RoleNames = []string{"viewer", "operator", "admin"}
 // derives it again and fails when it is stale): the action runs against a
 // fake clientset seeded with a pool that exercises every path (claimed,
 // free, drifted, stopped, missing, failed and above-size members, a stale
-// reconciler Lease), and every API call it makes is recorded. The
+// reconciler Lease), once more for each path one pool cannot reach (a
+// claim's renewal and its giving back of a duplicate, a resize up), and
+// every API call it makes is recorded. The
 // dashboard's reads are recorded the same way from the Watcher and the
 // Events reader. Exec and log streams cannot run on the fake clientset:
 // their permissions are declared next to the code that makes them

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -27,97 +28,29 @@ import (
 // Derive runs action against a fake clientset seeded with a pool that
 // exercises every path (claimed, free, drifted, stopped, missing, failed and
 // above-size members, a stale reconciler Lease) and returns the permissions
-// of the API calls it made, sorted. The dashboard's reads are recorded from
-// the Watcher and the Events reader. Exec and log streams cannot run on the
-// fake clientset: their permissions are declared next to the code that makes
-// them (kube.ConsolePermissions, kube.LogPermissions) and merged in.
+// of the API calls it made, sorted. An action whose paths one pool cannot
+// reach runs once per scenario, each on a fresh clientset, and the calls of
+// all are merged: a claim takes a free stopped member, renews the caller's
+// expired claim, and gives back a member it won when a concurrent claim of
+// the same identity came first; a resize shrinks the pool and grows it. A
+// scenario that no longer takes its path is an error, so that the table
+// never silently loses the permissions of a path. The dashboard's reads are
+// recorded from the Watcher and the Events reader. Exec and log streams
+// cannot run on the fake clientset: their permissions are declared next to
+// the code that makes them (kube.ConsolePermissions, kube.LogPermissions)
+// and merged in.
 func Derive(action engine.Action) ([]engine.Permission, error) {
-	const ns, pool = "rbac", "p"
-	client := fake.NewClientset(seedObjects(ns, pool, action != engine.ActionDelete)...)
-	now := func() time.Time { return seedTime.Add(2 * time.Hour) }
-	extra := map[engine.Permission]bool{}
-	eng := &engine.Engine{
-		Cluster: kube.NewCluster(client, ns), Namespace: ns, Now: now,
-		Audit: (&kube.Auditor{Client: client, Namespace: ns, Now: now}).Record,
-		Authorize: func(_ context.Context, p engine.Permission) error {
-			extra[p] = true
-			return nil
-		},
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	spec := seedSpec(6)
-	switch action {
-	case engine.ActionWatch:
-		w := kube.NewWatcher(client, ns)
-		if err := w.Start(ctx); err != nil {
-			return nil, err
-		}
-		if !w.WaitForSync(ctx) {
-			return nil, fmt.Errorf("derive %s: informers did not sync", action)
-		}
-		// An informer watches after its first list has synced: wait for
-		// the four watches, or the table would depend on timing.
-		if err := waitForWatches(ctx, client, 4); err != nil {
-			return nil, fmt.Errorf("derive %s: %w", action, err)
-		}
-		if _, err := (&kube.Events{Client: client}).Events(ctx, ns, "Pod", pool+"-1"); err != nil {
-			return nil, err
-		}
-	case engine.ActionClaim:
-		// The pool's one free member, stopped: a claim starts it.
-		if err := client.CoreV1().Pods(ns).Delete(ctx, engine.MemberName(pool, 2), metav1.DeleteOptions{}); err != nil {
-			return nil, err
-		}
-		client.ClearActions()
-		_, _ = eng.Claim(ctx, pool, "bob@example.com")
-		for _, p := range engine.StartRacePermissions {
-			extra[p] = true
-		}
-	case engine.ActionRelease:
-		_, _ = eng.Release(ctx, pool, pool+"-1", "alice@example.com")
-	case engine.ActionForceRelease:
-		_, _ = eng.ForceRelease(ctx, pool, pool+"-1")
-	case engine.ActionReconcile:
-		_, _ = eng.Reconcile(ctx, pool)
-		for _, p := range engine.StartRacePermissions {
-			extra[p] = true
-		}
-	case engine.ActionResize:
-		_, _ = eng.Resize(ctx, pool, 2)
-	case engine.ActionApply:
-		spec.Image = "registry.example/desktop:3"
-		_, _ = eng.Apply(ctx, pool, spec)
-		_, _ = eng.Apply(ctx, "q", spec) // a new pool too
-	case engine.ActionDelete:
-		_ = eng.Delete(ctx, pool)
-	case engine.ActionConsole:
-		_, _ = kube.CheckPod(ctx, client, ns, pool+"-1")
-		for _, p := range kube.ConsolePermissions {
-			extra[p] = true
-		}
-	case engine.ActionLogs:
-		if rc, err := (&kube.Logs{Client: client}).Stream(ctx, ns, pool+"-1", false); err == nil {
-			_ = rc.Close()
-		}
-		for _, p := range kube.LogPermissions {
-			extra[p] = true
-		}
-	default:
-		_, err := engine.ParseAction(string(action))
-		if err == nil {
-			err = fmt.Errorf("no derivation for action %q", action)
-		}
+	if _, err := engine.ParseAction(string(action)); err != nil {
 		return nil, err
 	}
-	cancel()
-	set := map[engine.Permission]bool{}
-	for p := range extra {
-		set[p] = true
+	scenarios := derivations[action]
+	if len(scenarios) == 0 {
+		return nil, fmt.Errorf("no derivation for action %q", action)
 	}
-	for _, a := range client.Actions() {
-		if p, ok := permissionOf(a); ok {
-			set[p] = true
+	set := map[engine.Permission]bool{}
+	for _, sc := range scenarios {
+		if err := sc.run(set); err != nil {
+			return nil, fmt.Errorf("derive %s (%s): %w", action, sc.name, err)
 		}
 	}
 	ps := make([]engine.Permission, 0, len(set))
@@ -126,6 +59,202 @@ func Derive(action engine.Action) ([]engine.Permission, error) {
 	}
 	engine.SortPermissions(ps)
 	return ps, nil
+}
+
+const (
+	seedNS   = "rbac"
+	seedPool = "p"
+	alice    = "alice@example.com"
+	bob      = "bob@example.com"
+)
+
+// deriveEnv is one scenario's fake clientset and the engine on it.
+type deriveEnv struct {
+	client *fake.Clientset
+	eng    *engine.Engine
+	// extra collects permissions asked of Authorize and declared ones.
+	extra map[engine.Permission]bool
+}
+
+// scenario is one run of an action: seed says what the fake holds (the pool
+// of seedObjects, with or without alice's claim), at says the engine's
+// clock, and act performs the action and reports a path it did not take.
+type scenario struct {
+	name      string
+	withClaim bool
+	at        time.Duration // after seedTime
+	act       func(ctx context.Context, env *deriveEnv) error
+}
+
+func (sc scenario) run(set map[engine.Permission]bool) error {
+	client := fake.NewClientset(seedObjects(seedNS, seedPool, sc.withClaim)...)
+	now := func() time.Time { return seedTime.Add(sc.at) }
+	env := &deriveEnv{client: client, extra: map[engine.Permission]bool{}}
+	env.eng = &engine.Engine{
+		Cluster: kube.NewCluster(client, seedNS), Namespace: seedNS, Now: now,
+		Audit: (&kube.Auditor{Client: client, Namespace: seedNS, Now: now}).Record,
+		Authorize: func(_ context.Context, p engine.Permission) error {
+			env.extra[p] = true
+			return nil
+		},
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := sc.act(ctx, env); err != nil {
+		return err
+	}
+	cancel()
+	for p := range env.extra {
+		set[p] = true
+	}
+	for _, a := range client.Actions() {
+		if p, ok := permissionOf(a); ok {
+			set[p] = true
+		}
+	}
+	return nil
+}
+
+// The resources a scenario checks in the fake's store (reads of the store
+// are not recorded as calls).
+var (
+	podsResource   = corev1.SchemeGroupVersion.WithResource("pods")
+	leasesResource = coordinationv1.SchemeGroupVersion.WithResource("leases")
+)
+
+// usual is the clock of most scenarios: alice's claim is fresh, the
+// reconciler Lease on p-4 stale.
+const usual = 2 * time.Hour
+
+// derivations are the scenarios of each action.
+var derivations = map[engine.Action][]scenario{
+	engine.ActionWatch: {{name: "the dashboard's informers and events", withClaim: true, at: usual, act: func(ctx context.Context, env *deriveEnv) error {
+		w := kube.NewWatcher(env.client, seedNS)
+		if err := w.Start(ctx); err != nil {
+			return err
+		}
+		if !w.WaitForSync(ctx) {
+			return fmt.Errorf("informers did not sync")
+		}
+		// An informer watches after its first list has synced: wait for
+		// the four watches, or the table would depend on timing.
+		if err := waitForWatches(ctx, env.client, 4); err != nil {
+			return err
+		}
+		_, err := (&kube.Events{Client: env.client}).Events(ctx, seedNS, "Pod", seedPool+"-1")
+		return err
+	}}},
+	engine.ActionLogs: {{name: "a log stream", withClaim: true, at: usual, act: func(ctx context.Context, env *deriveEnv) error {
+		if rc, err := (&kube.Logs{Client: env.client}).Stream(ctx, seedNS, seedPool+"-1", false); err == nil {
+			_ = rc.Close()
+		}
+		for _, p := range kube.LogPermissions {
+			env.extra[p] = true
+		}
+		return nil
+	}}},
+	engine.ActionConsole: {{name: "a console session", withClaim: true, at: usual, act: func(ctx context.Context, env *deriveEnv) error {
+		_, _ = kube.CheckPod(ctx, env.client, seedNS, seedPool+"-1")
+		for _, p := range kube.ConsolePermissions {
+			env.extra[p] = true
+		}
+		return nil
+	}}},
+	engine.ActionClaim: {
+		{name: "a free stopped member, started", withClaim: true, at: usual, act: func(ctx context.Context, env *deriveEnv) error {
+			// The pool's one free member, stopped: a claim starts it.
+			if err := env.client.CoreV1().Pods(seedNS).Delete(ctx, engine.MemberName(seedPool, 2), metav1.DeleteOptions{}); err != nil {
+				return err
+			}
+			env.client.ClearActions()
+			res, err := env.eng.Claim(ctx, seedPool, bob)
+			if err != nil || !res.Started || res.Existing {
+				return fmt.Errorf("claim of a stopped member: %+v, %v; want a new claim that started it", res, err)
+			}
+			for _, p := range engine.StartRacePermissions {
+				env.extra[p] = true
+			}
+			return nil
+		}},
+		{name: "the caller's expired claim, renewed", withClaim: true, at: 4 * time.Hour, act: func(ctx context.Context, env *deriveEnv) error {
+			res, err := env.eng.Claim(ctx, seedPool, alice)
+			if err != nil || !res.Renewed {
+				return fmt.Errorf("claim by the holder of an expired claim: %+v, %v; want it renewed", res, err)
+			}
+			return nil
+		}},
+		{name: "a duplicate given back", withClaim: false, at: usual, act: func(ctx context.Context, env *deriveEnv) error {
+			// p-1 is stopped, so the claim tries p-2 (Ready) first; the
+			// same identity's claim on p-1 lands while this one wins p-2.
+			// Created alike (the fake stamps neither time nor
+			// resourceVersion), the Lease names order them, so p-1 is the
+			// earlier claim and p-2 is given back.
+			if err := env.client.CoreV1().Pods(seedNS).Delete(ctx, engine.MemberName(seedPool, 1), metav1.DeleteOptions{}); err != nil {
+				return err
+			}
+			env.client.ClearActions()
+			env.client.PrependReactor("create", "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
+				l, ok := a.(k8stesting.CreateAction).GetObject().(*coordinationv1.Lease)
+				if !ok || l.Name != engine.LeaseName(engine.MemberName(seedPool, 2)) {
+					return false, nil, nil
+				}
+				other := engine.ClaimLease(seedNS, seedPool, engine.MemberName(seedPool, 1), bob, seedTime.Add(usual))
+				if err := env.client.Tracker().Add(other); err != nil {
+					return true, nil, err
+				}
+				return false, nil, nil
+			})
+			res, err := env.eng.Claim(ctx, seedPool, bob)
+			if err != nil || res.Member != engine.MemberName(seedPool, 1) || !res.Existing {
+				return fmt.Errorf("claim racing a claim of the same identity: %+v, %v; want p-1, the earlier claim", res, err)
+			}
+			if _, gerr := env.client.Tracker().Get(leasesResource, seedNS, engine.LeaseName(engine.MemberName(seedPool, 2))); gerr == nil {
+				return fmt.Errorf("the duplicate claim on p-2 was not given back")
+			}
+			return nil
+		}},
+	},
+	engine.ActionRelease: {{name: "the holder's release", withClaim: true, at: usual, act: func(ctx context.Context, env *deriveEnv) error {
+		_, _ = env.eng.Release(ctx, seedPool, seedPool+"-1", alice)
+		return nil
+	}}},
+	engine.ActionForceRelease: {{name: "another's claim", withClaim: true, at: usual, act: func(ctx context.Context, env *deriveEnv) error {
+		_, _ = env.eng.ForceRelease(ctx, seedPool, seedPool+"-1")
+		return nil
+	}}},
+	engine.ActionReconcile: {{name: "every kind of member", withClaim: true, at: usual, act: func(ctx context.Context, env *deriveEnv) error {
+		_, _ = env.eng.Reconcile(ctx, seedPool)
+		for _, p := range engine.StartRacePermissions {
+			env.extra[p] = true
+		}
+		return nil
+	}}},
+	engine.ActionResize: {
+		{name: "down", withClaim: true, at: usual, act: func(ctx context.Context, env *deriveEnv) error {
+			_, _ = env.eng.Resize(ctx, seedPool, 2)
+			return nil
+		}},
+		{name: "up", withClaim: true, at: usual, act: func(ctx context.Context, env *deriveEnv) error {
+			_, _ = env.eng.Resize(ctx, seedPool, 8)
+			for _, n := range []int{5, 8} {
+				if _, err := env.client.Tracker().Get(podsResource, seedNS, engine.MemberName(seedPool, n)); err != nil {
+					return fmt.Errorf("resize up did not create member %d: %v", n, err)
+				}
+			}
+			return nil
+		}},
+	},
+	engine.ActionApply: {{name: "a changed pool and a new one", withClaim: true, at: usual, act: func(ctx context.Context, env *deriveEnv) error {
+		spec := seedSpec(6)
+		spec.Image = "registry.example/desktop:3"
+		_, _ = env.eng.Apply(ctx, seedPool, spec)
+		_, _ = env.eng.Apply(ctx, "q", spec) // a new pool too
+		return nil
+	}}},
+	engine.ActionDelete: {{name: "a pool without claims", withClaim: false, at: usual, act: func(ctx context.Context, env *deriveEnv) error {
+		_ = env.eng.Delete(ctx, seedPool)
+		return nil
+	}}},
 }
 
 // waitForWatches polls the recorded calls until n watches were made or ctx ends.
