@@ -123,8 +123,8 @@ func FuzzObserveLease(f *testing.F) {
 		if m.Free {
 			t.Fatal("a member with a Lease is free")
 		}
-		if m.Claimed == m.Maintenance {
-			t.Fatalf("claimed %v and maintenance %v: exactly one must hold", m.Claimed, m.Maintenance)
+		if b2i(m.Claimed)+b2i(m.Maintenance)+b2i(m.Unheld) != 1 {
+			t.Fatalf("claimed %v, maintenance %v, unheld %v: exactly one must hold", m.Claimed, m.Maintenance, m.Unheld)
 		}
 		problems := strings.Join(m.Problems, "; ")
 		if (!hasHolder || holder == "") && !strings.Contains(problems, "no holder") {

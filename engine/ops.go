@@ -39,6 +39,9 @@ type ReleaseResult struct {
 	PreviousHolder string
 	// Recreated: a fresh member was built (false when above the size).
 	Recreated bool
+	// RemovedUnheld: the member's Lease had no holder (no claim) and a
+	// force-release removed it; nothing else was touched.
+	RemovedUnheld bool
 }
 
 // Release ends identity's claim on member: the Lease passes to the reconciler
@@ -90,6 +93,19 @@ func (e *Engine) release(ctx context.Context, action Action, pool, member, ident
 	m := view.Member(member)
 	if m == nil || m.Lease == nil {
 		res.NoOp = true
+		return res, nil
+	}
+	if m.Unheld {
+		// A Lease with no holder is no claim: release has nothing to end;
+		// release --force removes the Lease at once (by resourceVersion).
+		if !force {
+			res.NoOp = true
+			return res, nil
+		}
+		if err := e.Cluster.DeleteLease(ctx, m.Lease.Name, m.Lease.ResourceVersion); err != nil {
+			return res, fmt.Errorf("release %s: remove the Lease with no holder: %w", member, err)
+		}
+		res.RemovedUnheld = true
 		return res, nil
 	}
 	if m.Maintenance {
@@ -208,14 +224,10 @@ func leaseStale(l *coordinationv1.Lease, now time.Time) time.Time {
 		return now
 	}
 	c, _ := interpretLease(l, now)
-	base := c.Renewed
-	if base.IsZero() {
-		base = c.Acquired
-	}
-	if base.IsZero() {
+	if c.Since.IsZero() {
 		return now
 	}
-	return base.Add(ReconcilerLeaseTTL)
+	return c.Since.Add(ReconcilerLeaseTTL)
 }
 
 // ApplyResult reports an apply.

@@ -131,6 +131,8 @@ func releaseText(req actionRequest, r engine.ReleaseResult) string {
 	switch {
 	case r.NoOp:
 		return req.member + " had no claim: nothing done"
+	case r.RemovedUnheld:
+		return req.member + " had a Lease with no holder: removed"
 	case r.Recreated:
 		return fmt.Sprintf("released from %s, rebuilt from the current image", orWord(r.PreviousHolder, req.holder))
 	}

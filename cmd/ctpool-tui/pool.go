@@ -125,6 +125,8 @@ func pastTense(s engine.Step) string {
 		return "replaced"
 	case engine.StepDelete:
 		return "deleted"
+	case engine.StepUnlock:
+		return "unlocked (stale lease removed)"
 	}
 	return s.String()
 }
@@ -213,6 +215,8 @@ left out).`,
 			switch {
 			case res.NoOp:
 				fmt.Fprintf(e.stdout, "%s has no claim: nothing to do\n", res.Member)
+			case res.RemovedUnheld:
+				fmt.Fprintf(e.stdout, "%s had a Lease with no holder (no claim): the Lease was removed\n", res.Member)
 			case res.Recreated:
 				fmt.Fprintf(e.stdout, "%s released (was %q) and rebuilt from the current source\n", res.Member, res.PreviousHolder)
 			default:
