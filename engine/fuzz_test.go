@@ -198,7 +198,7 @@ func FuzzHandMadeConfigMap(f *testing.F) {
 		_, _ = e.Resize(ctx, "nodata", 1)
 		_, _ = e.Claim(ctx, "nodata", "bob")
 		_, _ = e.Release(ctx, "nodata", "nodata-1", "alice")
-		err := e.Delete(ctx, "nodata")
+		_, err := e.Delete(ctx, "nodata")
 		if err == nil && fc.cm(ConfigMapName("nodata")) != nil {
 			t.Fatal("Delete succeeded but the definition is still there")
 		}

@@ -90,10 +90,10 @@ type Member struct {
 	// pool's member, and why ("pod desk-1 exists and is not this pool's
 	// member: ..."). A blocked member is left alone: never created,
 	// started, replaced, deleted or handed out.
-	Blocked string
-	Drift            bool
-	AboveSize        bool
-	Free             bool
+	Blocked   string
+	Drift     bool
+	AboveSize bool
+	Free      bool
 
 	Source  string // the member's source label
 	Node    string

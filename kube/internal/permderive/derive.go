@@ -90,7 +90,7 @@ func Derive(action engine.Action) ([]engine.Permission, error) {
 		_, _ = eng.Apply(ctx, pool, spec)
 		_, _ = eng.Apply(ctx, "q", spec) // a new pool too
 	case engine.ActionDelete:
-		_ = eng.Delete(ctx, pool)
+		_, _ = eng.Delete(ctx, pool)
 	case engine.ActionConsole:
 		_, _ = kube.CheckPod(ctx, client, ns, pool+"-1")
 		for _, p := range kube.ConsolePermissions {
