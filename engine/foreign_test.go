@@ -56,8 +56,8 @@ func TestReconcileLeavesABlockedMember(t *testing.T) {
 				t.Fatalf("recorded status %+v, want desk-1 blocked and not free", st)
 			}
 			v := Observe(mustSnapshot(t, f), testNow)
-			if m := mustMember(t, v, "desk-1"); m.Blocked != tt.want || m.Free {
-				t.Fatalf("observed blocked %q free %v", m.Blocked, m.Free)
+			if m := mustMember(t, v, "desk-1"); m.Blocked != tt.want || m.Free || !strings.Contains(strings.Join(m.Problems, ";"), tt.want) {
+				t.Fatalf("observed blocked %q free %v problems %q", m.Blocked, m.Free, m.Problems)
 			}
 
 			f.reset()

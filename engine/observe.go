@@ -338,6 +338,9 @@ func (ob *observer) member(m *Member, name string, idx int, ok bool, pod *corev1
 	m.State, m.Message = memberState(o.pod, o.pvc)
 	if ok {
 		m.Blocked = blockedBy(pool, name, o.pod, o.pvc, ob.blocked[name])
+		if m.Blocked != "" {
+			m.Problems = append(m.Problems, "blocked, left alone: "+m.Blocked)
+		}
 	}
 	if o.pod != nil && o.pvc == nil && m.State != StateTerminating {
 		m.Problems = append(m.Problems, fmt.Sprintf("data PVC %s is missing", PVCName(name)))
