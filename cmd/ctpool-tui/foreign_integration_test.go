@@ -185,6 +185,10 @@ func TestIntegrationForeignPodBlocksItsMember(t *testing.T) {
 	if p, err := env.Client.CoreV1().Pods(ns).Get(ctx, "desk-1", metav1.GetOptions{}); err != nil || len(p.Labels) != 0 {
 		t.Fatalf("the foreign Pod after reconcile: %v, %v", p, err)
 	}
+	// status shows it.
+	if code, out, errOut := runCmd(t, "-n", ns, "status", "desk", "-o", "json"); !strings.Contains(out, want) {
+		t.Fatalf("status: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
 	// claim never hands it out.
 	if _, errOut := run(exitError, "claim", "desk", "alice@example.com"); !strings.Contains(errOut, "no free members") {
 		t.Fatalf("claim: %s", errOut)
