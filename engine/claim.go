@@ -129,13 +129,15 @@ var errClaimChanged = errors.New("the claim changed meanwhile")
 // work adopts it or deletes it under its own Lease.
 func (e *Engine) startClaimed(ctx context.Context, ns, pool string, spec Spec, m *Member, holder string) error {
 	if m.PVC == nil {
-		if _, err := e.Cluster.CreatePVC(ctx, BuildPVC(ns, pool, m.Index, spec)); ignoreExists(err) != nil {
-			return fmt.Errorf("start %s: create PVC: %w", m.Name, err)
+		if _, err := e.Cluster.CreatePVC(ctx, BuildPVC(ns, pool, m.Index, spec)); err != nil {
+			if err = e.createExisting(ctx, err, "pvc", pool, m.Name); err != nil {
+				return fmt.Errorf("start %s: create PVC: %w", m.Name, err)
+			}
 		}
 	}
 	pod, err := e.Cluster.CreatePod(ctx, BuildPod(ns, pool, m.Index, spec))
 	if err != nil {
-		if err = ignoreExists(err); err != nil {
+		if err = e.createExisting(ctx, err, "pod", pool, m.Name); err != nil {
 			return fmt.Errorf("start %s: create Pod: %w", m.Name, err)
 		}
 		return nil

@@ -39,7 +39,7 @@ func TestHandMadeConfigMaps(t *testing.T) {
 			if _, err := e.Claim(ctx, "nodata", "alice"); err == nil {
 				t.Fatal("Claim on a broken definition succeeded")
 			}
-			if err := e.Delete(ctx, "nodata"); err != nil {
+			if _, err := e.Delete(ctx, "nodata"); err != nil {
 				t.Fatalf("Delete: %v", err)
 			}
 			if f.cm(ConfigMapName("nodata")) != nil {

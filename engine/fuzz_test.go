@@ -123,8 +123,8 @@ func FuzzObserveLease(f *testing.F) {
 		if m.Free {
 			t.Fatal("a member with a Lease is free")
 		}
-		if m.Claimed == m.Maintenance {
-			t.Fatalf("claimed %v and maintenance %v: exactly one must hold", m.Claimed, m.Maintenance)
+		if b2i(m.Claimed)+b2i(m.Maintenance)+b2i(m.Unheld) != 1 {
+			t.Fatalf("claimed %v, maintenance %v, unheld %v: exactly one must hold", m.Claimed, m.Maintenance, m.Unheld)
 		}
 		problems := strings.Join(m.Problems, "; ")
 		if (!hasHolder || holder == "") && !strings.Contains(problems, "no holder") {
@@ -198,7 +198,7 @@ func FuzzHandMadeConfigMap(f *testing.F) {
 		_, _ = e.Resize(ctx, "nodata", 1)
 		_, _ = e.Claim(ctx, "nodata", "bob")
 		_, _ = e.Release(ctx, "nodata", "nodata-1", "alice")
-		err := e.Delete(ctx, "nodata")
+		_, err := e.Delete(ctx, "nodata")
 		if err == nil && fc.cm(ConfigMapName("nodata")) != nil {
 			t.Fatal("Delete succeeded but the definition is still there")
 		}

@@ -21,7 +21,9 @@ func (e *Engine) takeReconcilerLease(ctx context.Context, m *Member) (held *coor
 	switch {
 	case m.Claimed:
 		return nil, "claimed by " + fmt.Sprintf("%q", m.Claim.Holder), nil
-	case m.Lease != nil && !m.MaintenanceStale:
+	case m.Unheld && !m.leaseStale():
+		return nil, "its Lease has no holder (removed once stale)", nil
+	case m.Lease != nil && !m.leaseStale():
 		return nil, "under maintenance by another reconciler", nil
 	case m.Lease != nil:
 		held, err = e.Cluster.UpdateLease(ctx, setLeaseHolder(m.Lease, ReconcilerIdentity, ReconcilerLeaseTTL, now))
@@ -71,9 +73,29 @@ func (e *Engine) unlock(ctx context.Context, l *coordinationv1.Lease) error {
 	return e.Cluster.DeleteLease(uctx, l.Name, l.ResourceVersion)
 }
 
+// SkewTolerance is how far ahead of the reader's clock a Lease time may be
+// and still be taken as it is; a time further ahead comes from a writer whose
+// clock runs fast.
+const SkewTolerance = time.Minute
+
 // interpretLease reads a claim Lease defensively: a missing holder, a missing
 // or non-positive duration, and times in the future are reported as problems.
+// It is interpretLeaseSeen for a reader that remembers nothing of the Lease.
 func interpretLease(l *coordinationv1.Lease, now time.Time) (Claim, []string) {
+	return interpretLeaseSeen(l, now, time.Time{})
+}
+
+// interpretLeaseSeen is interpretLease for a reader that first saw this
+// version of the Lease (its resourceVersion) at seen (zero: now, a reader
+// that reads once).
+//
+// The skew rule: a renew (or acquire) time more than SkewTolerance ahead of
+// now was written by a clock that runs fast; the Lease counts as renewed when
+// this reader first saw it, min(stamp, seen), never later than now. So a
+// watching reader (the controller) finds the Lease expired and stale a
+// duration after it first saw it, however far ahead its stamp is, and a
+// reader that reads once treats it as renewed now.
+func interpretLeaseSeen(l *coordinationv1.Lease, now, seen time.Time) (Claim, []string) {
 	var c Claim
 	var problems []string
 	if l.Spec.HolderIdentity != nil {
@@ -99,7 +121,7 @@ func interpretLease(l *coordinationv1.Lease, now time.Time) (Claim, []string) {
 		c.Duration = time.Duration(d) * time.Second
 	}
 	if c.Holder == "" {
-		problems = append(problems, "lease has no holder")
+		problems = append(problems, "lease has no holder: no claim; it is removed once stale")
 	}
 	base := c.Renewed
 	if base.IsZero() {
@@ -113,10 +135,14 @@ func interpretLease(l *coordinationv1.Lease, now time.Time) (Claim, []string) {
 			problems = append(problems, "lease has no acquire or renew time")
 		}
 	}
-	if !base.IsZero() && base.After(now.Add(time.Minute)) {
-		problems = append(problems, fmt.Sprintf("lease time %s is in the future", base.UTC().Format(time.RFC3339)))
-		base = now // honour it as fresh rather than as expired far in the future
+	if !base.IsZero() && base.After(now.Add(SkewTolerance)) {
+		problems = append(problems, fmt.Sprintf("lease time %s is in the future (the writer's clock runs fast): it counts from when it was first seen", base.UTC().Format(time.RFC3339)))
+		base = now // at most now: honour it as fresh rather than as expired far in the future
+		if !seen.IsZero() && seen.Before(base) {
+			base = seen
+		}
 	}
+	c.Since = base
 	if base.IsZero() {
 		c.Expired = true
 	} else {

@@ -11,14 +11,19 @@ import (
 // createMember creates the PVC and the Pod of member n. Objects that already
 // exist are left as they are (another reconciler was faster).
 func (e *Engine) createMember(ctx context.Context, ns, pool string, n int, spec Spec, withPod bool) error {
-	if _, err := e.Cluster.CreatePVC(ctx, BuildPVC(ns, pool, n, spec)); ignoreExists(err) != nil {
-		return fmt.Errorf("create PVC: %w", err)
+	member := MemberName(pool, n)
+	if _, err := e.Cluster.CreatePVC(ctx, BuildPVC(ns, pool, n, spec)); err != nil {
+		if err = e.createExisting(ctx, err, "pvc", pool, member); err != nil {
+			return fmt.Errorf("create PVC: %w", err)
+		}
 	}
 	if !withPod {
 		return nil
 	}
-	if _, err := e.Cluster.CreatePod(ctx, BuildPod(ns, pool, n, spec)); ignoreExists(err) != nil {
-		return fmt.Errorf("create Pod: %w", err)
+	if _, err := e.Cluster.CreatePod(ctx, BuildPod(ns, pool, n, spec)); err != nil {
+		if err = e.createExisting(ctx, err, "pod", pool, member); err != nil {
+			return fmt.Errorf("create Pod: %w", err)
+		}
 	}
 	return nil
 }

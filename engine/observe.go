@@ -44,6 +44,10 @@ type Snapshot struct {
 	Pods      []*corev1.Pod
 	PVCs      []*corev1.PersistentVolumeClaim
 	Leases    []*coordinationv1.Lease
+	// LeaseSeen, when set, holds for a Lease name when the reader first saw
+	// the Lease's current resourceVersion (a reader that watches); a Lease
+	// stamped in the future counts from then (interpretLeaseSeen).
+	LeaseSeen map[string]time.Time
 }
 
 // Claim is the interpretation of a member's Lease.
@@ -58,6 +62,9 @@ type Claim struct {
 	// Stale: a reconciler Lease older than ReconcilerLeaseTTL, or a Lease too
 	// broken to honour, that the next reconcile may take over.
 	Stale bool
+	// Since is when the Lease counts as taken or renewed: its renew (or
+	// acquire) time, a time in the future clamped by the skew rule.
+	Since time.Time
 }
 
 // Member is one observed member with its state and markers.
@@ -75,9 +82,18 @@ type Member struct {
 	Claimed          bool // held by a user identity (expired or not)
 	Maintenance      bool // held by the reconciler
 	MaintenanceStale bool
-	Drift            bool
-	AboveSize        bool
-	Free             bool
+	// Unheld: the member's Lease has an empty holder. It is no claim and no
+	// maintenance; the member is not free while it exists, and a reconcile
+	// removes it once stale (Claim.Stale).
+	Unheld bool
+	// Blocked names an object that holds this member's name but is not this
+	// pool's member, and why ("pod desk-1 exists and is not this pool's
+	// member: ..."). A blocked member is left alone: never created,
+	// started, replaced, deleted or handed out.
+	Blocked   string
+	Drift     bool
+	AboveSize bool
+	Free      bool
 
 	Source  string // the member's source label
 	Node    string
@@ -170,7 +186,7 @@ func Observe(snap Snapshot, now time.Time) PoolView {
 		if p != nil {
 			// The source label is read now, while the Pod's labels are
 			// in the CPU's cache (a large pool's Pods are not, later).
-			m := get(memberNameOf(p.Labels, p.Name))
+			m := get(p.Name)
 			m.Pod, m.Source = p, p.Labels[LabelSource]
 		}
 	}
@@ -180,9 +196,11 @@ func Observe(snap Snapshot, now time.Time) PoolView {
 		}
 		name, ok := MemberFromPVCName(c.Name)
 		if !ok {
-			name = c.Name
+			// Not named <member>-data: no member's data, whatever its
+			// name is (a PVC named desk-1 is not desk-1's).
+			name = "pvc/" + c.Name
 		}
-		get(memberNameOf(c.Labels, name)).PVC = c
+		get(name).PVC = c
 	}
 	for _, l := range snap.Leases {
 		if l == nil {
@@ -194,7 +212,15 @@ func Observe(snap Snapshot, now time.Time) PoolView {
 	}
 
 	// The claims of all members share one allocation.
-	ob := observer{pool: snap.Pool, size: size, source: v.Source, now: now, claims: make([]Claim, 0, len(snap.Leases))}
+	ob := observer{pool: snap.Pool, size: size, source: v.Source, now: now, claims: make([]Claim, 0, len(snap.Leases)), seen: snap.LeaseSeen}
+	for i := range v.Recorded.Members {
+		if r := &v.Recorded.Members[i]; r.Blocked != "" {
+			if ob.blocked == nil {
+				ob.blocked = map[string]string{}
+			}
+			ob.blocked[r.Name] = r.Blocked
+		}
+	}
 	w := 0
 	for n := 1; n < len(slots); n++ {
 		o := &slots[n]
@@ -264,7 +290,7 @@ func memberRow(m *Member) MemberRow {
 	return MemberRow{
 		Name: m.Name, State: m.State, Holder: m.Holder(),
 		ClaimExpired: m.Claimed && m.Claim.Expired, Maintenance: m.Maintenance,
-		Drift: m.Drift, AboveSize: m.AboveSize, Message: m.Message,
+		Drift: m.Drift, AboveSize: m.AboveSize, Message: m.Message, Blocked: m.Blocked,
 	}
 }
 
@@ -283,6 +309,9 @@ type observer struct {
 	source string
 	now    time.Time
 	claims []Claim // backing store of the members' Claims
+	seen   map[string]time.Time
+	// blocked are the blocks the last reconcile recorded, by member.
+	blocked map[string]string
 }
 
 // member observes one member into m (overwritten whole); idx and ok are the
@@ -307,6 +336,12 @@ func (ob *observer) member(m *Member, name string, idx int, ok bool, pod *corev1
 		m.Source = o.pvc.Labels[LabelSource]
 	}
 	m.State, m.Message = memberState(o.pod, o.pvc)
+	if ok {
+		m.Blocked = blockedBy(pool, name, o.pod, o.pvc, ob.blocked[name])
+		if m.Blocked != "" {
+			m.Problems = append(m.Problems, "blocked, left alone: "+m.Blocked)
+		}
+	}
 	if o.pod != nil && o.pvc == nil && m.State != StateTerminating {
 		m.Problems = append(m.Problems, fmt.Sprintf("data PVC %s is missing", PVCName(name)))
 		if m.State != StateFailed {
@@ -328,11 +363,13 @@ func (ob *observer) member(m *Member, name string, idx int, ok bool, pod *corev1
 	}
 
 	if o.lease != nil {
-		c, problems := interpretLease(o.lease, now)
+		c, problems := interpretLeaseSeen(o.lease, now, ob.seen[o.lease.Name])
 		ob.claims = append(ob.claims, c)
 		m.Claim = &ob.claims[len(ob.claims)-1]
 		m.Problems = append(m.Problems, problems...)
-		if c.Reconciler || c.Holder == "" {
+		if c.Holder == "" {
+			m.Unheld = true
+		} else if c.Reconciler {
 			m.Maintenance = true
 			m.MaintenanceStale = c.Stale
 			if _, releasing := o.lease.Annotations[AnnotationReleasing]; releasing && c.Reconciler && m.Exists() && !m.Drift {
@@ -343,7 +380,7 @@ func (ob *observer) member(m *Member, name string, idx int, ok bool, pod *corev1
 			m.Claimed = true
 		}
 	}
-	m.Free = ok && o.lease == nil && !m.AboveSize && source != "" && !m.Drift &&
+	m.Free = ok && o.lease == nil && m.Blocked == "" && !m.AboveSize && source != "" && !m.Drift &&
 		(m.State == StateReady || m.State == StateStarting || m.State == StateStopped)
 }
 

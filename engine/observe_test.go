@@ -211,11 +211,11 @@ func TestObserveMarkers(t *testing.T) {
 		{"drift on a Stopped member", "desk-1", []any{pvcOf(old, 1)}, want{state: StateStopped, drift: true}},
 		{"above size", "desk-3", readyOf(spec, 3), want{state: StateReady, above: true}},
 		{"above size and claimed", "desk-3", []any{podOf(spec, 3, running, ready), pvcOf(spec, 3), ClaimLease(testNS, "desk", "desk-3", "bob", testNow)}, want{state: StateReady, above: true, claimed: true, holder: "bob"}},
-		{"lease without holder is maintenance", "desk-1", with(readyOf(spec, 1), func() *coordinationv1.Lease {
+		{"lease without holder is no claim and no maintenance", "desk-1", with(readyOf(spec, 1), func() *coordinationv1.Lease {
 			l := claimAt("desk", "desk-1", "x", testNow)
 			l.Spec.HolderIdentity = nil
 			return l
-		}()), want{state: StateReady, maint: true, problem: "lease has no holder"}},
+		}()), want{state: StateReady, problem: "lease has no holder"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -321,8 +321,8 @@ func TestObserveMalformedLeases(t *testing.T) {
 		wantExpired bool
 		wantMaint   bool
 	}{
-		{"no holder", lease(func(l *coordinationv1.Lease) { l.Spec.HolderIdentity = nil }), "lease has no holder", false, true},
-		{"empty holder", lease(func(l *coordinationv1.Lease) { l.Spec.HolderIdentity = ptrTo("") }), "lease has no holder", false, true},
+		{"no holder", lease(func(l *coordinationv1.Lease) { l.Spec.HolderIdentity = nil }), "lease has no holder", false, false},
+		{"empty holder", lease(func(l *coordinationv1.Lease) { l.Spec.HolderIdentity = ptrTo("") }), "lease has no holder", false, false},
 		{"no duration", lease(func(l *coordinationv1.Lease) { l.Spec.LeaseDurationSeconds = nil }), "lease has no duration; 1h0m0s assumed", false, false},
 		{"zero duration", lease(func(l *coordinationv1.Lease) { l.Spec.LeaseDurationSeconds = i32(0) }), "lease duration 0s is not positive", false, false},
 		{"negative duration", lease(func(l *coordinationv1.Lease) { l.Spec.LeaseDurationSeconds = i32(-5) }), "lease duration -5s is not positive", false, false},

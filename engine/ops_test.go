@@ -170,7 +170,7 @@ func TestDelete(t *testing.T) {
 		seedPool(f, "desk", baseSpec(2), 2)
 		seedMember(f, 3, baseSpec(2), StateStopped)
 		f.add(ReconcilerLease(testNS, "desk", "desk-9", testNow.Add(-time.Hour)))
-		if err := e.Delete(context.Background(), "desk"); err != nil {
+		if _, err := e.Delete(context.Background(), "desk"); err != nil {
 			t.Fatalf("Delete: %v", err)
 		}
 		w := f.writes()
@@ -192,7 +192,7 @@ func TestDelete(t *testing.T) {
 		e, f := newEngine()
 		seedPool(f, "desk", baseSpec(2), 2)
 		f.add(claimAt("desk", "desk-2", "alice", testNow.Add(-3*time.Hour)))
-		err := e.Delete(context.Background(), "desk")
+		_, err := e.Delete(context.Background(), "desk")
 		if !errors.Is(err, ErrClaimed) || !strings.Contains(err.Error(), `desk-2 (claimed by "alice")`) {
 			t.Fatalf("Delete = %v", err)
 		}
@@ -215,7 +215,7 @@ func TestDelete(t *testing.T) {
 		e, f := newEngine()
 		seedPool(f, "desk", baseSpec(2), 2)
 		f.fail("delete", kPVC, "desk-2-data", errBoom, 0)
-		err := e.Delete(context.Background(), "desk")
+		_, err := e.Delete(context.Background(), "desk")
 		if err == nil || !strings.HasPrefix(err.Error(), "delete desk: the definition stays, run delete again: reconcile: delete desk-2: delete PVC: boom") {
 			t.Fatalf("Delete = %v", err)
 		}
@@ -223,7 +223,7 @@ func TestDelete(t *testing.T) {
 			t.Fatal("definition removed or Lease left")
 		}
 		f.clearFailures()
-		if err := e.Delete(context.Background(), "desk"); err != nil {
+		if _, err := e.Delete(context.Background(), "desk"); err != nil {
 			t.Fatalf("second Delete: %v", err)
 		}
 		if pods, pvcs, leases := f.count(); pods+pvcs+leases != 0 || f.cm(ConfigMapName("desk")) != nil {
@@ -238,7 +238,7 @@ func TestDelete(t *testing.T) {
 			p, c := readyMember("desk", n, baseSpec(2))
 			f.add(p, c)
 		}
-		if err := e.Delete(context.Background(), "desk"); err != nil {
+		if _, err := e.Delete(context.Background(), "desk"); err != nil {
 			t.Fatalf("Delete: %v", err)
 		}
 		if pods, pvcs, _ := f.count(); pods+pvcs != 0 || f.cm(ConfigMapName("desk")) != nil {
@@ -248,7 +248,7 @@ func TestDelete(t *testing.T) {
 
 	t.Run("missing pool succeeds", func(t *testing.T) {
 		e, f := newEngine()
-		if err := e.Delete(context.Background(), "desk"); err != nil || len(f.writes()) != 0 {
+		if _, err := e.Delete(context.Background(), "desk"); err != nil || len(f.writes()) != 0 {
 			t.Fatalf("Delete = %v, writes %v", err, f.writes())
 		}
 	})
@@ -257,7 +257,7 @@ func TestDelete(t *testing.T) {
 		e, f := newEngine()
 		p, c := readyMember("desk", 1, baseSpec(1))
 		f.add(p, c)
-		err := e.Delete(context.Background(), "desk")
+		_, err := e.Delete(context.Background(), "desk")
 		if !errors.Is(err, ErrPoolNotFound) || !strings.Contains(err.Error(), "1 Pods and 1 PVCs") || len(f.writes()) != 0 {
 			t.Fatalf("Delete = %v, writes %v", err, f.writes())
 		}
@@ -268,7 +268,7 @@ func TestDelete(t *testing.T) {
 		e.WaitTimeout = 10 * time.Millisecond
 		f.terminating = true
 		seedPool(f, "desk", baseSpec(1), 1)
-		err := e.Delete(context.Background(), "desk")
+		_, err := e.Delete(context.Background(), "desk")
 		if err == nil || !strings.Contains(err.Error(), "the definition stays, run delete again") || f.cm(ConfigMapName("desk")) == nil {
 			t.Fatalf("Delete = %v", err)
 		}
@@ -403,12 +403,17 @@ func TestDeleteKeepsTheDefinitionOnFailure(t *testing.T) {
 	}{
 		{"another reconciler works on a member", func(f *fakeCluster) {
 			f.add(ReconcilerLease(testNS, "desk", "desk-1", testNow.Add(-time.Minute)))
-		}, "delete desk: 2 member objects remain (a reconciler may be working on them); run delete again"},
+		}, "delete desk: 1 members still have objects (a reconciler may be working on them): desk-1; run delete again"},
 		{"size 0 cannot be written", func(f *fakeCluster) {
 			f.fail("cas", kCM, ConfigMapName("desk"), ErrConflict, 0)
 		}, "delete desk: set size 0: the pool definition was changed by someone else meanwhile"},
-		{"a leftover Lease cannot be removed", func(f *fakeCluster) {
+		{"a running reconciler's Lease stays", func(f *fakeCluster) {
 			f.add(ReconcilerLease(testNS, "desk", "desk-9", testNow.Add(-time.Minute)))
+		}, "delete desk: the definition stays while a reconciler holds a member's Lease: desk-9 (under maintenance, stale at 2025-06-01T12:09:00Z)"},
+		{"a leftover Lease cannot be removed", func(f *fakeCluster) {
+			l := ReconcilerLease(testNS, "desk", "desk-9", testNow.Add(-time.Minute))
+			l.Spec.HolderIdentity = nil
+			f.add(l)
 			f.fail("delete", kLease, LeaseName("desk-9"), errBoom, 0)
 		}, "delete desk: lease corral-vdi-ct-desk-9: boom"},
 		{"the definition cannot be removed", func(f *fakeCluster) {
@@ -420,7 +425,7 @@ func TestDeleteKeepsTheDefinitionOnFailure(t *testing.T) {
 			e, f := newEngine()
 			seedPool(f, "desk", baseSpec(1), 1)
 			tt.setup(f)
-			err := e.Delete(context.Background(), "desk")
+			_, err := e.Delete(context.Background(), "desk")
 			if err == nil || !strings.HasPrefix(err.Error(), tt.wantErr) {
 				t.Fatalf("Delete = %v, want %q", err, tt.wantErr)
 			}

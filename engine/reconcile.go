@@ -22,6 +22,9 @@ const (
 	// StepRead is the first read of the pool; it has no member actions and
 	// appears only in ReconcileResult.Timings.
 	StepRead
+	// StepUnlock removes a stale Lease left on a member that needs nothing
+	// else (a reconciler's that stopped, or one with no holder).
+	StepUnlock
 )
 
 func (s Step) String() string {
@@ -38,6 +41,8 @@ func (s Step) String() string {
 		return "status"
 	case StepRead:
 		return "read"
+	case StepUnlock:
+		return "unlock"
 	}
 	return fmt.Sprintf("step(%d)", int(s))
 }
@@ -99,7 +104,7 @@ func (r ReconcileResult) Counts() (done map[Step]int, skipped int) {
 }
 
 // MemberSteps are the steps that act on members, in their order.
-var MemberSteps = []Step{StepCreate, StepStart, StepReplace, StepDelete}
+var MemberSteps = []Step{StepCreate, StepStart, StepReplace, StepDelete, StepUnlock}
 
 // Done counts the actions that changed something.
 func (r ReconcileResult) Done() int {
@@ -156,13 +161,22 @@ func (e *Engine) reconcile(ctx context.Context, snap Snapshot, spec Spec, size i
 	spec.Size = size
 	now := e.Now()
 	view := Observe(withSize(snap, spec), now)
+	e.recheckBlocked(ctx, &view)
 	var res ReconcileResult
 	var mu sync.Mutex
+	blocked := map[string]string{} // members a create found blocked
 	add := func(a MemberAction) {
 		mu.Lock()
-		res.Actions = append(res.Actions, a)
-		if a.Err != nil {
-			res.Errors = append(res.Errors, fmt.Sprintf("%s %s: %v", a.Step, a.Member, a.Err))
+		var be *BlockedError
+		if errors.As(a.Err, &be) {
+			// Recorded as the member's block, the same words as the next
+			// reconcile's, which leaves the member alone.
+			blocked[a.Member] = be.Reason
+		} else {
+			res.Actions = append(res.Actions, a)
+			if a.Err != nil {
+				res.Errors = append(res.Errors, fmt.Sprintf("%s %s: %v", a.Step, a.Member, a.Err))
+			}
 		}
 		mu.Unlock()
 	}
@@ -171,6 +185,9 @@ func (e *Engine) reconcile(ctx context.Context, snap Snapshot, spec Spec, size i
 	var claimedCreates, claimedStarts []*Member
 	for i := range view.Members {
 		m := &view.Members[i]
+		if m.Blocked != "" && m.Index > 0 {
+			blocked[m.Name] = m.Blocked
+		}
 		switch memberWork(m) {
 		case workClaimedCreate:
 			claimedCreates = append(claimedCreates, m)
@@ -228,7 +245,7 @@ func (e *Engine) reconcile(ctx context.Context, snap Snapshot, spec Spec, size i
 	}
 	startPod := func(ctx context.Context, m *Member) error {
 		_, err := e.Cluster.CreatePod(ctx, BuildPod(ns, snap.Pool, m.Index, spec))
-		return ignoreExists(err)
+		return e.createExisting(ctx, err, "pod", snap.Pool, m.Name)
 	}
 	// A claimed member is started for its holder, who may release meanwhile.
 	startClaimed := func(ctx context.Context, m *Member) error {
@@ -240,7 +257,7 @@ func (e *Engine) reconcile(ctx context.Context, snap Snapshot, spec Spec, size i
 	claimed(StepCreate, claimedCreates, startClaimed)
 	timed(StepStart, starts, startPod)
 	claimed(StepStart, claimedStarts, startClaimed)
-	timed(StepStart, unlocks, func(context.Context, *Member) error { return nil })
+	timed(StepUnlock, unlocks, func(context.Context, *Member) error { return nil })
 	timed(StepReplace, replaces, func(ctx context.Context, m *Member) error {
 		if err := e.destroyMember(ctx, m); err != nil {
 			return err
@@ -259,10 +276,17 @@ func (e *Engine) reconcile(ctx context.Context, snap Snapshot, spec Spec, size i
 	})
 	sort.Strings(res.Errors)
 
-	// Step 5: record the status. Re-read only when something was done.
+	// Step 5: record the status. Re-read only when something was done (or
+	// a create found a member blocked: it may have made the member's PVC).
 	statusStart := e.Now()
 	final := view
-	if res.Done() > 0 {
+	newlyBlocked := false
+	for name := range blocked {
+		if m := view.Member(name); m == nil || m.Blocked == "" {
+			newlyBlocked = true
+		}
+	}
+	if res.Done() > 0 || newlyBlocked {
 		if s, err := e.Cluster.Snapshot(ctx, snap.Pool); err == nil && s.ConfigMap != nil {
 			snap = s
 			final = Observe(withSize(s, spec), e.Now())
@@ -271,6 +295,13 @@ func (e *Engine) reconcile(ctx context.Context, snap Snapshot, spec Spec, size i
 		}
 	}
 	st := final.Status
+	if len(blocked) > 0 {
+		st = blockStatus(st, &final, blocked)
+		for name, why := range blocked {
+			res.Errors = append(res.Errors, "blocked "+name+": "+why)
+		}
+		sort.Strings(res.Errors)
+	}
 	st.Errors = res.Errors
 	res.Status = st
 	if snap.ConfigMap != nil && (!st.sameContent(final.Recorded) || final.RecordedError != nil) {
@@ -312,7 +343,7 @@ const (
 // memberWork decides what a reconcile does with m (the steps of the
 // contract, in their order of precedence).
 func memberWork(m *Member) work {
-	if m.Index == 0 || m.State == StateTerminating {
+	if m.Index == 0 || m.State == StateTerminating || m.Blocked != "" {
 		return workNone
 	}
 	switch {
@@ -321,7 +352,7 @@ func memberWork(m *Member) work {
 	case m.Claimed && !m.AboveSize && m.State == StateStopped && m.PVC.Annotations[AnnotationReleased] == "":
 		return workClaimedStart
 	case m.AboveSize:
-		if m.Exists() || (m.Lease != nil && m.Maintenance) {
+		if m.Exists() || (m.Lease != nil && (m.Maintenance || m.Unheld)) {
 			return workDelete
 		}
 	case m.State == StateMissing:
@@ -330,10 +361,11 @@ func memberWork(m *Member) work {
 		return workReplace
 	case m.State == StateStopped:
 		return workStart
-	case m.MaintenanceStale:
+	case m.MaintenanceStale, m.Unheld && m.Claim.Stale:
 		// A reconciler stopped after its step and left its Lease on a
-		// member that needs nothing else: take the Lease over and remove
-		// it, or the member would never be free again.
+		// member that needs nothing else, or a Lease with no holder is
+		// stale: take the Lease over and remove it, or the member would
+		// never be free again.
 		return workUnlock
 	}
 	return workNone
@@ -349,13 +381,36 @@ func NeedsWork(v PoolView) bool {
 		case w == workNone:
 		case w == workClaimedCreate || w == workClaimedStart:
 			return true
-		case m.Claimed || (m.Lease != nil && !m.MaintenanceStale):
+		case m.Claimed || (m.Lease != nil && !m.leaseStale()):
 			// the reconciler's Lease cannot be taken: skipped
 		default:
 			return true
 		}
 	}
 	return false
+}
+
+// leaseStale: the member's Lease is the reconciler's or has no holder, and
+// is stale, so a reconcile may take it over.
+func (m *Member) leaseStale() bool {
+	return m.MaintenanceStale || (m.Unheld && m.Claim != nil && m.Claim.Stale)
+}
+
+// blockStatus marks the rows of the blocked members (Member.Blocked) and
+// takes them out of the free count, as the next Observe will.
+func blockStatus(st Status, v *PoolView, blocked map[string]string) Status {
+	st.Members = append([]MemberRow(nil), st.Members...)
+	for i := range st.Members {
+		r := &st.Members[i]
+		if why, ok := blocked[r.Name]; ok {
+			r.Blocked = why
+			if m := v.Member(r.Name); m != nil && m.Free {
+				st.Free--
+			}
+		}
+	}
+	st.Exhausted = st.Desired > 0 && st.Free == 0
+	return st
 }
 
 // withSize returns the snapshot with its ConfigMap's spec replaced by spec

@@ -39,6 +39,9 @@ type MemberRow struct {
 	Drift        bool   `json:"drift,omitempty"`
 	AboveSize    bool   `json:"aboveSize,omitempty"`
 	Message      string `json:"message,omitempty"`
+	// Blocked names the object that holds the member's name but is not
+	// this pool's member (Member.Blocked).
+	Blocked string `json:"blocked,omitempty"`
 }
 
 // ParseStatus decodes a recorded status. An empty string is an empty status.

@@ -510,7 +510,7 @@ func TestEngineOverFakeClientset(t *testing.T) {
 	}
 
 	// Deleting a pool that does not exist succeeds.
-	if err := e.Delete(ctx, "empty"); err != nil {
+	if _, err := e.Delete(ctx, "empty"); err != nil {
 		t.Fatalf("Delete of a missing pool: %v", err)
 	}
 }

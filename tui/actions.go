@@ -101,7 +101,8 @@ func actionCmd(ctx context.Context, a Actions, pool string, timeout time.Duratio
 			res, err := a.Resize(ctx, pool, req.size)
 			return done(fmt.Sprintf("size %d; %s", req.size, reconcileText(res)), err)
 		case actDelete:
-			return done("pool deleted", a.Delete(ctx, pool))
+			res, err := a.Delete(ctx, pool)
+			return done(deleteText(res), err)
 		case actClaim:
 			res, err := a.Claim(ctx, pool, req.assignee)
 			return done(claimText(req, res), err)
@@ -127,10 +128,19 @@ func reconcileText(r engine.ReconcileResult) string {
 	return s
 }
 
+func deleteText(r engine.DeleteResult) string {
+	if len(r.LeftAlone) == 0 {
+		return "pool deleted"
+	}
+	return "pool deleted; left alone: " + strings.Join(r.LeftAlone, "; ")
+}
+
 func releaseText(req actionRequest, r engine.ReleaseResult) string {
 	switch {
 	case r.NoOp:
 		return req.member + " had no claim: nothing done"
+	case r.RemovedUnheld:
+		return req.member + " had a Lease with no holder: removed"
 	case r.Recreated:
 		return fmt.Sprintf("released from %s, rebuilt from the current image", orWord(r.PreviousHolder, req.holder))
 	}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ctpool-tui/ctpool-tui/engine"
 )
 
 func TestReconcileAction(t *testing.T) {
@@ -194,7 +196,9 @@ func TestActionPanicBecomesError(t *testing.T) {
 
 type panicActions struct{ *fakeActions }
 
-func (panicActions) Delete(_ context.Context, _ string) error { panic("boom") }
+func (panicActions) Delete(_ context.Context, _ string) (engine.DeleteResult, error) {
+	panic("boom")
+}
 
 func TestReadOnlyIgnoresActionKeys(t *testing.T) {
 	acts := &fakeActions{}

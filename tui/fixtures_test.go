@@ -284,8 +284,8 @@ func (f *fakeActions) Resize(_ context.Context, pool string, size int) (engine.R
 	err := f.record(call{op: "resize", pool: pool, size: size})
 	return engine.ReconcileResult{}, err
 }
-func (f *fakeActions) Delete(_ context.Context, pool string) error {
-	return f.record(call{op: "delete", pool: pool})
+func (f *fakeActions) Delete(_ context.Context, pool string) (engine.DeleteResult, error) {
+	return engine.DeleteResult{}, f.record(call{op: "delete", pool: pool})
 }
 
 // fakeEvents returns fixed Events per object.

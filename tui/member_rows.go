@@ -164,6 +164,9 @@ func marksText(mm *engine.Member) string {
 	if mm.AboveSize {
 		marks = append(marks, glyphAbove+" above size")
 	}
+	if mm.Blocked != "" {
+		marks = append(marks, glyphProblem+" blocked")
+	}
 	if n := len(mm.Problems); n > 0 {
 		marks = append(marks, glyphProblem+" "+plural(n, "problem", "problems"))
 	}

@@ -125,6 +125,8 @@ func pastTense(s engine.Step) string {
 		return "replaced"
 	case engine.StepDelete:
 		return "deleted"
+	case engine.StepUnlock:
+		return "unlocked (stale lease removed)"
 	}
 	return s.String()
 }
@@ -213,6 +215,8 @@ left out).`,
 			switch {
 			case res.NoOp:
 				fmt.Fprintf(e.stdout, "%s has no claim: nothing to do\n", res.Member)
+			case res.RemovedUnheld:
+				fmt.Fprintf(e.stdout, "%s had a Lease with no holder (no claim): the Lease was removed\n", res.Member)
 			case res.Recreated:
 				fmt.Fprintf(e.stdout, "%s released (was %q) and rebuilt from the current source\n", res.Member, res.PreviousHolder)
 			default:
@@ -230,8 +234,10 @@ func newDeleteCmd(e *env) *cobra.Command {
 		Use:   "delete POOL",
 		Short: "Remove a pool and all of its members",
 		Long: `Remove a pool: set its size to 0, delete every member, then the definition.
-Claimed members are never destroyed: delete stops and names them; release them
-(release --force) and run delete again. Safe to run again after a failure.`,
+Claimed members are never destroyed, nor their claims removed (also when their
+Pod and PVC are gone): delete stops, names them and exits 1; release them
+(release --force) and run delete again. Objects that carry the pool's label but
+are not its members are left alone and listed. Safe to run again after a failure.`,
 		Example: "  ctpool-tui delete desk",
 		Args:    exactArgs(1, "POOL"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -242,7 +248,11 @@ Claimed members are never destroyed: delete stops and names them; release them
 			if err != nil {
 				return opErr(err)
 			}
-			if err := eng.Delete(cmd.Context(), args[0]); err != nil {
+			res, err := eng.Delete(cmd.Context(), args[0])
+			for _, o := range res.LeftAlone {
+				fmt.Fprintf(e.stdout, "left alone: %s\n", oneLine(o))
+			}
+			if err != nil {
 				return opErr(err)
 			}
 			fmt.Fprintf(e.stdout, "pool %s deleted\n", args[0])

@@ -103,6 +103,10 @@ type recordingReader struct {
 	inner engine.Reader
 	last  *engine.Snapshot
 	reads int
+	// seen, when set, stamps each snapshot read through inner with the
+	// first sightings of its future-stamped Leases (clock now).
+	seen *sightings
+	now  func() time.Time
 }
 
 func (r *recordingReader) Snapshot(ctx context.Context, pool string) (engine.Snapshot, error) {
@@ -115,6 +119,9 @@ func (r *recordingReader) Snapshot(ctx context.Context, pool string) (engine.Sna
 	}
 	s, err := r.inner.Snapshot(ctx, pool)
 	if err == nil {
+		if r.seen != nil {
+			r.seen.stamp(&s, r.now())
+		}
 		r.last = &s
 	}
 	return s, err

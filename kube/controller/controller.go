@@ -106,6 +106,8 @@ type Controller struct {
 	// unreachable is set while /livez probes fail.
 	unreachable atomic.Bool
 	elector     atomic.Pointer[leaderelection.LeaderElector]
+	// seen remembers when future-stamped Leases were first seen.
+	seen sightings
 }
 
 // New builds a Controller. Nothing is read until Run.
@@ -335,7 +337,7 @@ func (c *Controller) processNext(ctx context.Context) bool {
 // sync reconciles one pool and records its metrics.
 func (c *Controller) sync(ctx context.Context, k Key) (engine.ReconcileResult, error) {
 	start := time.Now()
-	rd := &recordingReader{}
+	rd := &recordingReader{seen: &c.seen, now: c.opts.Now}
 	var seen *engine.PoolView // the cached view, when the engine reconciles on it
 	switch c.opts.Reads {
 	case ReadFresh:
@@ -349,6 +351,7 @@ func (c *Controller) sync(ctx context.Context, k Key) (engine.ReconcileResult, e
 			c.done(ctx, k, engine.ReconcileResult{}, err, nil, nil, start)
 			return engine.ReconcileResult{}, err
 		}
+		c.seen.stamp(&snap, c.opts.Now())
 		v := engine.Observe(snap, c.opts.Now())
 		// A cache that lost its watch may not know of the work: read fresh
 		// for a while after any list or watch failed (an API outage).

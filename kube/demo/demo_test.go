@@ -301,7 +301,7 @@ func TestDemoCopesWithDashboardActions(t *testing.T) {
 			}
 		}
 	}
-	if err := dash.Delete(ctx, "kiosk"); err != nil {
+	if _, err := dash.Delete(ctx, "kiosk"); err != nil {
 		t.Fatalf("delete kiosk: %v", err)
 	}
 	steps(t, s, clk, 80, nil)

@@ -252,7 +252,7 @@ var derivations = map[engine.Action][]scenario{
 		return nil
 	}}},
 	engine.ActionDelete: {{name: "a pool without claims", withClaim: false, at: usual, act: func(ctx context.Context, env *deriveEnv) error {
-		_ = env.eng.Delete(ctx, seedPool)
+		_, _ = env.eng.Delete(ctx, seedPool)
 		return nil
 	}}},
 }
