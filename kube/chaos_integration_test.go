@@ -44,7 +44,11 @@ const (
 	// chaosOpsEnv sets the number of operations (default chaosDefaultOps).
 	chaosOpsEnv     = "CTPOOL_CHAOS_OPS"
 	chaosDefaultOps = 500
-	chaosPool       = "chaos"
+	// chaosSeedEnv sets the seed of the operations' random choices (default:
+	// the clock); the run prints the seed it used. The same seed gives the
+	// same choices per worker and batch, not the same interleaving.
+	chaosSeedEnv = "CTPOOL_CHAOS_SEED"
+	chaosPool    = "chaos"
 	// holdFinalizer keeps a PVC Terminating, so that a release fails while
 	// it waits for the data to go.
 	holdFinalizer = "chaos.ctpool-tui.dev/hold"
@@ -81,6 +85,20 @@ func chaosOps(t *testing.T, def int) int {
 	n, err := strconv.Atoi(s)
 	if err != nil || n <= 0 {
 		t.Fatalf("%s=%q: want a positive number of operations", chaosOpsEnv, s)
+	}
+	return n
+}
+
+// chaosSeed reads the run's seed from chaosSeedEnv, or takes the clock's.
+func chaosSeed(t *testing.T) uint64 {
+	t.Helper()
+	s := os.Getenv(chaosSeedEnv)
+	if s == "" {
+		return uint64(time.Now().UnixNano())
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		t.Fatalf("%s=%q: want an unsigned decimal seed", chaosSeedEnv, s)
 	}
 	return n
 }
@@ -158,6 +176,7 @@ type objEvent struct {
 	writer   string    // the field manager of a Lease's newest write
 	gap      bool      // made up from a relist after the watch lost its place
 	running  bool      // a Pod past Pending (scheduled and started)
+	podState string    // a Pod's phase, node and readiness, for the history
 }
 
 func shortUID(u types.UID) string {
@@ -258,6 +277,7 @@ func (r *recorder) toEvent(kind string, obj runtime.Object, gone bool) (objEvent
 	case *corev1.Pod:
 		e.member = m.GetLabels()[engine.LabelMember]
 		e.running = o.Status.Phase != "" && o.Status.Phase != corev1.PodPending
+		e.podState = podSummary(o)
 	default:
 		e.member = m.GetLabels()[engine.LabelMember]
 	}
@@ -477,6 +497,9 @@ func (p *replay) apply(e objEvent, bad func(format string, a ...any)) {
 	}
 	if e.kind == "Lease" {
 		desc += fmt.Sprintf(" holder %q stamp %s", e.holder, e.stamp.Format("15:04:05.000"))
+	}
+	if e.kind == "Pod" && !e.gone {
+		desc += " " + e.podState
 	}
 	p.recent[m] = append(p.recent[m], desc)
 	if n := len(p.recent[m]); n > 14 {
@@ -948,9 +971,15 @@ func (h *chaosHarness) failingRelease(ctx context.Context, rng *rand.Rand) {
 		}
 		return
 	case after != nil && after.Claimed && after.PVC != nil && after.PVC.UID == m.PVC.UID:
-		h.violate("failed release of %s gave the claim back to %q while its PVC is Terminating (%v)", m.Name, after.Holder(), err)
+		h.mu.Lock()
+		why := h.explain(ctx, m.Name)
+		h.mu.Unlock()
+		h.violate("failed release of %s gave the claim back to %q while its PVC is Terminating (%v)%s", m.Name, after.Holder(), err, why)
 	case after != nil && !after.Maintenance:
-		h.violate("failed release of %s left no maintenance Lease (holder %q, state %s; %v)", m.Name, after.Holder(), after.State, err)
+		h.mu.Lock()
+		why := h.explain(ctx, m.Name)
+		h.mu.Unlock()
+		h.violate("failed release of %s left no maintenance Lease (holder %q, state %s; %v)%s", m.Name, after.Holder(), after.State, err, why)
 	}
 	f.why = fmt.Sprintf("failing-release at %s: %v", h.clk.Now().Format("15:04:05.000"), err)
 	f.unseen = verr != nil
@@ -1110,7 +1139,7 @@ func (h *chaosHarness) endBatch(ctx context.Context) {
 			continue
 		}
 		m := r.member
-		h.violate("%s: the Pod (uid %s) created while its PVC (uid %s) was being deleted is still there at the batch end, with that PVC%s", m, uid, r.pvc, h.historyOf(m))
+		h.violate("%s: the Pod (uid %s) created while its PVC (uid %s) was being deleted is still there at the batch end, with that PVC%s", m, uid, r.pvc, h.explain(ctx, m))
 		delete(h.replay.onDeleting, uid)
 	}
 
@@ -1127,7 +1156,11 @@ func (h *chaosHarness) endBatch(ctx context.Context) {
 	}
 	for id, ms := range held {
 		if len(ms) > 1 {
-			h.violate("%q holds %d members: %s", id, len(ms), strings.Join(ms, ", "))
+			var why string
+			for _, m := range ms {
+				why += h.explain(ctx, m)
+			}
+			h.violate("%q holds %d members: %s%s", id, len(ms), strings.Join(ms, ", "), why)
 		}
 	}
 
@@ -1152,7 +1185,7 @@ func (h *chaosHarness) endBatch(ctx context.Context) {
 		if m.Maintenance && f == nil && !h.leftBehind[m.Lease.UID] {
 			// Once per Lease: it stays until stale, batch after batch.
 			h.leftBehind[m.Lease.UID] = true
-			h.violateLocked("reconciler Lease on %s left behind with no reconciler running (stamped %s ago)%s", m.Name, h.clk.Now().Sub(stampOf(m.Lease)).Round(time.Second), h.historyOf(m.Name))
+			h.violateLocked("reconciler Lease on %s left behind with no reconciler running (stamped %s ago)%s", m.Name, h.clk.Now().Sub(stampOf(m.Lease)).Round(time.Second), h.explain(ctx, m.Name))
 		}
 	}
 	for name, f := range h.failed {
@@ -1168,10 +1201,10 @@ func (h *chaosHarness) endBatch(ctx context.Context) {
 			delete(h.failed, name)
 		case m != nil && m.Claimed && m.PVC != nil && m.PVC.UID == f.pvcUID:
 			h.violateLocked("failed release of %s: the claim went back to %q with the data being destroyed (PVC marked %q, deleting %v; %s)%s",
-				name, m.Holder(), m.PVC.Annotations[engine.AnnotationReleased], m.PVC.DeletionTimestamp != nil, f.why, h.historyOf(name))
+				name, m.Holder(), m.PVC.Annotations[engine.AnnotationReleased], m.PVC.DeletionTimestamp != nil, f.why, h.explain(ctx, name))
 			delete(h.failed, name)
 		case f.held && (m == nil || !m.Maintenance) && h.clk.off.Load() == f.clockOff:
-			h.violateLocked("failed release of %s: its PVC is still held Terminating but the member is not in maintenance (%s)%s", name, f.why, h.historyOf(name))
+			h.violateLocked("failed release of %s: its PVC is still held Terminating but the member is not in maintenance (%s)%s", name, f.why, h.explain(ctx, name))
 			delete(h.failed, name)
 		case m == nil || (!m.Maintenance && (m.PVC == nil || m.PVC.UID != f.pvcUID)):
 			h.counts["failed release finished by a reconcile"]++
@@ -1181,7 +1214,7 @@ func (h *chaosHarness) endBatch(ctx context.Context) {
 			if m.PVC != nil {
 				fin = m.PVC.Finalizers
 			}
-			h.violateLocked("failed release of %s: its maintenance Lease went stale %d batches ago and no reconcile finished it (state %s, stale %v, Pod %v, PVC finalizers %v; %s)%s", name, batch-f.jumped, m.State, m.MaintenanceStale, m.Pod != nil, fin, f.why, h.historyOf(name))
+			h.violateLocked("failed release of %s: its maintenance Lease went stale %d batches ago and no reconcile finished it (state %s, stale %v, Pod %v, PVC finalizers %v; %s)%s", name, batch-f.jumped, m.State, m.MaintenanceStale, m.Pod != nil, fin, f.why, h.explain(ctx, name))
 			delete(h.failed, name)
 		}
 	}
@@ -1198,10 +1231,10 @@ func (h *chaosHarness) endBatch(ctx context.Context) {
 			h.counts["vanished member rebuilt, claim kept"]++
 			delete(h.vanished, name)
 		case !x.withPVC && m.PVC != nil && m.PVC.UID != x.pvcUID:
-			h.violateLocked("%s: its Pod vanished and its data was replaced (PVC uid %s, was %s) while %q kept the claim", name, m.PVC.UID, x.pvcUID, x.identity)
+			h.violateLocked("%s: its Pod vanished and its data was replaced (PVC uid %s, was %s) while %q kept the claim%s", name, m.PVC.UID, x.pvcUID, x.identity, h.explain(ctx, name))
 			delete(h.vanished, name)
 		case batch-x.batch >= h.settle(batch):
-			h.violateLocked("%s, claimed by %q, is %s %d batches after its Pod vanished", name, x.identity, m.State, batch-x.batch)
+			h.violateLocked("%s, claimed by %q, is %s %d batches after its Pod vanished%s", name, x.identity, m.State, batch-x.batch, h.explain(ctx, name))
 			delete(h.vanished, name)
 		}
 	}
@@ -1221,7 +1254,7 @@ func (h *chaosHarness) endBatch(ctx context.Context) {
 		}
 		h.notReady[m.Name]++
 		if n := h.notReady[m.Name]; n >= h.settle(batch) {
-			h.violateLocked("%s has been %s for %d batch ends (holder %q) %s", m.Name, m.State, n, m.Holder(), m.Message)
+			h.violateLocked("%s has been %s for %d batch ends (holder %q) %s%s", m.Name, m.State, n, m.Holder(), m.Message, h.explain(ctx, m.Name))
 			h.notReady[m.Name] = math.MinInt32 // once
 		}
 	}
@@ -1384,7 +1417,7 @@ func (h *chaosHarness) converge(ctx context.Context) {
 			if m.Claim != nil {
 				holder = m.Claim.Holder
 			}
-			t.Errorf("not converged: %s %s lease=%q above-size=%v %s %v", m.Name, m.State, holder, m.AboveSize, m.Message, m.Problems)
+			t.Errorf("not converged: %s %s lease=%q above-size=%v %s %v%s", m.Name, m.State, holder, m.AboveSize, m.Message, m.Problems, h.explain(ctx, m.Name))
 		}
 		t.Fatalf("the pool did not converge within 3 minutes of the last release")
 	}
@@ -1465,8 +1498,8 @@ func runChaos(t *testing.T, ops, restartAt int, restart func(*chaosHarness)) {
 	begin := time.Now()
 	h := newChaosHarness(t, 5)
 	ctx := t.Context()
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
+	seed := chaosSeed(t)
+	t.Logf("seed %d (%s=%d repeats its choices)", seed, chaosSeedEnv, seed)
 	defer func() { h.report(time.Since(begin)) }()
 	for b := 0; b*batchOps < ops; b++ {
 		var during func()
