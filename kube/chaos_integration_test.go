@@ -177,6 +177,7 @@ type objEvent struct {
 	gap      bool      // made up from a relist after the watch lost its place
 	running  bool      // a Pod past Pending (scheduled and started)
 	podState string    // a Pod's phase, node and readiness, for the history
+	source   string    // a Pod's or PVC's source label
 }
 
 func shortUID(u types.UID) string {
@@ -209,12 +210,33 @@ type source struct {
 	kind  string
 	watch func(context.Context, metav1.ListOptions) (watch.Interface, error)
 	list  func(context.Context, metav1.ListOptions) ([]runtime.Object, string, error)
+	// selector is the label selector of the list and watch; keep (when set)
+	// tells which of the objects they return belong to the pool.
+	selector string
+	keep     func(metav1.Object) bool
 }
+
+// isPoolLease tells a Lease named for a member of the pool: its claim,
+// whether or not it carries the pool's label (a broker writes it by name).
+func isPoolLease(m metav1.Object) bool {
+	member, ok := engine.MemberFromLeaseName(m.GetName())
+	if !ok {
+		return false
+	}
+	_, ok = engine.MemberIndex(chaosPool, member)
+	return ok
+}
+
+// ours tells whether the source keeps the object.
+func (s source) ours(m metav1.Object) bool { return s.keep == nil || s.keep(m) }
 
 func (r *recorder) sources() []source {
 	c, ns := r.env.Client, r.env.Namespace
+	sel := kube.PoolSelector(chaosPool)
+	// Leases are followed by name, not by label: a broker's claim carries
+	// none (the namespace is the test's own, so the list stays small).
 	return []source{
-		{"Lease", c.CoordinationV1().Leases(ns).Watch, func(ctx context.Context, o metav1.ListOptions) ([]runtime.Object, string, error) {
+		{kind: "Lease", selector: "", keep: isPoolLease, watch: c.CoordinationV1().Leases(ns).Watch, list: func(ctx context.Context, o metav1.ListOptions) ([]runtime.Object, string, error) {
 			l, err := c.CoordinationV1().Leases(ns).List(ctx, o)
 			if err != nil {
 				return nil, "", err
@@ -225,7 +247,7 @@ func (r *recorder) sources() []source {
 			}
 			return out, l.ResourceVersion, nil
 		}},
-		{"Pod", c.CoreV1().Pods(ns).Watch, func(ctx context.Context, o metav1.ListOptions) ([]runtime.Object, string, error) {
+		{kind: "Pod", selector: sel, watch: c.CoreV1().Pods(ns).Watch, list: func(ctx context.Context, o metav1.ListOptions) ([]runtime.Object, string, error) {
 			l, err := c.CoreV1().Pods(ns).List(ctx, o)
 			if err != nil {
 				return nil, "", err
@@ -236,7 +258,7 @@ func (r *recorder) sources() []source {
 			}
 			return out, l.ResourceVersion, nil
 		}},
-		{"PVC", c.CoreV1().PersistentVolumeClaims(ns).Watch, func(ctx context.Context, o metav1.ListOptions) ([]runtime.Object, string, error) {
+		{kind: "PVC", selector: sel, watch: c.CoreV1().PersistentVolumeClaims(ns).Watch, list: func(ctx context.Context, o metav1.ListOptions) ([]runtime.Object, string, error) {
 			l, err := c.CoreV1().PersistentVolumeClaims(ns).List(ctx, o)
 			if err != nil {
 				return nil, "", err
@@ -276,10 +298,12 @@ func (r *recorder) toEvent(kind string, obj runtime.Object, gone bool) (objEvent
 		}
 	case *corev1.Pod:
 		e.member = m.GetLabels()[engine.LabelMember]
+		e.source = m.GetLabels()[engine.LabelSource]
 		e.running = o.Status.Phase != "" && o.Status.Phase != corev1.PodPending
 		e.podState = podSummary(o)
 	default:
 		e.member = m.GetLabels()[engine.LabelMember]
+		e.source = m.GetLabels()[engine.LabelSource]
 	}
 	return e, true
 }
@@ -315,13 +339,16 @@ func (r *recorder) start(ctx context.Context, t *testing.T) {
 // relist reads the kind afresh and records what changed since the last event
 // seen (as made-up events: the order within the gap is lost).
 func (r *recorder) relist(ctx context.Context, s source, gap bool) (string, error) {
-	items, rv, err := s.list(ctx, metav1.ListOptions{LabelSelector: kube.PoolSelector(chaosPool)})
+	items, rv, err := s.list(ctx, metav1.ListOptions{LabelSelector: s.selector})
 	if err != nil {
 		return "", err
 	}
 	listRV, _ := strconv.ParseInt(rv, 10, 64)
 	seen := map[types.UID]bool{}
 	for _, o := range items {
+		if !s.ours(o.(metav1.Object)) {
+			continue
+		}
 		e, ok := r.toEvent(s.kind, o, false)
 		if !ok {
 			continue
@@ -361,7 +388,7 @@ func (r *recorder) follow(ctx context.Context, s source, rv string) {
 	retryEvery := time.NewTicker(250 * time.Millisecond)
 	defer retryEvery.Stop()
 	for ctx.Err() == nil {
-		w, err := s.watch(ctx, metav1.ListOptions{LabelSelector: kube.PoolSelector(chaosPool), ResourceVersion: rv, AllowWatchBookmarks: true})
+		w, err := s.watch(ctx, metav1.ListOptions{LabelSelector: s.selector, ResourceVersion: rv, AllowWatchBookmarks: true})
 		if err != nil {
 			if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
 				if nrv, lerr := r.relist(ctx, s, true); lerr == nil {
@@ -388,9 +415,16 @@ func (r *recorder) follow(ctx context.Context, s source, rv string) {
 					rv = m.GetResourceVersion()
 				}
 			default:
+				m, isObj := ev.Object.(metav1.Object)
+				if !isObj {
+					continue
+				}
+				rv = m.GetResourceVersion()
+				if !s.ours(m) {
+					continue
+				}
 				if e, ok := r.toEvent(s.kind, ev.Object, ev.Type == watch.Deleted); ok {
 					r.add(e)
-					rv = ev.Object.(metav1.Object).GetResourceVersion()
 				}
 			}
 		}
@@ -402,10 +436,11 @@ func (r *recorder) follow(ctx context.Context, s source, rv string) {
 // list returns (same UIDs, same resourceVersions).
 func (r *recorder) caughtUp(ctx context.Context) (bool, error) {
 	for _, s := range r.sources() {
-		items, _, err := s.list(ctx, metav1.ListOptions{LabelSelector: kube.PoolSelector(chaosPool)})
+		items, _, err := s.list(ctx, metav1.ListOptions{LabelSelector: s.selector})
 		if err != nil {
 			return false, nil
 		}
+		items = slices.DeleteFunc(items, func(o runtime.Object) bool { return !s.ours(o.(metav1.Object)) })
 		r.mu.Lock()
 		live := r.live[s.kind]
 		same := len(live) == len(items)
@@ -470,6 +505,18 @@ type replay struct {
 	// deletedByKwok); nil in the replay's unit tests.
 	byKwok      func(objEvent) bool
 	kwokDeletes int
+	// releaseAsked: per member, the releases (and a broker's give-backs)
+	// asked of a claim a broker holds and not known to have left it alone:
+	// a broker's claim ends only so (chaos_actors_integration_test.go).
+	releaseAsked map[string]int
+	brokerEnds   int
+	// claimSrc: the source of the Pod a user's claim started with, and the
+	// PVC it ran on (claimPVC); a Pod created for the claim on that PVC must
+	// carry the same source, whatever the pool's definition says by then.
+	claimSrc        map[string]string
+	claimPVC        map[string]types.UID
+	podSrc          map[string]string // member -> its live Pod's source
+	claimedRestarts int
 }
 
 // racePod is a Pod created on its member's PVC while that PVC was being deleted.
@@ -483,6 +530,7 @@ func newReplay() *replay {
 		holder: map[string]string{}, stamp: map[string]time.Time{}, pvc: map[string]pvcState{},
 		held: map[string]map[string]bool{}, byTest: map[types.UID]bool{}, seenDel: map[types.UID]bool{},
 		seenPod: map[types.UID]bool{}, recent: map[string][]string{}, onDeleting: map[types.UID]racePod{},
+		releaseAsked: map[string]int{}, claimSrc: map[string]string{}, claimPVC: map[string]types.UID{}, podSrc: map[string]string{},
 	}
 }
 
@@ -526,6 +574,23 @@ func (p *replay) apply(e objEvent, bad func(format string, a ...any)) {
 			if prev != "" && next != "" && prev != engine.ReconcilerIdentity && next != engine.ReconcilerIdentity {
 				bad("rv %d: %s passed from %q straight to %q", e.rv, m, prev, next)
 			}
+			if isBroker(prev) {
+				// A broker's claim ends by its release (through the engine,
+				// or an administrator's force-release) or its give-back of a
+				// member never used, nothing else.
+				if p.releaseAsked[m] > 0 {
+					p.releaseAsked[m]--
+					p.brokerEnds++
+				} else {
+					bad("rv %d: the claim of broker %q on %s passed to %q, and no release of it was asked%s", e.rv, prev, m, next, history())
+				}
+			}
+			if next != "" && next != engine.ReconcilerIdentity {
+				p.claimSrc[m], p.claimPVC[m] = p.podSrc[m], p.pvc[m].uid
+			} else {
+				delete(p.claimSrc, m)
+				delete(p.claimPVC, m)
+			}
 			if prev != "" && prev != engine.ReconcilerIdentity {
 				delete(p.held[prev], m)
 			}
@@ -565,8 +630,28 @@ func (p *replay) apply(e objEvent, bad func(format string, a ...any)) {
 				p.pvc[m] = pvcState{uid: e.uid, deleting: e.deleting}
 			}
 		}
+		if e.kind == "Pod" {
+			if e.gone || e.deleting {
+				delete(p.podSrc, m)
+			} else {
+				p.podSrc[m] = e.source
+			}
+		}
 		if e.kind == "Pod" && !e.gone && !e.deleting && !p.seenPod[e.uid] {
 			p.seenPod[e.uid] = true
+			if h := p.holder[m]; h != "" && h != engine.ReconcilerIdentity {
+				// A Pod started for a user's claim: on the data the claim
+				// started with, from the source it started with.
+				switch src, pvc := p.claimSrc[m], p.pvc[m].uid; {
+				case src == "" || pvc != p.claimPVC[m]:
+					p.claimSrc[m], p.claimPVC[m] = e.source, pvc
+				case e.source != src:
+					bad("rv %d: %s, claimed by %q, was started from source %s, not from %s, the source its claim started with on the same PVC (uid %s): a changed definition reached a claimed desktop%s",
+						e.rv, m, h, e.source, src, pvc, history())
+				default:
+					p.claimedRestarts++
+				}
+			}
 			if c := p.pvc[m]; c.uid != "" && c.deleting && !p.byTest[c.uid] {
 				p.onDeleting[e.uid] = racePod{member: m, pvc: c.uid}
 				p.racePods++
@@ -656,6 +741,11 @@ type chaosHarness struct {
 	violations int
 	batch      int
 	ctrlClient kubernetes.Interface // the in-cluster controller's (its own user agent)
+	// broker releases through the engine as a broker would; brokerClient
+	// writes its Leases by name; admin applies new definitions.
+	broker, admin *engine.Engine
+	brokerClient  kubernetes.Interface
+	actors        chaosActors
 }
 
 func newChaosHarness(t *testing.T, size int) *chaosHarness {
@@ -675,6 +765,9 @@ func newChaosHarness(t *testing.T, size int) *chaosHarness {
 		}
 	}
 	h.user, h.failing, h.cli = mk("user", 20*time.Second), mk("failing-release", 1500*time.Millisecond), mk("cli", 20*time.Second)
+	h.broker, h.admin = mk("broker", 20*time.Second), mk("admin", 20*time.Second)
+	h.brokerClient = env.ClientWithAgent(t, "broker")
+	h.actors.init()
 	h.ctrlClient = env.ClientWithAgent(t, "controller")
 	// Lift every hold before the namespace goes, whatever the outcome.
 	t.Cleanup(func() { h.liftHolds(context.Background(), true) })
@@ -783,6 +876,7 @@ var opKinds = []struct {
 }{
 	{"claim", 24}, {"double-claim", 10}, {"release", 14}, {"force-release", 5}, {"failing-release", 4},
 	{"vanish-pod", 6}, {"vanish-member", 2}, {"reconcile", 14}, {"resize", 4},
+	{"broker", 8}, {"admin-apply", 2},
 }
 
 func pickOp(rng *rand.Rand) string {
@@ -806,11 +900,12 @@ func (h *chaosHarness) runOp(ctx context.Context, rng *rand.Rand, op string) {
 	id := chaosIdentities[rng.IntN(len(chaosIdentities))]
 	switch op {
 	case "claim":
-		_, err := h.user.Claim(ctx, chaosPool, id)
+		res, err := h.user.Claim(ctx, chaosPool, id)
 		if errors.Is(err, engine.ErrNoFreeMembers) {
 			h.count("claim: no free member", nil)
 			return
 		}
+		h.checkClaimResult(ctx, id, res)
 		h.count("claim", err)
 	case "double-claim":
 		// The same user claims from two places at once.
@@ -821,6 +916,9 @@ func (h *chaosHarness) runOp(ctx context.Context, rng *rand.Rand, op string) {
 			wg.Go(func() { res[i], errs[i] = h.user.Claim(ctx, chaosPool, id) })
 		}
 		wg.Wait()
+		for i := range res {
+			h.checkClaimResult(ctx, id, res[i])
+		}
 		switch {
 		case errs[0] != nil || errs[1] != nil:
 			err := errors.Join(errs[0], errs[1])
@@ -845,11 +943,16 @@ func (h *chaosHarness) runOp(ctx context.Context, rng *rand.Rand, op string) {
 		}
 		defer h.unlock(m.Name)
 		var err error
+		var res engine.ReleaseResult
+		h.mu.Lock()
+		asked := h.askReleaseLocked(m.Name)
+		h.mu.Unlock()
 		if op == "release" {
-			_, err = h.user.Release(ctx, chaosPool, m.Name, m.Holder())
+			res, err = h.user.Release(ctx, chaosPool, m.Name, m.Holder())
 		} else {
-			_, err = h.user.ForceRelease(ctx, chaosPool, m.Name)
+			res, err = h.user.ForceRelease(ctx, chaosPool, m.Name)
 		}
+		h.releaseAnswered(m.Name, asked, res, err)
 		if err == nil {
 			h.mu.Lock()
 			h.releases[m.Name]++
@@ -890,6 +993,10 @@ func (h *chaosHarness) runOp(ctx context.Context, rng *rand.Rand, op string) {
 	case "resize":
 		_, err := h.user.Resize(ctx, chaosPool, 3+rng.IntN(4))
 		h.count("resize", err)
+	case "broker":
+		h.brokerOp(ctx, rng)
+	case "admin-apply":
+		h.adminApply(ctx, rng)
 	}
 }
 
@@ -910,6 +1017,9 @@ func (h *chaosHarness) vanish(ctx context.Context, m *engine.Member, withPVC boo
 	h.replay.byTest[m.Pod.UID] = true
 	if withPVC {
 		h.replay.byTest[m.PVC.UID] = true
+	}
+	if b := h.actors.brokerHeld[m.Name]; b != nil {
+		b.vanished = true
 	}
 	h.mu.Unlock()
 	pods := h.env.Client.CoreV1().Pods(h.env.Namespace)
@@ -946,7 +1056,11 @@ func (h *chaosHarness) failingRelease(ctx context.Context, rng *rand.Rand) {
 	h.holds[m.PVC.UID] = m.Name
 	h.mu.Unlock()
 	f := &failedRelease{member: m.Name, identity: m.Holder(), pvcUID: m.PVC.UID, held: true, batch: h.batchNo(), clockOff: h.clk.off.Load()}
+	h.mu.Lock()
+	asked := h.askReleaseLocked(m.Name)
+	h.mu.Unlock()
 	res, err := h.failing.Release(ctx, chaosPool, m.Name, m.Holder())
+	h.releaseAnswered(m.Name, asked, res, err)
 	if err == nil && !res.NoOp {
 		h.mu.Lock()
 		hist := h.historyOf(m.Name)
@@ -1166,6 +1280,8 @@ func (h *chaosHarness) endBatch(ctx context.Context) {
 
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.checkBrokers(ctx, v)
+	h.checkDrift(ctx, v, batch)
 	for i := range v.Members {
 		m := &v.Members[i]
 		f := h.failed[m.Name]
@@ -1358,6 +1474,7 @@ func (h *chaosHarness) violateLocked(format string, a ...any) {
 func (h *chaosHarness) converge(ctx context.Context) {
 	t := h.t
 	h.liftHolds(ctx, true)
+	h.brokersEnd(ctx)
 	h.env.WaitFor(t, 2*time.Minute, "every claim released", func() (bool, error) {
 		v, err := h.view(ctx)
 		if err != nil {
@@ -1367,7 +1484,11 @@ func (h *chaosHarness) converge(ctx context.Context) {
 		for i := range v.Members {
 			if m := &v.Members[i]; m.Claimed {
 				left++
-				_, err := h.user.ForceRelease(ctx, chaosPool, m.Name)
+				h.mu.Lock()
+				asked := h.askReleaseLocked(m.Name)
+				h.mu.Unlock()
+				res, err := h.user.ForceRelease(ctx, chaosPool, m.Name)
+				h.releaseAnswered(m.Name, asked, res, err)
 				h.count("final force-release", err)
 			}
 		}
@@ -1400,7 +1521,7 @@ func (h *chaosHarness) converge(ctx context.Context) {
 		ready := 0
 		for i := range v.Members {
 			m := &v.Members[i]
-			if m.Lease != nil || m.AboveSize {
+			if m.Lease != nil || m.AboveSize || m.Drift {
 				return false
 			}
 			if m.State == engine.StateReady {
@@ -1437,6 +1558,9 @@ func (h *chaosHarness) converge(ctx context.Context) {
 	for name := range h.vanished {
 		t.Errorf("vanished %s never came back", name)
 	}
+	for name, b := range h.actors.brokerHeld {
+		t.Errorf("%q's claim on %s never ended: its releases through the engine did not end it", b.identity, name)
+	}
 }
 
 // waitUntil polls cond every 200ms until it holds or the deadline passes.
@@ -1471,6 +1595,8 @@ func (h *chaosHarness) report(took time.Duration) {
 	h.counts["of those, kwok's name-only deletes that hit a successor (plane artifact)"] = h.replay.kwokDeletes
 	h.counts["watch relists after an API server restart"] = h.rec.relists
 	h.counts["batches"] = h.batch
+	h.counts["broker claims ended by a release or give-back"] = h.replay.brokerEnds
+	h.counts["claimed members started again, from their claim's source"] = h.replay.claimedRestarts
 	names := make([]string, 0, len(h.counts))
 	for k := range h.counts {
 		names = append(names, k)
