@@ -325,6 +325,21 @@ func (h *chaosHarness) adminApply(ctx context.Context, rng *rand.Rand) {
 		return s, nil
 	}, false)
 	h.count("admin apply (new image, claims held)", err)
+	if err != nil || rng.IntN(2) == 0 {
+		return
+	}
+	// The node of a claimed desktop fails after the change, as in the
+	// contract's example (claim, apply, delete the Pod, reconcile): the
+	// reconcilers start it again, from the source its claim started with.
+	m, ok := h.pick(ctx, rng, func(m *engine.Member) bool {
+		return claimedWithData(m) && m.Pod != nil && m.Pod.DeletionTimestamp == nil && h.vanishedOf(m.Name) == nil
+	})
+	if !ok {
+		h.count("admin apply: no claimed desktop to lose", nil)
+		return
+	}
+	defer h.unlock(m.Name)
+	h.vanish(ctx, m, false)
 }
 
 // checkDrift: an unclaimed member of the size, not in maintenance, converges
