@@ -306,7 +306,8 @@ func (h *chaosHarness) brokersEnd(ctx context.Context) {
 }
 
 // adminApply applies a new image (and, one time in three, a new disk size) to
-// the pool, as an administrator's `apply` while claims are held.
+// the pool, as an administrator's `apply` while claims are held, and then
+// deletes the Pod of one claimed member.
 func (h *chaosHarness) adminApply(ctx context.Context, rng *rand.Rand) {
 	h.mu.Lock()
 	h.actors.generation++
@@ -325,7 +326,7 @@ func (h *chaosHarness) adminApply(ctx context.Context, rng *rand.Rand) {
 		return s, nil
 	}, false)
 	h.count("admin apply (new image, claims held)", err)
-	if err != nil || rng.IntN(2) == 0 {
+	if err != nil {
 		return
 	}
 	// The node of a claimed desktop fails after the change, as in the

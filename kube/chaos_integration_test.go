@@ -876,7 +876,7 @@ var opKinds = []struct {
 }{
 	{"claim", 24}, {"double-claim", 10}, {"release", 14}, {"force-release", 5}, {"failing-release", 4},
 	{"vanish-pod", 6}, {"vanish-member", 2}, {"reconcile", 14}, {"resize", 4},
-	{"broker", 8}, {"admin-apply", 2},
+	{"broker", 6}, {"admin-apply", 3},
 }
 
 func pickOp(rng *rand.Rand) string {
@@ -1526,7 +1526,11 @@ func (h *chaosHarness) converge(ctx context.Context) {
 			h.mu.Unlock()
 			if stuck {
 				// A broker's claim the engine could not end (reported as
-				// violations, and again below): the member stays with it.
+				// violations, and again below): the member stays with it,
+				// on the source it was claimed with.
+				if m.State == engine.StateReady {
+					ready++
+				}
 				continue
 			}
 			if m.Lease != nil || m.AboveSize || m.Drift {
