@@ -309,6 +309,14 @@ func (h *chaosHarness) brokersEnd(ctx context.Context) {
 // the pool, as an administrator's `apply` while claims are held, and then
 // deletes the Pod of one claimed member.
 func (h *chaosHarness) adminApply(ctx context.Context, rng *rand.Rand) {
+	// A user holds a desktop when the change comes (a claim that finds no
+	// free member leaves the claims there are).
+	id := chaosIdentities[rng.IntN(len(chaosIdentities))]
+	if res, err := h.user.Claim(ctx, chaosPool, id); err != nil && !errors.Is(err, engine.ErrNoFreeMembers) {
+		h.count("admin apply: the claim before it", err)
+	} else {
+		h.checkClaimResult(ctx, id, res)
+	}
 	h.mu.Lock()
 	h.actors.generation++
 	image := fmt.Sprintf("registry.example/desktop:%d", h.actors.generation+1)

@@ -39,7 +39,13 @@ func podSummary(p *corev1.Pod) string {
 	if phase == "" {
 		phase = "NoPhase"
 	}
-	return phase + " node " + node + " " + ready
+	s := phase + " node " + node + " " + ready
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status != corev1.ConditionTrue {
+			s += " scheduled=" + string(c.Status) + "/" + c.Reason
+		}
+	}
+	return s
 }
 
 // explain is the member's history and its objects as the API server holds
