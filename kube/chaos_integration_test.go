@@ -1552,7 +1552,7 @@ func (h *chaosHarness) converge(ctx context.Context) {
 		h.mu.Lock()
 		h.repairPlaneArtifacts(ctx, v)
 		h.mu.Unlock()
-		ready := 0
+		ready, stuckAbove := 0, 0
 		for i := range v.Members {
 			m := &v.Members[i]
 			h.mu.Lock()
@@ -1562,7 +1562,9 @@ func (h *chaosHarness) converge(ctx context.Context) {
 				// A broker's claim the engine could not end (reported as
 				// violations, and again below): the member stays with it,
 				// on the source it was claimed with.
-				if m.State == engine.StateReady {
+				if m.AboveSize {
+					stuckAbove++
+				} else if m.State == engine.StateReady {
 					ready++
 				}
 				continue
@@ -1574,7 +1576,7 @@ func (h *chaosHarness) converge(ctx context.Context) {
 				ready++
 			}
 		}
-		return ready == v.Spec.Size && len(v.Members) == v.Spec.Size
+		return ready == v.Spec.Size && len(v.Members)-stuckAbove == v.Spec.Size
 	})
 	stop()
 	if err != nil {
