@@ -1425,12 +1425,18 @@ func (h *chaosHarness) repairPlaneArtifacts(ctx context.Context, v engine.PoolVi
 		}
 		switch {
 		case m.State == engine.StateUnschedulable && lostVolume(m.Message, h.notReady[m.Name]):
-		case (m.State == engine.StateUnschedulable || m.State == engine.StateStarting) && m.Pod.Spec.NodeName == "" && misbound(m.PVC):
+		case (m.State == engine.StateUnschedulable || m.State == engine.StateStarting) && m.Pod.Spec.NodeName == "" &&
+			(misbound(m.PVC) || (m.PVC.Spec.VolumeName == "" && h.notReady[m.Name] >= 1)):
 			// Not placed, on a PVC the plane bound to a volume made for
-			// another claim (or lost): the scheduler may hold such a Pod
-			// with an error (PodScheduled=False, reason SchedulerError,
-			// which is Starting) until its next retry, minutes later.
-			h.counts["of those, a PVC bound to another claim's volume, its Pod not placed"]++
+			// another claim, lost, or never provisioned by the batch end
+			// after the one that found it not Ready (the plane provisions
+			// in milliseconds), whatever the scheduler's condition says:
+			// it may hold such a Pod with PodScheduled=False and a reason
+			// other than Unschedulable (SchedulerError, Starting in the
+			// engine's states, which show no message for it) until its
+			// next retry, minutes later. The rule of lostVolume, by the
+			// objects instead of the scheduler's message.
+			h.counts["of those, not placed on a PVC the plane misbound or never provisioned"]++
 		default:
 			continue
 		}
