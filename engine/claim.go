@@ -127,13 +127,24 @@ var errClaimChanged = errors.New("the claim changed meanwhile")
 // A PVC this call created is never deleted here: only a Lease holder deletes
 // a member's data. It is brand new (the member had none), and a release at
 // work adopts it or deletes it under its own Lease.
+//
+// The Pod is built from the source the member's PVC records (claimedSpec), so
+// that a changed pool definition never changes a claimed desktop: the member
+// stays drifted until it is released. A PVC this call creates is built from
+// spec, the pool's current source, and carries the holder's display
+// annotation.
 func (e *Engine) startClaimed(ctx context.Context, ns, pool string, spec Spec, m *Member, holder string) error {
+	build := spec
 	if m.PVC == nil {
-		if _, err := e.Cluster.CreatePVC(ctx, BuildPVC(ns, pool, m.Index, spec)); ignoreExists(err) != nil {
+		pvc := BuildPVC(ns, pool, m.Index, spec)
+		pvc.Annotations[AnnotationAssignedTo] = holder
+		if _, err := e.Cluster.CreatePVC(ctx, pvc); ignoreExists(err) != nil {
 			return fmt.Errorf("start %s: create PVC: %w", m.Name, err)
 		}
+	} else {
+		build = claimedSpec(spec, m.PVC)
 	}
-	pod, err := e.Cluster.CreatePod(ctx, BuildPod(ns, pool, m.Index, spec))
+	pod, err := e.Cluster.CreatePod(ctx, BuildPod(ns, pool, m.Index, build))
 	if err != nil {
 		if err = ignoreExists(err); err != nil {
 			return fmt.Errorf("start %s: create Pod: %w", m.Name, err)
@@ -141,6 +152,37 @@ func (e *Engine) startClaimed(ctx context.Context, ns, pool string, spec Spec, m
 		return nil
 	}
 	return e.keepUnlessReleasing(ctx, pool, m.Name, holder, pod)
+}
+
+// claimedSpec is the spec a claimed member with data PVC pvc is started from:
+// the source pvc records, with the pool's size. A PVC without a record (made
+// before members recorded their source) or with one that cannot be used
+// (SourceRecordProblem, shown on the member) gives spec, the pool's current
+// source.
+func claimedSpec(spec Spec, pvc *corev1.PersistentVolumeClaim) Spec {
+	rec, ok := pvc.Annotations[AnnotationSource]
+	if !ok {
+		return spec
+	}
+	s, err := SpecFromSourceRecord(rec, spec, pvc.Labels[LabelSource])
+	if err != nil {
+		return spec
+	}
+	return s
+}
+
+// SourceRecordProblem describes a data PVC's source record that a start
+// cannot use, or returns "" (a PVC without a record has no problem: it is
+// older than the records).
+func SourceRecordProblem(pvc *corev1.PersistentVolumeClaim) string {
+	rec, ok := pvc.Annotations[AnnotationSource]
+	if !ok {
+		return ""
+	}
+	if _, err := SpecFromSourceRecord(rec, Spec{}, pvc.Labels[LabelSource]); err != nil {
+		return fmt.Sprintf("the source its data PVC records (annotation %s) cannot be used: %v; a restart takes the pool's current source", AnnotationSource, err)
+	}
+	return ""
 }
 
 // StartRacePermissions are what a claimed member's start needs beyond its
