@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -84,14 +85,20 @@ func (e *Engine) Claim(ctx context.Context, pool, identity string) (res ClaimRes
 		} else if first != m.Name {
 			return ClaimResult{Member: first, Existing: true}, nil
 		}
-		if m.PVC != nil {
+		// The read above may be old (a cache, or a Pod lost since): whether
+		// the member is started is decided on a fresh read of it.
+		cur, warn := e.readMember(ctx, m)
+		if warn != "" {
+			res.Warnings = append(res.Warnings, warn)
+		}
+		if cur.PVC != nil {
 			who := identity
-			if err := e.Cluster.AnnotatePVC(ctx, m.PVC.Name, AnnotationAssignedTo, &who); err != nil {
-				res.Warnings = append(res.Warnings, fmt.Sprintf("display annotation on %s: %v", m.PVC.Name, err))
+			if err := e.Cluster.AnnotatePVC(ctx, cur.PVC.Name, AnnotationAssignedTo, &who); err != nil {
+				res.Warnings = append(res.Warnings, fmt.Sprintf("display annotation on %s: %v", cur.PVC.Name, err))
 			}
 		}
-		if m.Pod == nil {
-			if err := e.startClaimed(ctx, snap.Namespace, pool, spec, m, identity); err != nil {
+		if cur.Pod == nil {
+			if err := e.startClaimed(ctx, snap.Namespace, pool, spec, cur, identity); err != nil {
 				return res, err
 			}
 			res.Started = true
@@ -183,6 +190,33 @@ func SourceRecordProblem(pvc *corev1.PersistentVolumeClaim) string {
 		return fmt.Sprintf("the source its data PVC records (annotation %s) cannot be used: %v; a restart takes the pool's current source", AnnotationSource, err)
 	}
 	return ""
+}
+
+// readMember reads m's Pod and PVC fresh (GetPod, GetPVC) into a copy of m.
+// When a read fails, the copy keeps what m had and a warning says so.
+func (e *Engine) readMember(ctx context.Context, m *Member) (*Member, string) {
+	cur := *m
+	var failed []string
+	switch p, err := e.Cluster.GetPod(ctx, m.Name); {
+	case errors.Is(err, ErrNotFound):
+		cur.Pod = nil
+	case err != nil:
+		failed = append(failed, err.Error())
+	default:
+		cur.Pod = p
+	}
+	switch c, err := e.Cluster.GetPVC(ctx, PVCName(m.Name)); {
+	case errors.Is(err, ErrNotFound):
+		cur.PVC = nil
+	case err != nil:
+		failed = append(failed, err.Error())
+	default:
+		cur.PVC = c
+	}
+	if len(failed) > 0 {
+		return &cur, fmt.Sprintf("could not read %s after claiming it (%s): decided from the earlier read", m.Name, strings.Join(failed, "; "))
+	}
+	return &cur, ""
 }
 
 // StartRacePermissions are what a claimed member's start needs beyond its
