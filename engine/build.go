@@ -47,13 +47,16 @@ func BuildConfigMap(namespace, pool string, spec Spec) *corev1.ConfigMap {
 	}
 }
 
-// BuildPVC returns the data PVC of member n.
+// BuildPVC returns the data PVC of member n. It records the source it is
+// built from (AnnotationSource), from which a claimed member is started.
 func BuildPVC(namespace, pool string, n int, spec Spec) *corev1.PersistentVolumeClaim {
 	member := MemberName(pool, n)
+	rec := spec.sourceEncoding()
 	pvc := &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: PVCName(member), Namespace: namespace,
-			Labels: MemberLabels(pool, member, spec.SourceHash()),
+			Labels:      MemberLabels(pool, member, hashSource(rec)),
+			Annotations: map[string]string{AnnotationSource: string(rec)},
 		},
 		Spec: corev1.PersistentVolumeClaimSpec{
 			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -84,14 +85,20 @@ func (e *Engine) Claim(ctx context.Context, pool, identity string) (res ClaimRes
 		} else if first != m.Name {
 			return ClaimResult{Member: first, Existing: true}, nil
 		}
-		if m.PVC != nil {
+		// The read above may be old (a cache, or a Pod lost since): whether
+		// the member is started is decided on a fresh read of it.
+		cur, warn := e.readMember(ctx, m)
+		if warn != "" {
+			res.Warnings = append(res.Warnings, warn)
+		}
+		if cur.PVC != nil {
 			who := identity
-			if err := e.Cluster.AnnotatePVC(ctx, m.PVC.Name, AnnotationAssignedTo, &who); err != nil {
-				res.Warnings = append(res.Warnings, fmt.Sprintf("display annotation on %s: %v", m.PVC.Name, err))
+			if err := e.Cluster.AnnotatePVC(ctx, cur.PVC.Name, AnnotationAssignedTo, &who); err != nil {
+				res.Warnings = append(res.Warnings, fmt.Sprintf("display annotation on %s: %v", cur.PVC.Name, err))
 			}
 		}
-		if m.Pod == nil {
-			if err := e.startClaimed(ctx, snap.Namespace, pool, spec, m, identity); err != nil {
+		if cur.Pod == nil {
+			if err := e.startClaimed(ctx, snap.Namespace, pool, spec, cur, identity); err != nil {
 				return res, err
 			}
 			res.Started = true
@@ -127,15 +134,26 @@ var errClaimChanged = errors.New("the claim changed meanwhile")
 // A PVC this call created is never deleted here: only a Lease holder deletes
 // a member's data. It is brand new (the member had none), and a release at
 // work adopts it or deletes it under its own Lease.
+//
+// The Pod is built from the source the member's PVC records (claimedSpec), so
+// that a changed pool definition never changes a claimed desktop: the member
+// stays drifted until it is released. A PVC this call creates is built from
+// spec, the pool's current source, and carries the holder's display
+// annotation.
 func (e *Engine) startClaimed(ctx context.Context, ns, pool string, spec Spec, m *Member, holder string) error {
+	build := spec
 	if m.PVC == nil {
-		if _, err := e.Cluster.CreatePVC(ctx, BuildPVC(ns, pool, m.Index, spec)); err != nil {
+		pvc := BuildPVC(ns, pool, m.Index, spec)
+		pvc.Annotations[AnnotationAssignedTo] = holder
+		if _, err := e.Cluster.CreatePVC(ctx, pvc); err != nil {
 			if err = e.createExisting(ctx, err, "pvc", pool, m.Name); err != nil {
 				return fmt.Errorf("start %s: create PVC: %w", m.Name, err)
 			}
 		}
+	} else {
+		build = claimedSpec(spec, m.PVC)
 	}
-	pod, err := e.Cluster.CreatePod(ctx, BuildPod(ns, pool, m.Index, spec))
+	pod, err := e.Cluster.CreatePod(ctx, BuildPod(ns, pool, m.Index, build))
 	if err != nil {
 		if err = e.createExisting(ctx, err, "pod", pool, m.Name); err != nil {
 			return fmt.Errorf("start %s: create Pod: %w", m.Name, err)
@@ -143,6 +161,64 @@ func (e *Engine) startClaimed(ctx context.Context, ns, pool string, spec Spec, m
 		return nil
 	}
 	return e.keepUnlessReleasing(ctx, pool, m.Name, holder, pod)
+}
+
+// claimedSpec is the spec a claimed member with data PVC pvc is started from:
+// the source pvc records, with the pool's size. A PVC without a record (made
+// before members recorded their source) or with one that cannot be used
+// (SourceRecordProblem, shown on the member) gives spec, the pool's current
+// source.
+func claimedSpec(spec Spec, pvc *corev1.PersistentVolumeClaim) Spec {
+	rec, ok := pvc.Annotations[AnnotationSource]
+	if !ok {
+		return spec
+	}
+	s, err := SpecFromSourceRecord(rec, spec, pvc.Labels[LabelSource])
+	if err != nil {
+		return spec
+	}
+	return s
+}
+
+// SourceRecordProblem describes a data PVC's source record that a start
+// cannot use, or returns "" (a PVC without a record has no problem: it is
+// older than the records).
+func SourceRecordProblem(pvc *corev1.PersistentVolumeClaim) string {
+	rec, ok := pvc.Annotations[AnnotationSource]
+	if !ok {
+		return ""
+	}
+	if _, err := SpecFromSourceRecord(rec, Spec{}, pvc.Labels[LabelSource]); err != nil {
+		return fmt.Sprintf("the source its data PVC records (annotation %s) cannot be used: %v; a restart takes the pool's current source", AnnotationSource, err)
+	}
+	return ""
+}
+
+// readMember reads m's Pod and PVC fresh (GetPod, GetPVC) into a copy of m.
+// When a read fails, the copy keeps what m had and a warning says so.
+func (e *Engine) readMember(ctx context.Context, m *Member) (*Member, string) {
+	cur := *m
+	var failed []string
+	switch p, err := e.Cluster.GetPod(ctx, m.Name); {
+	case errors.Is(err, ErrNotFound):
+		cur.Pod = nil
+	case err != nil:
+		failed = append(failed, err.Error())
+	default:
+		cur.Pod = p
+	}
+	switch c, err := e.Cluster.GetPVC(ctx, PVCName(m.Name)); {
+	case errors.Is(err, ErrNotFound):
+		cur.PVC = nil
+	case err != nil:
+		failed = append(failed, err.Error())
+	default:
+		cur.PVC = c
+	}
+	if len(failed) > 0 {
+		return &cur, fmt.Sprintf("could not read %s after claiming it (%s): decided from the earlier read", m.Name, strings.Join(failed, "; "))
+	}
+	return &cur, ""
 }
 
 // StartRacePermissions are what a claimed member's start needs beyond its

@@ -23,6 +23,10 @@ type Kind string
 const (
 	KindPod Kind = "Pod"
 	KindPVC Kind = "PersistentVolumeClaim"
+	// KindService is a member's console Service. The contract grants only
+	// its delete, so an implementation may wait for it with deletes alone
+	// (a delete that answers NotFound: gone).
+	KindService Kind = "Service"
 )
 
 // Writer is every write the engine makes, in the namespace it is bound to.

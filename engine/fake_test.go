@@ -53,7 +53,7 @@ type fakeCluster struct {
 	cms     map[string]*corev1.ConfigMap
 	pods    map[string]*corev1.Pod
 	pvcs    map[string]*corev1.PersistentVolumeClaim
-	svcs    map[string]bool
+	svcs    map[string]bool // name → Terminating
 	leases  map[string]*coordinationv1.Lease
 	acts    []act
 	fails   map[failKey]*failure
@@ -109,7 +109,7 @@ func (f *fakeCluster) add(objs ...any) {
 			f.stamp(&c.ObjectMeta)
 			f.leases[c.Name] = c
 		case *corev1.Service:
-			f.svcs[o.Name] = true
+			f.svcs[o.Name] = o.DeletionTimestamp != nil
 		default:
 			panic(fmt.Sprintf("fake: cannot add %T", o))
 		}
@@ -207,6 +207,8 @@ func (f *fakeCluster) finish(kind Kind, name string) {
 		delete(f.pods, name)
 	case KindPVC:
 		delete(f.pvcs, name)
+	case KindService:
+		delete(f.svcs, name)
 	}
 	f.notify()
 }
@@ -516,7 +518,12 @@ func (f *fakeCluster) DeleteService(_ context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	delete(f.svcs, name)
+	if _, ok := f.svcs[name]; ok && f.terminating {
+		f.svcs[name] = true
+	} else {
+		delete(f.svcs, name)
+	}
+	f.notify()
 	return nil
 }
 
@@ -596,6 +603,10 @@ func (f *fakeCluster) WaitGone(ctx context.Context, kind Kind, name string, uid 
 		case KindPVC:
 			if c := f.pvcs[name]; c != nil {
 				m = &c.ObjectMeta
+			}
+		case KindService:
+			if _, ok := f.svcs[name]; ok {
+				m = &metav1.ObjectMeta{Name: name}
 			}
 		default:
 			f.mu.Unlock()

@@ -45,8 +45,8 @@ func TestDefaultWaitPerDeleteIsTwoMinutes(t *testing.T) {
 	if _, err := e.Release(context.Background(), "desk", "desk-1", "alice"); err != nil {
 		t.Fatal(err)
 	}
-	if len(d.given) != 2 {
-		t.Fatalf("%d waits, want 2 (the Pod and the PVC)", len(d.given))
+	if len(d.given) != 3 {
+		t.Fatalf("%d waits, want 3 (the Pod, the PVC and the console Service)", len(d.given))
 	}
 	const contract = 2 * time.Minute
 	for i, g := range d.given {

@@ -312,6 +312,27 @@ type observer struct {
 	seen   map[string]time.Time
 	// blocked are the blocks the last reconcile recorded, by member.
 	blocked map[string]string
+	// records caches recordProblem: the members of a pool share few records.
+	records map[[2]string]string
+}
+
+// recordProblem is SourceRecordProblem of a claimed member's PVC, decoded
+// once per distinct record and label in one observation.
+func (ob *observer) recordProblem(pvc *corev1.PersistentVolumeClaim) string {
+	rec, ok := pvc.Annotations[AnnotationSource]
+	if !ok {
+		return ""
+	}
+	k := [2]string{rec, pvc.Labels[LabelSource]}
+	p, seen := ob.records[k]
+	if !seen {
+		if ob.records == nil {
+			ob.records = map[[2]string]string{}
+		}
+		p = SourceRecordProblem(pvc)
+		ob.records[k] = p
+	}
+	return p
 }
 
 // member observes one member into m (overwritten whole); idx and ok are the
@@ -378,6 +399,11 @@ func (ob *observer) member(m *Member, name string, idx int, ok bool, pod *corev1
 			}
 		} else {
 			m.Claimed = true
+		}
+	}
+	if m.Claimed && o.pvc != nil {
+		if p := ob.recordProblem(o.pvc); p != "" {
+			m.Problems = append(m.Problems, p)
 		}
 	}
 	m.Free = ok && o.lease == nil && m.Blocked == "" && !m.AboveSize && source != "" && !m.Drift &&

@@ -49,8 +49,8 @@ type ReleaseResult struct {
 
 // Release ends identity's claim on member: the Lease passes to the reconciler
 // (compare-and-swap), the Pod, console Service and data PVC are deleted and
-// waited for, the member is created again from the current source when its
-// index is within the size, and the Lease is deleted. A claim of another
+// waited for, the definition is read again and the member created from it
+// when its index is within that size, and the Lease is deleted. A claim of another
 // identity is ErrNotHolder (see ForceRelease). A member without a claim is
 // left alone.
 func (e *Engine) Release(ctx context.Context, pool, member, identity string) (ReleaseResult, error) {
@@ -182,7 +182,19 @@ func (e *Engine) release(ctx context.Context, action Action, pool, member, ident
 	if err := e.destroyMember(ctx, m); err != nil {
 		return res, fmt.Errorf("release %s: %w", member, err)
 	}
+	// destroyMember deleted the console Service; the contract's release
+	// waits until it is gone too.
+	if err := e.wait(ctx, KindService, ConsoleServiceName(member), ""); err != nil {
+		return res, fmt.Errorf("release %s: %w", member, err)
+	}
 	destroyed = true
+	// The waits may have taken minutes, and the definition may have changed
+	// meanwhile (an apply, a resize): the new member is built from the
+	// definition read now, and only when its index is within that size.
+	_, spec, err = e.readPool(ctx, pool)
+	if err != nil {
+		return res, fmt.Errorf("release %s: the old desktop is gone, but the pool definition could not be read again, so no new one was built (the next reconcile creates it): %w", member, err)
+	}
 	if idx <= spec.Size {
 		if err := e.createMember(ctx, snap.Namespace, pool, idx, spec, true); err != nil {
 			return res, fmt.Errorf("release %s: the old desktop is gone but a new one could not be created (the next reconcile creates it): %w", member, err)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // releaseFixture is pool desk of size 2, both members Ready, desk-1 claimed by alice.
@@ -28,6 +29,7 @@ var releaseWrites = []string{
 	"delete Service desk-1-console",
 	"wait Pod desk-1",
 	"wait PersistentVolumeClaim desk-1-data",
+	"wait Service desk-1-console",
 	"create PersistentVolumeClaim desk-1-data",
 	"create Pod desk-1",
 	"delete Lease corral-vdi-ct-desk-1",
@@ -69,9 +71,11 @@ func TestReleaseByHolder(t *testing.T) {
 	}
 }
 
-// The new member is created only after the old Pod and PVC are gone.
+// The new member is created only after the old Pod, PVC and console Service
+// are gone.
 func TestReleaseWaitsForTerminatingObjects(t *testing.T) {
 	e, f := releaseFixture(t)
+	f.add(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "desk-1-console", Namespace: testNS}})
 	f.terminating = true
 	f.waits = make(chan act)
 	done := make(chan error, 1)
@@ -82,8 +86,13 @@ func TestReleaseWaitsForTerminatingObjects(t *testing.T) {
 	for _, w := range []struct {
 		kind Kind
 		name string
-	}{{KindPod, "desk-1"}, {KindPVC, "desk-1-data"}} {
-		got := <-f.waits
+	}{{KindPod, "desk-1"}, {KindPVC, "desk-1-data"}, {KindService, "desk-1-console"}} {
+		var got act
+		select {
+		case got = <-f.waits:
+		case err := <-done:
+			t.Fatalf("Release returned (%v) without waiting for %s %s", err, w.kind, w.name)
+		}
 		if got != (act{"wait", string(w.kind), w.name}) {
 			t.Fatalf("waiting on %v, want %s %s", got, w.kind, w.name)
 		}
@@ -211,6 +220,7 @@ func TestReleaseAboveSizeIsNotRecreated(t *testing.T) {
 		"delete Service desk-3-console",
 		"wait Pod desk-3",
 		"wait PersistentVolumeClaim desk-3-data",
+		"wait Service desk-3-console",
 		"delete Lease corral-vdi-ct-desk-3",
 	))
 	if pods, pvcs, leases := f.count(); pods != 2 || pvcs != 2 || leases != 1 {

@@ -127,6 +127,9 @@ func (s *Spec) Validate() error {
 			return err
 		}
 	}
+	if n := len(s.sourceEncoding()); n > MaxSourceRecordBytes {
+		return &InvalidError{Field: "spec", Reason: fmt.Sprintf("the source fields (image, runtime, ...) take %d bytes, more than %d (each member records its source on its PVC)", n, MaxSourceRecordBytes)}
+	}
 	return nil
 }
 
@@ -155,7 +158,16 @@ type sourceFields struct {
 // encoding of the source fields (image, cpu, memory, disk, storageClass,
 // privileged, init and runtime). Quantities are canonicalised, so "2048Mi" and
 // "2Gi" hash alike. Size and mode are not source fields.
-func (s Spec) SourceHash() string {
+func (s Spec) SourceHash() string { return hashSource(s.sourceEncoding()) }
+
+func hashSource(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])[:16]
+}
+
+// sourceEncoding is the canonical encoding of the source fields, the bytes
+// SourceHash hashes and SourceRecord returns.
+func (s Spec) sourceEncoding() []byte {
 	rt := s.Runtime
 	if rt == nil {
 		rt = &Runtime{}
@@ -173,8 +185,54 @@ func (s Spec) SourceHash() string {
 		Runtime:      &c,
 	}
 	b, _ := json.Marshal(f) // plain struct of strings, bools and ints: cannot fail
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])[:16]
+	return b
+}
+
+// AnnotationSource, on a member's data PVC, records the source the member was
+// built from: SourceRecord of the spec it was built with. A claimed member
+// that lost its Pod is started again from it (SpecFromSourceRecord), never
+// from a changed pool definition.
+const AnnotationSource = "ctpool.dev/source"
+
+// MaxSourceRecordBytes bounds SourceRecord (Validate refuses a spec whose
+// source fields encode longer), so that the record stays far below the
+// API server's 256 KiB limit on an object's annotations.
+const MaxSourceRecordBytes = 16 << 10
+
+// SourceRecord is the canonical encoding of the source fields (JSON, the
+// bytes SourceHash hashes), the value of AnnotationSource.
+func (s Spec) SourceRecord() string { return string(s.sourceEncoding()) }
+
+// SpecFromSourceRecord decodes a SourceRecord into the spec a member was built
+// from: the record's source fields with pool's size and mode. It fails, never
+// panics, on a record that does not decode, is not a valid source, or whose
+// hash is not wantHash (the source label of the object it was read from; ""
+// skips that check): a hand-edited record is not trusted.
+func SpecFromSourceRecord(rec string, pool Spec, wantHash string) (Spec, error) {
+	if len(rec) > MaxSourceRecordBytes {
+		return Spec{}, fmt.Errorf("recorded source is %d bytes, more than %d", len(rec), MaxSourceRecordBytes)
+	}
+	var f sourceFields
+	dec := json.NewDecoder(strings.NewReader(rec))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&f); err != nil {
+		return Spec{}, fmt.Errorf("recorded source does not parse: %s", cleanYAMLError(err))
+	}
+	if dec.More() {
+		return Spec{}, errors.New("recorded source does not parse: data after the record")
+	}
+	s := Spec{
+		Image: f.Image, CPU: f.CPU, Memory: f.Memory, Disk: f.Disk, StorageClass: f.StorageClass,
+		Privileged: f.Privileged, Init: f.Init, Runtime: f.Runtime, Size: pool.Size, Mode: pool.Mode,
+	}
+	s.Default()
+	if err := s.Validate(); err != nil {
+		return Spec{}, fmt.Errorf("recorded source is not valid: %w", err)
+	}
+	if h := s.SourceHash(); wantHash != "" && h != wantHash {
+		return Spec{}, fmt.Errorf("recorded source hashes to %s, not to the source label %s", h, wantHash)
+	}
+	return s, nil
 }
 
 func canonicalQuantity(v, def string) string {

@@ -224,7 +224,17 @@ var watchRetryInterval = time.Second
 // WaitGone waits until the object is gone or replaced (another UID). It
 // watches the single object and re-checks with a Get whenever the watch ends
 // or every few seconds, so a lost watch event cannot hang it.
+//
+// A console Service (engine.KindService) is waited for with deletes alone,
+// the one Service verb of the pool contract: a Service being deleted (a
+// finalizer holds it) answers a repeated delete with success, a gone one
+// with NotFound, a replaced one (uid set) with a failed UID precondition.
+// The delete is repeated every serviceRecheck, with nothing more to delete
+// than the first did.
 func (c *Cluster) WaitGone(ctx context.Context, kind engine.Kind, name string, uid types.UID) error {
+	if kind == engine.KindService {
+		return c.waitServiceGone(ctx, name, uid)
+	}
 	get, watchFn, err := c.objectFuncs(kind)
 	if err != nil {
 		return err
@@ -267,6 +277,33 @@ func (c *Cluster) WaitGone(ctx context.Context, kind engine.Kind, name string, u
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
+		}
+	}
+}
+
+// serviceRecheck is the pause between the deletes that wait for a console
+// Service.
+var serviceRecheck = 500 * time.Millisecond
+
+func (c *Cluster) waitServiceGone(ctx context.Context, name string, uid types.UID) error {
+	svcs := c.Client.CoreV1().Services(c.Namespace)
+	for {
+		err := MapError(svcs.Delete(ctx, name, deleteOptions(uid, "")))
+		switch {
+		case errors.Is(err, engine.ErrNotFound), uid != "" && errors.Is(err, engine.ErrConflict):
+			return nil
+		case err != nil:
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return err
+		}
+		t := time.NewTimer(serviceRecheck)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
 		}
 	}
 }

@@ -453,7 +453,7 @@ func TestWaitGone(t *testing.T) {
 
 	t.Run("unknown kind", func(t *testing.T) {
 		c := NewCluster(fake.NewClientset(), clusterNS)
-		if err := c.WaitGone(context.Background(), engine.Kind("Service"), "x", ""); err == nil {
+		if err := c.WaitGone(context.Background(), engine.Kind("Secret"), "x", ""); err == nil {
 			t.Fatal("no error for an unknown kind")
 		}
 	})

@@ -32,6 +32,7 @@ var actionPermissions = map[engine.Action][]engine.Permission{
 		{Group: "", Resource: "persistentvolumeclaims", Verb: "patch"},
 		{Group: "", Resource: "pods", Verb: "create"},
 		{Group: "", Resource: "pods", Verb: "delete"},
+		{Group: "", Resource: "pods", Verb: "get"},
 		{Group: "", Resource: "pods", Verb: "list"},
 		{Group: "coordination.k8s.io", Resource: "leases", Verb: "create"},
 		{Group: "coordination.k8s.io", Resource: "leases", Verb: "delete"},
