@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
 )
@@ -213,3 +214,65 @@ func TestFleetWatcherSeesAClaimLeaseByName(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// Every read of Leases goes without the label selector; in every namespace
+// it leaves kube-node-lease out with a field selector, in one namespace it
+// has none.
+func TestLeaseReadsAskForNoLabelAndNoNodeLeases(t *testing.T) {
+	client := fake.NewClientset()
+	ctx := context.Background()
+	if _, err := ListFleet(ctx, client, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ListPools(ctx, client, ns); err != nil {
+		t.Fatal(err)
+	}
+	w := NewFleetWatcher(client, nil, WithProbeInterval(0))
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if err := w.Start(wctx); err != nil {
+		t.Fatal(err)
+	}
+	if !w.WaitForSync(wctx) {
+		t.Fatal("no sync")
+	}
+	seen := 0
+	for _, a := range client.Actions() {
+		if a.GetResource().Resource != "leases" {
+			continue
+		}
+		var r interface {
+			GetListRestrictions() k8stesting.ListRestrictions
+		}
+		switch a := a.(type) {
+		case k8stesting.ListAction:
+			r = a
+		case k8stesting.WatchAction:
+			r = watchRestrictions{a}
+		default:
+			continue
+		}
+		seen++
+		lr := r.GetListRestrictions()
+		if !lr.Labels.Empty() {
+			t.Errorf("%s leases in %q with label selector %q", a.GetVerb(), a.GetNamespace(), lr.Labels)
+		}
+		wantField := ""
+		if a.GetNamespace() == "" {
+			wantField = "metadata.namespace!=" + NodeLeaseNamespace
+		}
+		if got := lr.Fields.String(); got != wantField {
+			t.Errorf("%s leases in %q with field selector %q, want %q", a.GetVerb(), a.GetNamespace(), got, wantField)
+		}
+	}
+	if seen < 3 {
+		t.Fatalf("%d Lease lists and watches recorded, want at least 3", seen)
+	}
+}
+
+type watchRestrictions struct{ k8stesting.WatchAction }
+
+func (w watchRestrictions) GetListRestrictions() k8stesting.ListRestrictions {
+	r := w.GetWatchRestrictions()
+	return k8stesting.ListRestrictions{Labels: r.Labels, Fields: r.Fields}
+}
