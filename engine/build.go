@@ -204,9 +204,11 @@ func newLease(namespace, pool, member, holder string, d time.Duration, now time.
 	}
 }
 
-// setLeaseHolder rewrites a Lease copy for a new holder (compare-and-swap on its resourceVersion).
+// setLeaseHolder rewrites a Lease copy for a new holder (compare-and-swap on
+// its resourceVersion), labelled as the engine labels its Leases.
 func setLeaseHolder(l *coordinationv1.Lease, holder string, d time.Duration, now time.Time) *coordinationv1.Lease {
 	c := l.DeepCopy()
+	labelLease(c)
 	secs := int32(d / time.Second)
 	t := metav1.NewMicroTime(now)
 	h := holder
@@ -220,9 +222,11 @@ func setLeaseHolder(l *coordinationv1.Lease, holder string, d time.Duration, now
 	return c
 }
 
-// renewLease returns a copy of a claim Lease renewed at now.
+// renewLease returns a copy of a claim Lease renewed at now, labelled as
+// the engine labels its Leases.
 func renewLease(l *coordinationv1.Lease, now time.Time) *coordinationv1.Lease {
 	c := l.DeepCopy()
+	labelLease(c)
 	t := metav1.NewMicroTime(now)
 	secs := int32(ClaimDuration / time.Second)
 	c.Spec.RenewTime, c.Spec.LeaseDurationSeconds = &t, &secs

@@ -261,7 +261,7 @@ func (f *fakeCluster) Snapshot(_ context.Context, pool string) (Snapshot, error)
 		}
 	}
 	for _, name := range sortedKeys(f.leases) {
-		if l := f.leases[name]; l.Labels[LabelPool] == pool {
+		if l := f.leases[name]; LeaseInPool(l, pool) { // by its name, labelled or not
 			s.Leases = append(s.Leases, l.DeepCopy())
 		}
 	}
@@ -334,7 +334,7 @@ func (f *fakeCluster) ListLeases(_ context.Context, pool string) ([]*coordinatio
 	}
 	var out []*coordinationv1.Lease
 	for _, name := range sortedKeys(f.leases) {
-		if l := f.leases[name]; l.Labels[LabelPool] == pool {
+		if l := f.leases[name]; LeaseInPool(l, pool) {
 			out = append(out, l.DeepCopy())
 		}
 	}

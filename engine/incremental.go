@@ -260,7 +260,7 @@ func (s *PoolState) fits(name string, o MemberObjects) bool {
 	if c := o.PVC; c != nil && (c.Name != PVCName(name) || c.Labels[LabelPool] != pool || memberNameOf(c.Labels, name) != name) {
 		return false
 	}
-	if l := o.Lease; l != nil && (l.Name != LeaseName(name) || l.Labels[LabelPool] != pool) {
+	if l := o.Lease; l != nil && (l.Name != LeaseName(name) || !LeaseInPool(l, pool)) {
 		return false
 	}
 	return true
@@ -356,10 +356,11 @@ func PVCMember(c *corev1.PersistentVolumeClaim) (pool, member string, named, ok 
 	return pool, member, fits && member == name, pool != ""
 }
 
-// LeaseMember is PodMember for a claim Lease; ok is also false for a Lease
-// whose name is not a claim Lease's (Observe ignores it).
+// LeaseMember is PodMember for a claim Lease, whose pool is LeasePool's (by
+// its name, labelled or not); ok is also false for a Lease whose name is not
+// a claim Lease's (Observe ignores it).
 func LeaseMember(l *coordinationv1.Lease) (pool, member string, named, ok bool) {
-	pool = l.Labels[LabelPool]
+	pool, _ = LeasePool(l)
 	member, fits := MemberFromLeaseName(l.Name)
 	return pool, member, true, pool != "" && fits
 }

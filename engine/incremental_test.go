@@ -54,7 +54,8 @@ func (w *world) spec() Spec {
 	return baseSpec(12)
 }
 
-// snapshot is what GroupByPool makes of the objects labelled with the pool.
+// snapshot is what GroupByPool makes of the objects labelled with the pool
+// (and the Leases named for it, labelled or not).
 func (w *world) snapshot() Snapshot {
 	snap := Snapshot{Namespace: incrNS, Pool: w.pool}
 	if w.cm != nil && w.cm.Labels[LabelPool] == w.pool {
@@ -71,7 +72,7 @@ func (w *world) snapshot() Snapshot {
 		}
 	}
 	for _, name := range sortedKeys(w.leases) {
-		if l := w.leases[name]; l.Labels[LabelPool] == w.pool {
+		if l := w.leases[name]; LeaseInPool(l, w.pool) {
 			snap.Leases = append(snap.Leases, l)
 		}
 	}
@@ -169,7 +170,7 @@ func (w *world) update() PoolUpdate {
 		if c := w.pvcs[PVCName(m)]; c != nil && c.Labels[LabelPool] == w.pool {
 			o.PVC = c
 		}
-		if l := w.leases[LeaseName(m)]; l != nil && l.Labels[LabelPool] == w.pool {
+		if l := w.leases[LeaseName(m)]; l != nil && LeaseInPool(l, w.pool) {
 			o.Lease = l
 		}
 		u.Members[m] = o
@@ -350,6 +351,11 @@ func TestPoolStateUpdate(t *testing.T) {
 		}, true},
 		{"a member is claimed", func(w *world) {
 			w.putLease(ClaimLease(incrNS, w.pool, w.member(3), "bob@example.com", w.now))
+		}, true},
+		{"a member is claimed by a Lease with no label", func(w *world) {
+			l := ClaimLease(incrNS, w.pool, w.member(3), "bob@example.com", w.now)
+			l.Labels = nil
+			w.putLease(l)
 		}, true},
 		{"a claim is released", func(w *world) { w.delLease(LeaseName(w.member(2))) }, true},
 		{"a claim expires with time alone", func(w *world) { w.now = w.now.Add(11 * time.Minute) }, true},

@@ -11,8 +11,11 @@ import (
 // GroupByPool splits namespace-wide lists of pool objects into one Snapshot
 // per pool, sorted by pool name. A pool is known by its ConfigMap or by the
 // pool label of any of its objects, so objects that claim a pool with no
-// definition still show up (as a pool with Defined false). Linear in the
-// number of objects, plus the sort of the pool names.
+// definition still show up (as a pool with Defined false). A Lease is
+// grouped by LeasePool: by the member its name names, labelled or not (a
+// Lease with no label, or another pool's, joins a pool known otherwise).
+// leases may hold any Leases of the namespace: those of no pool are left
+// out. Linear in the number of objects, plus the sort of the pool names.
 func GroupByPool(namespace string, cms []*corev1.ConfigMap, pods []*corev1.Pod, pvcs []*corev1.PersistentVolumeClaim, leases []*coordinationv1.Lease) []Snapshot {
 	idx := map[string]*Snapshot{}
 	get := func(pool string) *Snapshot {
@@ -42,9 +45,25 @@ func GroupByPool(namespace string, cms []*corev1.ConfigMap, pods []*corev1.Pod, 
 			s.PVCs = append(s.PVCs, c)
 		}
 	}
+	// A Lease goes to the pool its name names (LeasePool), labelled or not;
+	// one known by its name alone joins only a pool known otherwise (its
+	// definition, or a labelled object), so that a Lease that merely looks
+	// like a claim makes no pool appear.
+	var byNameOnly []*coordinationv1.Lease
 	for _, l := range leases {
-		if pool := l.Labels[LabelPool]; pool != "" {
+		pool, byName := LeasePool(l)
+		switch {
+		case pool == "":
+		case byName && !labelsAsPool(l, pool):
+			byNameOnly = append(byNameOnly, l)
+		default:
 			s := get(pool)
+			s.Leases = append(s.Leases, l)
+		}
+	}
+	for _, l := range byNameOnly {
+		pool, _ := LeasePool(l)
+		if s := idx[pool]; s != nil {
 			s.Leases = append(s.Leases, l)
 		}
 	}

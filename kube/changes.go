@@ -160,7 +160,7 @@ func (w *Watcher) ReadChanges(pc engine.PoolChanges) engine.PoolUpdate {
 		if c, ok := get(s.PVCs, engine.PVCName(m)).(*corev1.PersistentVolumeClaim); ok && c.Labels[engine.LabelPool] == pc.Pool {
 			o.PVC = c
 		}
-		if l, ok := get(s.Leases, engine.LeaseName(m)).(*coordinationv1.Lease); ok && l.Labels[engine.LabelPool] == pc.Pool {
+		if l, ok := get(s.Leases, engine.LeaseName(m)).(*coordinationv1.Lease); ok && engine.LeaseInPool(l, pc.Pool) {
 			o.Lease = l
 		}
 		u.Members[m] = o

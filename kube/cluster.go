@@ -43,9 +43,10 @@ func PoolSelector(pool string) string {
 	return labels.SelectorFromSet(labels.Set{engine.LabelPool: pool}).String()
 }
 
-// Snapshot reads the pool's ConfigMap and its labelled Pods, PVCs and
-// Leases: four requests, sent at once, so that a fresh read costs one round
-// trip's latency rather than four.
+// Snapshot reads the pool's ConfigMap, its labelled Pods and PVCs, and its
+// claim Leases, labelled or not (the namespace's Leases named for a member
+// of the pool, engine.LeaseInPool): four requests, sent at once, so that a
+// fresh read costs one round trip's latency rather than four.
 func (c *Cluster) Snapshot(ctx context.Context, pool string) (engine.Snapshot, error) {
 	if c.Reader != nil {
 		return c.Reader.Snapshot(ctx, pool)
@@ -55,7 +56,7 @@ func (c *Cluster) Snapshot(ctx context.Context, pool string) (engine.Snapshot, e
 	var (
 		pods   *corev1.PodList
 		pvcs   *corev1.PersistentVolumeClaimList
-		leases *coordinationv1.LeaseList
+		leases []*coordinationv1.Lease
 	)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
@@ -77,13 +78,13 @@ func (c *Cluster) Snapshot(ctx context.Context, pool string) (engine.Snapshot, e
 		return MapError(err)
 	})
 	g.Go(func() (err error) {
-		leases, err = c.Client.CoordinationV1().Leases(c.Namespace).List(gctx, opts)
-		return MapError(err)
+		leases, err = c.poolLeases(gctx, pool)
+		return err
 	})
 	if err := g.Wait(); err != nil {
 		return engine.Snapshot{Namespace: c.Namespace, Pool: pool}, err
 	}
-	snap.Pods, snap.PVCs, snap.Leases = ptrs(pods.Items), ptrs(pvcs.Items), ptrs(leases.Items)
+	snap.Pods, snap.PVCs, snap.Leases = ptrs(pods.Items), ptrs(pvcs.Items), leases
 	return snap, nil
 }
 
@@ -113,14 +114,28 @@ func (c *Cluster) PatchConfigMap(ctx context.Context, name, rv string, labels, d
 	return MapError(err)
 }
 
-// ListLeases lists the pool's Leases fresh from the API server (never from
-// Reader).
+// ListLeases lists the pool's claim Leases, labelled or not, fresh from the
+// API server (never from Reader).
 func (c *Cluster) ListLeases(ctx context.Context, pool string) ([]*coordinationv1.Lease, error) {
-	list, err := c.Client.CoordinationV1().Leases(c.Namespace).List(ctx, metav1.ListOptions{LabelSelector: PoolSelector(pool)})
+	return c.poolLeases(ctx, pool)
+}
+
+// poolLeases lists the namespace's Leases without a label selector (no
+// selector on a name prefix exists) and keeps those of pool
+// (engine.LeaseInPool): the claim Leases named for its members, labelled
+// or not. Unrelated Leases are dropped as they are decoded (listClaimLeases).
+func (c *Cluster) poolLeases(ctx context.Context, pool string) ([]*coordinationv1.Lease, error) {
+	all, err := listClaimLeases(ctx, c.Client, c.Namespace)
 	if err != nil {
 		return nil, MapError(err)
 	}
-	return ptrs(list.Items), nil
+	kept := all[:0]
+	for _, l := range all {
+		if engine.LeaseInPool(l, pool) {
+			kept = append(kept, l)
+		}
+	}
+	return kept, nil
 }
 
 // PatchConfigMapData merge-patches one data key.

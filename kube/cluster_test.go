@@ -77,10 +77,16 @@ func TestSnapshotSelectsThePool(t *testing.T) {
 	objs = append(objs,
 		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "desk-9", Namespace: clusterNS}}, // no label
 		&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "scratch", Namespace: clusterNS}},
+		// A Lease named for desk-9 is its claim, labelled or not; one
+		// named for desk-2-1 is pool desk-2's, not desk's; the others are
+		// no claim.
 		&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "corral-vdi-ct-desk-9", Namespace: clusterNS}},
+		&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "corral-vdi-ct-desk-2-1", Namespace: clusterNS}},
+		&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "kube-scheduler", Namespace: clusterNS}},
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kube-root-ca.crt", Namespace: clusterNS}},
 		// the same pool in another namespace
 		engine.BuildPod("elsewhere", "desk", 3, clusterSpec(3)),
+		&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "corral-vdi-ct-desk-2", Namespace: "elsewhere"}},
 	)
 	c := NewCluster(fake.NewClientset(objs...), clusterNS)
 
@@ -89,7 +95,8 @@ func TestSnapshotSelectsThePool(t *testing.T) {
 		wantCM                     bool
 		wantPods, wantPVCs, wantLs []string
 	}{
-		{"desk", true, []string{"desk-1", "desk-2"}, []string{"desk-1-data", "desk-2-data"}, []string{"corral-vdi-ct-desk-1"}},
+		{"desk", true, []string{"desk-1", "desk-2"}, []string{"desk-1-data", "desk-2-data"}, []string{"corral-vdi-ct-desk-1", "corral-vdi-ct-desk-9"}},
+		{"desk-2", false, nil, nil, []string{"corral-vdi-ct-desk-2-1"}},
 		{"art", true, []string{"art-1", "art-2", "art-3"}, []string{"art-1-data", "art-2-data", "art-3-data"}, []string{"corral-vdi-ct-art-1"}},
 		{"none", false, nil, nil, nil},
 	}

@@ -108,7 +108,7 @@ func listAllNamespaces(ctx context.Context, client kubernetes.Interface) ([]engi
 		cms    *corev1.ConfigMapList
 		pods   *corev1.PodList
 		pvcs   *corev1.PersistentVolumeClaimList
-		leases *coordinationv1.LeaseList
+		leases []*coordinationv1.Lease
 	)
 	var g errgroup.Group // no cancel at the first error: see listPools
 	gctx := ctx
@@ -125,13 +125,13 @@ func listAllNamespaces(ctx context.Context, client kubernetes.Interface) ([]engi
 		return listError(err, "persistentvolumeclaims", all)
 	})
 	g.Go(func() (err error) {
-		leases, err = client.CoordinationV1().Leases(all).List(gctx, opts)
+		leases, err = listClaimLeases(gctx, client, all) // but kube-node-lease's
 		return listError(err, "leases.coordination.k8s.io", all)
 	})
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
-	return GroupByNamespace(ptrs(cms.Items), ptrs(pods.Items), ptrs(pvcs.Items), ptrs(leases.Items)), nil
+	return GroupByNamespace(ptrs(cms.Items), ptrs(pods.Items), ptrs(pvcs.Items), leases), nil
 }
 
 // ListForbiddenError: the identity may not list a kind of pool object in a

@@ -21,7 +21,7 @@ import (
 //
 // A pool here is what fleetSnapshotsWhole groups: the objects of one
 // namespace with one value of the pool label (a ConfigMap only when it is
-// that pool's definition). Every object the informers add, update or delete
+// that pool's definition; a Lease by engine.LeasePool, its name). Every object the informers add, update or delete
 // marks its pool (the old object's and the new one's) before the reader is
 // signalled, so a read that follows a signal regroups every pool the
 // signal's change touched. A read thus equals a whole regrouping of the
@@ -46,9 +46,10 @@ type fleetCache struct {
 }
 
 // markPool marks the pool of an object (a handler's old or new object, or
-// a tombstone) to be regrouped at the next read. An object without the pool
-// label marks the pool "" of its namespace: a ConfigMap named
-// engine.ConfigMapName("") is that pool's definition.
+// a tombstone) to be regrouped at the next read: its pool label's, a
+// Lease's engine.LeasePool. An object without the pool label marks the pool
+// "" of its namespace: a ConfigMap named engine.ConfigMapName("") is that
+// pool's definition.
 func (c *fleetCache) markPool(obj any) {
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = t.Obj
@@ -59,6 +60,9 @@ func (c *fleetCache) markPool(obj any) {
 		return
 	}
 	k := PoolKey{Namespace: m.GetNamespace(), Pool: m.GetLabels()[engine.LabelPool]}
+	if l, ok := obj.(*coordinationv1.Lease); ok {
+		k.Pool, _ = engine.LeasePool(l) // by its name, labelled or not
+	}
 	c.dirtyMu.Lock()
 	defer c.dirtyMu.Unlock()
 	if c.all {
@@ -188,7 +192,15 @@ func groupPool(sets []*PoolInformers, k PoolKey, indexed bool) (engine.Snapshot,
 		}
 		var out []any
 		for _, o := range inf.GetStore().List() {
-			if m, err := meta.Accessor(o); err == nil && m.GetNamespace() == k.Namespace && m.GetLabels()[engine.LabelPool] == k.Pool {
+			m, err := meta.Accessor(o)
+			if err != nil || m.GetNamespace() != k.Namespace {
+				continue
+			}
+			if l, ok := o.(*coordinationv1.Lease); ok {
+				if engine.LeaseInPool(l, k.Pool) {
+					out = append(out, o)
+				}
+			} else if m.GetLabels()[engine.LabelPool] == k.Pool {
 				out = append(out, o)
 			}
 		}
@@ -219,7 +231,10 @@ func groupPool(sets []*PoolInformers, k PoolKey, indexed bool) (engine.Snapshot,
 		snap.Leases = slices.Grow(snap.Leases, len(leases))
 		for _, o := range leases {
 			if l, ok := o.(*coordinationv1.Lease); ok {
-				snap.Leases, found = append(snap.Leases, l), true
+				// A Lease known by its name alone makes no pool appear
+				// (engine.GroupByPool): only one labelled for it does.
+				snap.Leases = append(snap.Leases, l)
+				found = found || l.Labels[engine.LabelPool] == k.Pool
 			}
 		}
 	}

@@ -80,7 +80,11 @@ func newFleetFixture(t *testing.T, watched, namespaces []string, seed uint64) *f
 		}
 	}
 	f.client = fake.NewClientset(initial...)
-	f.sent = int64(len(initial))
+	for _, o := range initial {
+		if handled(o) {
+			f.sent++
+		}
+	}
 	// A watch counts once the tracker serves it: no change made after is lost.
 	watches := make(chan struct{}, 64)
 	f.client.PrependWatchReactor("*", func(a k8stesting.Action) (bool, watch.Interface, error) {
@@ -147,6 +151,9 @@ func (f *fleetFixture) name(kind string) string {
 	case "persistentvolumeclaims":
 		return engine.PVCName(engine.MemberName(pool, 1+f.rng.IntN(4)))
 	case "leases":
+		if f.rng.IntN(8) == 0 {
+			return "kube-scheduler" // no claim's
+		}
 		return engine.LeaseName(engine.MemberName(pool, 1+f.rng.IntN(4)))
 	}
 	if f.rng.IntN(8) == 0 {
@@ -168,6 +175,9 @@ func (f *fleetFixture) build(kind, ns, name string) runtime.Object {
 		return &corev1.Pod{ObjectMeta: meta}
 	case "persistentvolumeclaims":
 		return &corev1.PersistentVolumeClaim{ObjectMeta: meta}
+	}
+	if f.rng.IntN(3) == 0 {
+		meta.Labels = nil // a broker's claim: known by its name alone
 	}
 	return &coordinationv1.Lease{ObjectMeta: meta}
 }
@@ -198,8 +208,17 @@ func (f *fleetFixture) batch(n int) {
 		if err != nil {
 			f.t.Fatalf("%s %s: %v", kind, key, err)
 		}
-		f.sent++
+		if kind != "leases" || isClaimLeaseName(name) {
+			f.sent++
+		}
 	}
+}
+
+// handled reports whether an object reaches the handlers: a Lease only when
+// it is named as a claim Lease (the others never enter the cache).
+func handled(o runtime.Object) bool {
+	l, ok := o.(*coordinationv1.Lease)
+	return !ok || isClaimLeaseName(l.Name)
 }
 
 func fleetGVR(kind string) schema.GroupVersionResource {

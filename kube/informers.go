@@ -323,7 +323,7 @@ func (w *Watcher) Snapshots() []engine.Snapshot {
 	cms, _ := w.cms.ConfigMaps(w.namespace).List(w.selector)
 	pods, _ := w.pods.Pods(w.namespace).List(w.selector)
 	pvcs, _ := w.pvcs.PersistentVolumeClaims(w.namespace).List(w.selector)
-	leases, _ := w.leases.Leases(w.namespace).List(w.selector)
+	leases, _ := w.leases.Leases(w.namespace).List(labels.Everything()) // claim Leases, labelled or not
 	return engine.GroupByPool(w.namespace, cms, pods, pvcs, leases)
 }
 
@@ -410,12 +410,18 @@ func (r namespaceReader) Snapshot(ctx context.Context, pool string) (engine.Snap
 	return engine.Snapshot{Namespace: r.namespace, Pool: pool}, fmt.Errorf("namespace %s is not one the dashboard watches", r.namespace)
 }
 
-// selected reports whether an object carries the pool label. The list and
-// watch already ask the server for that; this also holds for clients that
-// ignore label selectors, and for tombstones.
+// selected reports whether an object carries the pool label, or is a Lease
+// of a pool by its name (engine.LeasePool), labelled or not. The list and
+// watch already ask the server for the label (the Leases' keep the claim
+// Leases); this also holds for clients that ignore label selectors, and for
+// tombstones.
 func (w *Watcher) selected(obj any) bool {
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = t.Obj
+	}
+	if l, ok := obj.(*coordinationv1.Lease); ok {
+		pool, _ := engine.LeasePool(l)
+		return pool != ""
 	}
 	m, err := meta.Accessor(obj)
 	if err != nil {

@@ -13,8 +13,8 @@ import (
 )
 
 // ListPools reads every pool object of a namespace once, with the four List
-// calls in parallel (ConfigMaps, Pods, PVCs and Leases carrying the pool
-// label), and groups them by pool. It is the headless --once path: one round
+// calls in parallel (ConfigMaps, Pods and PVCs carrying the pool label, and
+// the claim Leases by their name, labelled or not), and groups them by pool. It is the headless --once path: one round
 // trip's worth of latency, no informer start-up.
 func ListPools(ctx context.Context, client kubernetes.Interface, namespace string) ([]engine.Snapshot, error) {
 	return listPools(ctx, client, namespace, func(err error, _ string) error { return MapError(err) })
@@ -28,7 +28,7 @@ func listPools(ctx context.Context, client kubernetes.Interface, namespace strin
 		cms    *corev1.ConfigMapList
 		pods   *corev1.PodList
 		pvcs   *corev1.PersistentVolumeClaimList
-		leases *coordinationv1.LeaseList
+		leases []*coordinationv1.Lease
 	)
 	// Every List runs to its end: cancelling the others at the first
 	// refusal only makes client-go log the cancelled reads.
@@ -47,13 +47,13 @@ func listPools(ctx context.Context, client kubernetes.Interface, namespace strin
 		return mapErr(err, "persistentvolumeclaims")
 	})
 	g.Go(func() (err error) {
-		leases, err = client.CoordinationV1().Leases(namespace).List(gctx, opts)
+		leases, err = listClaimLeases(gctx, client, namespace)
 		return mapErr(err, "leases.coordination.k8s.io")
 	})
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
-	return engine.GroupByPool(namespace, ptrs(cms.Items), ptrs(pods.Items), ptrs(pvcs.Items), ptrs(leases.Items)), nil
+	return engine.GroupByPool(namespace, ptrs(cms.Items), ptrs(pods.Items), ptrs(pvcs.Items), leases), nil
 }
 
 func ptrs[T any](items []T) []*T {

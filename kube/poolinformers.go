@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/informers"
+	coordinationinformers "k8s.io/client-go/informers/coordination/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
@@ -23,15 +25,18 @@ import (
 var ErrNotSynced = errors.New("the informer cache has not synced yet")
 
 // PoolIndex indexes every cached pool object by the "namespace/pool" of its
-// pool label, so that one pool's snapshot does not scan the namespace.
+// pool label (a Lease: of the pool its name names, PoolOf), so that one
+// pool's snapshot does not scan the namespace.
 const PoolIndex = "ctpool-pool"
 
 // PoolInformers is the informer cache of every pool object: the pool
-// ConfigMaps and the labelled Pods, PVCs and Leases, in one namespace or in
-// all of them. The dashboard's Watcher and the controller both build theirs
-// with NewPoolInformers: one generated factory, a label selector on the pool
-// label, StripForCache as the transform, PoolIndex, and the caller's event
-// handler and watch-error hook on each informer.
+// ConfigMaps, the labelled Pods and PVCs, and the claim Leases (by their
+// name, labelled or not), in one namespace or in all of them. The
+// dashboard's Watcher and the controller both build theirs with
+// NewPoolInformers: one generated factory, a label selector on the pool
+// label (the Leases: none, and only the claim Leases kept, leases.go),
+// StripForCache as the transform, PoolIndex, and the caller's event handler
+// and watch-error hook on each informer.
 type PoolInformers struct {
 	factory  informers.SharedInformerFactory
 	selector labels.Selector
@@ -66,7 +71,14 @@ func NewPoolInformers(client kubernetes.Interface, namespace string, h cache.Res
 		ConfigMaps: core.ConfigMaps().Informer(),
 		Pods:       core.Pods().Informer(),
 		PVCs:       core.PersistentVolumeClaims().Informer(),
-		Leases:     f.Coordination().V1().Leases().Informer(),
+		// A claim Lease is known by its name, labelled or not: the Leases
+		// are read without the label selector, through claimLeases, which
+		// keeps the claim Leases only (leases.go).
+		Leases: f.InformerFor(&coordinationv1.Lease{}, func(c kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+			return coordinationinformers.NewFilteredLeaseInformer(claimLeases{c}, namespace, resync,
+				cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
+				func(o *metav1.ListOptions) { leaseListOptions(namespace, o) })
+		}),
 	}
 	for _, inf := range s.all() {
 		// These fail only once the informer has started; it has not.
@@ -126,9 +138,9 @@ type PoolKey struct {
 
 func (k PoolKey) String() string { return k.Namespace + "/" + k.Pool }
 
-// PoolOf names the pool of an object from its pool label (tombstones too).
-// An object without the label, or with a value that is no pool name, has
-// none.
+// PoolOf names the pool of an object from its pool label (tombstones too);
+// a Lease's is engine.LeasePool's, by its name, labelled or not. An object
+// without the label, or with a value that is no pool name, has none.
 func PoolOf(obj any) (PoolKey, bool) {
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = t.Obj
@@ -138,6 +150,9 @@ func PoolOf(obj any) (PoolKey, bool) {
 		return PoolKey{}, false
 	}
 	pool := m.GetLabels()[engine.LabelPool]
+	if l, ok := obj.(*coordinationv1.Lease); ok {
+		pool, _ = engine.LeasePool(l)
+	}
 	if pool == "" || engine.ValidatePoolName(pool) != nil {
 		return PoolKey{}, false
 	}
