@@ -193,3 +193,26 @@ func formatCount(n int) string {
 	}
 	return b.String()
 }
+
+// MentionsMember reports whether the error e is of member: "<step>
+// <member>: <cause>", or a group (ErrorGroup.String) that names it.
+func MentionsMember(e, member string) bool {
+	if _, m, _, ok := splitMemberError(e); ok {
+		return m == member
+	}
+	if !strings.HasSuffix(e, ")") {
+		return false
+	}
+	open := strings.LastIndex(e, " (")
+	if open < 0 {
+		return false
+	}
+	for _, part := range strings.Split(e[open+2:len(e)-1], ", ") {
+		for _, name := range strings.Split(part, " … ") {
+			if name == member {
+				return true
+			}
+		}
+	}
+	return false
+}
