@@ -62,11 +62,13 @@ members drift: unclaimed ones are replaced, claimed ones stay until released.`,
 				return opErr(err)
 			}
 			var spec engine.Spec
+			stop := e.showProgress(eng)
 			res, err := eng.ApplyEdit(cmd.Context(), pool, func(stored *engine.Spec) (engine.Spec, error) {
 				s, err := f.spec(cmd, stored)
 				spec = s
 				return s, err
 			}, replace)
+			stop()
 			var ce *codeError
 			if errors.As(err, &ce) {
 				return err // bad flags: nothing was written
@@ -200,6 +202,7 @@ left out).`,
 				return opErr(err)
 			}
 			var res engine.ReleaseResult
+			stop := e.showProgress(eng)
 			if force {
 				// IDENTITY, when given, is checked but not needed: a forced
 				// release ends the claim whoever holds it.
@@ -207,6 +210,7 @@ left out).`,
 			} else {
 				res, err = eng.Release(cmd.Context(), args[0], args[1], identity)
 			}
+			stop()
 			if err != nil {
 				return opErr(err)
 			}
@@ -242,7 +246,10 @@ Claimed members are never destroyed: delete stops and names them; release them
 			if err != nil {
 				return opErr(err)
 			}
-			if err := eng.Delete(cmd.Context(), args[0]); err != nil {
+			stop := e.showProgress(eng)
+			err = eng.Delete(cmd.Context(), args[0])
+			stop()
+			if err != nil {
 				return opErr(err)
 			}
 			fmt.Fprintf(e.stdout, "pool %s deleted\n", args[0])
