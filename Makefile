@@ -97,6 +97,12 @@ CHAOS_OPS ?= 10000
 chaos: ## the randomized concurrency run with CHAOS_OPS operations (default 10000) on the running plane; prints its counts
 	CI=$${CI:-1} CTPOOL_CHAOS_OPS=$(CHAOS_OPS) $(GO) test -count=1 -timeout 120m -tags integration -run '^TestIntegrationRandomizedConcurrency$$' -v ./kube/
 
+SCALE_MEMBERS ?= 10000
+
+.PHONY: scale
+scale: ## on the running plane, a pool of SCALE_MEMBERS (default 10000; 500 in make test) Unschedulable members: fill, the recorded status, delete; prints the figures
+	CI=$${CI:-1} CTPOOL_SCALE_MEMBERS=$(SCALE_MEMBERS) $(GO) test -count=1 -timeout 120m -tags integration -run '^TestIntegrationStatusOfALargeUnschedulablePool$$' -v ./kube/
+
 SOAK ?= 30m
 SOAK_TIMEOUT ?= 2h
 

@@ -101,6 +101,11 @@ type Engine struct {
 	// Audit, when set, is told of every write an operation made on behalf of
 	// a person (claim, release, apply, resize, delete, reconcile actions).
 	Audit func(ctx context.Context, e AuditEntry)
+	// Progress, when set, is told how a reconcile step goes (after each of
+	// its members, Progress.Done of Progress.Total) and of each wait for a
+	// deleted object, as it starts and ends. The calls of one step come one
+	// at a time, from its workers: it must return quickly.
+	Progress func(Progress)
 	// Authorize, when set, asks the API server whether the caller holds a
 	// guarded permission (PermForceRelease); it returns an error wrapping
 	// ErrForbidden when not.

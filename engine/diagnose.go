@@ -285,7 +285,7 @@ func providerFailure(pod *corev1.Pod, ev *corev1.Event) string {
 
 func webhookDenial(member string, errs []string) string {
 	for _, e := range errs {
-		if strings.Contains(e, member+":") && strings.Contains(e, "denied the request") &&
+		if MentionsMember(e, member) && strings.Contains(e, "denied the request") &&
 			(strings.Contains(e, "cocoon") || strings.Contains(e, "POD_CREATORS")) {
 			return e
 		}
@@ -295,7 +295,7 @@ func webhookDenial(member string, errs []string) string {
 
 func memberError(member string, errs []string) string {
 	for _, e := range errs {
-		if strings.Contains(e, " "+member+":") {
+		if MentionsMember(e, member) {
 			return e
 		}
 	}

@@ -3,7 +3,6 @@ package engine
 import (
 	"errors"
 	"fmt"
-	"strings"
 )
 
 // Sentinel errors. The kube package maps API errors onto the first four, so
@@ -64,5 +63,5 @@ func (e *StepError) Error() string {
 	if len(e.Errors) == 1 {
 		return "reconcile: " + e.Errors[0]
 	}
-	return fmt.Sprintf("reconcile: %d steps failed: %s", len(e.Errors), strings.Join(e.Errors, "; "))
+	return fmt.Sprintf("reconcile: %s steps failed: %s", formatCount(len(e.Errors)), ErrorSummary(e.Errors, 10))
 }

@@ -320,10 +320,25 @@ func (f *fakeCluster) PatchConfigMap(_ context.Context, name, rv string, labels,
 		}
 		c.Data[k] = v
 	}
+	if n := configMapDataSize(c.Data); n > maxConfigMapBytes {
+		return fmt.Errorf("ConfigMap %q is invalid: []: Too long: may not be more than %d bytes", name, maxConfigMapBytes)
+	}
 	c.ResourceVersion = f.nextRV()
 	f.cms[c.Name] = c
 	f.notify()
 	return nil
+}
+
+// maxConfigMapBytes is the API server's bound of a ConfigMap's data (its
+// keys and values together).
+const maxConfigMapBytes = 1 << 20
+
+func configMapDataSize(data map[string]string) int {
+	n := 0
+	for k, v := range data {
+		n += len(k) + len(v)
+	}
+	return n
 }
 
 func (f *fakeCluster) ListLeases(_ context.Context, pool string) ([]*coordinationv1.Lease, error) {
@@ -350,6 +365,13 @@ func (f *fakeCluster) PatchConfigMapData(_ context.Context, name, key, value str
 	cur := f.cms[name]
 	if cur == nil {
 		return fmt.Errorf("configmaps %q: %w", name, ErrNotFound)
+	}
+	n := configMapDataSize(cur.Data) + len(key) + len(value)
+	if old, ok := cur.Data[key]; ok {
+		n -= len(key) + len(old)
+	}
+	if n > maxConfigMapBytes {
+		return fmt.Errorf("ConfigMap %q is invalid: []: Too long: may not be more than %d bytes", name, maxConfigMapBytes)
 	}
 	if cur.Data == nil {
 		cur.Data = map[string]string{}

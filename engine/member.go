@@ -81,6 +81,7 @@ func (e *Engine) destroyMember(ctx context.Context, m *Member) error {
 }
 
 func (e *Engine) wait(ctx context.Context, kind Kind, name string, uid types.UID) error {
+	defer e.waiting(ctx, kind, name)()
 	wctx, cancel := context.WithTimeout(ctx, e.waitTimeout())
 	defer cancel()
 	if err := e.Cluster.WaitGone(wctx, kind, name, uid); err != nil {

@@ -1,8 +1,14 @@
 package engine
 
 import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"sigs.k8s.io/yaml"
 )
@@ -21,8 +27,19 @@ type Status struct {
 	// Source is the pool's current source hash.
 	Source  string      `json:"source,omitempty"`
 	Members []MemberRow `json:"members,omitempty"`
-	// Errors of the last reconcile (empty when it succeeded).
+	// Errors of the last reconcile (empty when it succeeded). A recorded
+	// status holds them grouped by cause (GroupErrors), at most
+	// StatusMaxErrorLines lines.
 	Errors []string `json:"errors,omitempty"`
+	// RowsCut is the number of member rows the encoding left out to stay
+	// within StatusMaxBytes (the counts above always cover every member).
+	RowsCut int `json:"rowsCut,omitempty"`
+	// MessagesCut is the number of rows whose message the encoding left out:
+	// the message table was full and held no message of the same words.
+	MessagesCut int `json:"messagesCut,omitempty"`
+	// ErrorsCut is the number of errors the encoding left out (the causes
+	// past the first StatusMaxErrorLines).
+	ErrorsCut int `json:"errorsCut,omitempty"`
 	// UpdatedAt is when a reconcile last recorded a change of this status. A
 	// reconcile that changes nothing does not write, so this is the time of the
 	// last change, not of the last run.
@@ -42,27 +59,476 @@ type MemberRow struct {
 	// Blocked names the object that holds the member's name but is not
 	// this pool's member (Member.Blocked).
 	Blocked string `json:"blocked,omitempty"`
+	// MessageLike: Message is another member's message in the same words but
+	// for its numbers (node counts): the status's message table was full.
+	MessageLike bool `json:"-"`
 }
 
-// ParseStatus decodes a recorded status. An empty string is an empty status.
+// The bounds of the recorded status. A ConfigMap holds at most 1 MiB, the
+// definition included; the status stays within StatusMaxBytes. Each distinct
+// message is stored once, in a table of at most StatusMaxMessages entries of
+// at most StatusMaxMessageBytes each, and rows refer to it; a row whose
+// message is not in the table refers to an entry in the same words but for
+// its numbers, or says nothing (MessagesCut). Errors are grouped by cause,
+// at most StatusMaxErrorLines lines of at most StatusMaxErrorBytes. Rows
+// past the byte bound are cut from the end (RowsCut): about 25,000 rows of
+// a pool whose name has 3 characters, every one Unschedulable.
+const (
+	StatusMaxBytes        = 900 << 10
+	StatusMaxMessages     = 64
+	StatusMaxMessageBytes = 1024
+	StatusMaxErrorLines   = 20
+	StatusMaxErrorBytes   = 1024
+)
+
+// ParseStatus decodes a recorded status: the compact rows and message table
+// that Encode writes, and the one-object-per-row form of earlier versions.
+// An empty string is an empty status.
 func ParseStatus(data string) (Status, error) {
-	var s Status
 	if strings.TrimSpace(data) == "" {
-		return s, nil
+		return Status{}, nil
 	}
-	if err := yaml.Unmarshal([]byte(data), &s); err != nil {
+	var w wireStatus
+	if err := yaml.Unmarshal([]byte(data), &w); err != nil {
 		return Status{}, &InvalidError{Field: "status", Reason: cleanYAMLError(err)}
+	}
+	s := w.Status
+	s.Members = make([]MemberRow, 0, len(w.Members))
+	for i, r := range w.Members {
+		row := r.row
+		if r.ref >= 0 {
+			if r.ref >= len(w.Messages) {
+				return Status{}, &InvalidError{Field: "status", Reason: fmt.Sprintf("members[%d]: message %d is not in the %d messages", i, r.ref, len(w.Messages))}
+			}
+			row.Message, row.MessageLike = w.Messages[r.ref], r.like
+		}
+		s.Members = append(s.Members, row)
+	}
+	if len(s.Members) == 0 {
+		s.Members = nil
 	}
 	return s, nil
 }
 
-// Encode returns the status as YAML.
-func (s Status) Encode() string {
-	out, err := yaml.Marshal(s)
-	if err != nil {
-		return ""
+// wireStatus is the recorded form: the counts and errors as Status has
+// them, the message table and the rows.
+type wireStatus struct {
+	Status
+	Messages []string  `json:"messages,omitempty"`
+	Members  []wireRow `json:"members,omitempty"`
+}
+
+// wireRow is one recorded row: a compact string or an object.
+type wireRow struct {
+	row  MemberRow
+	ref  int // index into the message table, -1 for none
+	like bool
+}
+
+func (w *wireRow) UnmarshalJSON(b []byte) error {
+	w.ref = -1
+	b = bytes.TrimSpace(b)
+	if len(b) > 0 && b[0] == '"' {
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		row, ref, like, err := parseCompactRow(s)
+		if err != nil {
+			return err
+		}
+		w.row, w.ref, w.like = row, ref, like
+		return nil
 	}
-	return string(out)
+	if string(b) == "null" {
+		return nil
+	}
+	return json.Unmarshal(b, &w.row)
+}
+
+// The compact row: "<name> <State>[ expired][ maintenance][ drift]
+// [ above-size][ msg=<i>| msg~<i>][ holder=<the rest>]". msg=i is the i-th
+// message of the table, msg~i one in its words with other numbers.
+const (
+	tokExpired     = "expired"
+	tokMaintenance = "maintenance"
+	tokDrift       = "drift"
+	tokAboveSize   = "above-size"
+	tokHolder      = "holder="
+)
+
+func parseCompactRow(s string) (row MemberRow, ref int, like bool, err error) {
+	ref = -1
+	bad := func(why string) error {
+		return fmt.Errorf("member row %q: %s", s, why)
+	}
+	name, rest, ok := strings.Cut(s, " ")
+	if !ok || name == "" {
+		return row, -1, false, bad("want <name> <state>")
+	}
+	state, rest, _ := strings.Cut(rest, " ")
+	if !isStateWord(state) {
+		return row, -1, false, bad("want <name> <state>")
+	}
+	row.Name, row.State = name, State(state)
+	for rest != "" {
+		if h, ok := strings.CutPrefix(rest, tokHolder); ok {
+			row.Holder = h
+			break
+		}
+		var tok string
+		tok, rest, _ = strings.Cut(rest, " ")
+		switch {
+		case tok == tokExpired:
+			row.ClaimExpired = true
+		case tok == tokMaintenance:
+			row.Maintenance = true
+		case tok == tokDrift:
+			row.Drift = true
+		case tok == tokAboveSize:
+			row.AboveSize = true
+		case strings.HasPrefix(tok, "msg=") || strings.HasPrefix(tok, "msg~"):
+			n, perr := strconv.Atoi(tok[4:])
+			if perr != nil || n < 0 || ref >= 0 || strconv.Itoa(n) != tok[4:] {
+				return row, -1, false, bad("bad message reference " + tok)
+			}
+			ref, like = n, tok[3] == '~'
+		default:
+			return row, -1, false, bad("unknown word " + strconv.Quote(tok))
+		}
+	}
+	return row, ref, like, nil
+}
+
+func isStateWord(s string) bool {
+	if s == "" || s[0] < 'A' || s[0] > 'Z' {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		if c := s[i]; !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+			return false
+		}
+	}
+	return true
+}
+
+// compactRow writes the row in the compact form with the message reference
+// ref ("" for none); ok is false when the compact form cannot hold the row.
+func compactRow(r MemberRow, ref string) (string, bool) {
+	var b strings.Builder
+	b.WriteString(r.Name)
+	b.WriteByte(' ')
+	b.WriteString(string(r.State))
+	for _, f := range []struct {
+		on  bool
+		tok string
+	}{{r.ClaimExpired, tokExpired}, {r.Maintenance, tokMaintenance}, {r.Drift, tokDrift}, {r.AboveSize, tokAboveSize}} {
+		if f.on {
+			b.WriteByte(' ')
+			b.WriteString(f.tok)
+		}
+	}
+	if ref != "" {
+		b.WriteByte(' ')
+		b.WriteString(ref)
+	}
+	if r.Holder != "" {
+		b.WriteByte(' ')
+		b.WriteString(tokHolder)
+		b.WriteString(r.Holder)
+	}
+	s := b.String()
+	back, _, _, err := parseCompactRow(s)
+	want := r
+	want.Message, want.MessageLike = "", false
+	return s, err == nil && back == want
+}
+
+// Encode returns the status as YAML, within StatusMaxBytes: every count,
+// the message table, one row per member (cut from the end when the rows do
+// not fit, with RowsCut saying how many), and the errors grouped by cause.
+func (s Status) Encode() string {
+	errLines, errCut := SummarizeErrors(s.Errors, StatusMaxErrorLines)
+	for i := range errLines {
+		errLines[i] = cutText(errLines[i], StatusMaxErrorBytes)
+	}
+	s.ErrorsCut += errCut
+	s.Errors = errLines
+	rows := s.Members
+	keep := len(rows)
+	for {
+		out, lines := s.encode(rows[:keep], len(rows)-keep)
+		if len(out) <= StatusMaxBytes || keep == 0 {
+			return out
+		}
+		// Drop rows from the end until the excess is covered, then measure
+		// again (the message table of fewer rows differs).
+		excess := len(out) - StatusMaxBytes
+		for keep > 0 && excess > 0 {
+			keep--
+			excess -= lines[keep]
+		}
+	}
+}
+
+// encode writes s with rows as its members and cut more rows left out; it
+// returns the text and the length of each row's line.
+func (s Status) encode(rows []MemberRow, cut int) (string, []int) {
+	tab := buildMessageTable(rows)
+	var b strings.Builder
+	b.Grow(64 + len(rows)*32)
+	num := func(k string, v int) {
+		b.WriteString(k)
+		b.WriteString(": ")
+		b.WriteString(strconv.Itoa(v))
+		b.WriteByte('\n')
+	}
+	num("desired", s.Desired)
+	num("observed", s.Observed)
+	num("ready", s.Ready)
+	num("claimed", s.Claimed)
+	num("free", s.Free)
+	num("unschedulable", s.Unschedulable)
+	num("drifted", s.Drifted)
+	num("failed", s.Failed)
+	b.WriteString("exhausted: " + strconv.FormatBool(s.Exhausted) + "\n")
+	if s.Source != "" {
+		b.WriteString("source: ")
+		writeQuoted(&b, s.Source)
+		b.WriteByte('\n')
+	}
+	lines := make([]int, len(rows))
+	var body strings.Builder
+	messagesCut := s.MessagesCut
+	for i, r := range rows {
+		start := body.Len()
+		body.WriteString("- ")
+		if _, ok := compactRow(r, ""); ok {
+			ref, cutMsg := tab.ref(r)
+			if cutMsg {
+				messagesCut++
+			}
+			line, _ := compactRow(r, ref)
+			if plainRow(line) {
+				body.WriteString(line)
+			} else {
+				writeQuoted(&body, line)
+			}
+		} else {
+			r.Message, r.MessageLike = cutText(r.Message, StatusMaxMessageBytes), false
+			writeJSONLine(&body, r)
+		}
+		body.WriteByte('\n')
+		lines[i] = body.Len() - start
+	}
+	if n := s.RowsCut + cut; n > 0 {
+		num("rowsCut", n)
+	}
+	if messagesCut > 0 {
+		num("messagesCut", messagesCut)
+	}
+	if s.ErrorsCut > 0 {
+		num("errorsCut", s.ErrorsCut)
+	}
+	if len(tab.texts) > 0 {
+		b.WriteString("messages:\n")
+		for _, t := range tab.texts {
+			b.WriteString("- ")
+			writeQuoted(&b, t)
+			b.WriteByte('\n')
+		}
+	}
+	if len(rows) > 0 {
+		b.WriteString("members:\n")
+		b.WriteString(body.String())
+	}
+	if len(s.Errors) > 0 {
+		b.WriteString("errors:\n")
+		for _, e := range s.Errors {
+			b.WriteString("- ")
+			writeQuoted(&b, e)
+			b.WriteByte('\n')
+		}
+	}
+	if s.UpdatedAt != nil {
+		b.WriteString("updatedAt: ")
+		writeQuoted(&b, s.UpdatedAt.Format(time.RFC3339Nano))
+		b.WriteByte('\n')
+	}
+	return b.String(), lines
+}
+
+// messageTable is the distinct messages of the rows written compactly, the
+// most frequent first (ties: the first met), at most StatusMaxMessages.
+type messageTable struct {
+	texts []string
+	index map[string]int
+	shape map[string]int // the first entry of each shape
+}
+
+func buildMessageTable(rows []MemberRow) messageTable {
+	type entry struct {
+		text         string
+		count, first int
+	}
+	seen := map[string]*entry{}
+	var all []*entry
+	for i, r := range rows {
+		if r.Message == "" || r.MessageLike {
+			continue
+		}
+		if _, ok := compactRow(r, ""); !ok {
+			continue
+		}
+		t := cutText(r.Message, StatusMaxMessageBytes)
+		if e := seen[t]; e != nil {
+			e.count++
+			continue
+		}
+		e := &entry{text: t, count: 1, first: i}
+		seen[t] = e
+		all = append(all, e)
+	}
+	sort.SliceStable(all, func(i, j int) bool {
+		if all[i].count != all[j].count {
+			return all[i].count > all[j].count
+		}
+		return all[i].first < all[j].first
+	})
+	all = all[:min(len(all), StatusMaxMessages)]
+	tab := messageTable{index: make(map[string]int, len(all)), shape: make(map[string]int, len(all))}
+	for i, e := range all {
+		tab.texts = append(tab.texts, e.text)
+		tab.index[e.text] = i
+		if _, ok := tab.shape[messageShape(e.text)]; !ok {
+			tab.shape[messageShape(e.text)] = i
+		}
+	}
+	return tab
+}
+
+// ref is the row's message reference ("" for none) and whether its message
+// had to be left out.
+func (t messageTable) ref(r MemberRow) (string, bool) {
+	if r.Message == "" {
+		return "", false
+	}
+	text := cutText(r.Message, StatusMaxMessageBytes)
+	if i, ok := t.index[text]; ok {
+		if r.MessageLike {
+			return "msg~" + strconv.Itoa(i), false
+		}
+		return "msg=" + strconv.Itoa(i), false
+	}
+	if i, ok := t.shape[messageShape(text)]; ok {
+		return "msg~" + strconv.Itoa(i), false
+	}
+	return "", true
+}
+
+// messageShape is a message with each run of digits replaced by '#': the
+// scheduler's messages of one cause differ only in their node counts.
+func messageShape(s string) string {
+	var b strings.Builder
+	digits := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= '0' && c <= '9' {
+			if !digits {
+				b.WriteByte('#')
+			}
+			digits = true
+			continue
+		}
+		digits = false
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+// cutText cuts s to at most n bytes at a character boundary, ending in "…".
+func cutText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const ell = "…"
+	end := n - len(ell)
+	for end > 0 && !utf8.RuneStart(s[end]) {
+		end--
+	}
+	return s[:end] + ell
+}
+
+// plainRow reports whether a compact row can be written as a plain YAML
+// scalar: it has a space and a capitalised state word (never a number, bool
+// or null) and only characters with no meaning in YAML.
+func plainRow(s string) bool {
+	if s == "" || !isAlnum(s[0]) || s[len(s)-1] == ' ' || strings.Contains(s, "  ") {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !isAlnum(c) && !strings.ContainsRune(" ._/@=~+-", rune(c)) {
+			return false
+		}
+	}
+	return true
+}
+
+func isAlnum(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+// writeQuoted writes s as a double-quoted YAML scalar, escaping what YAML
+// does not allow as it is (control characters, DEL, C1, line and paragraph
+// separators, the byte order mark, invalid UTF-8).
+func writeQuoted(b *strings.Builder, s string) {
+	b.WriteByte('"')
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+		switch {
+		case r == '"':
+			b.WriteString(`\"`)
+		case r == '\\':
+			b.WriteString(`\\`)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r == utf8.RuneError && size == 1:
+			b.WriteString(`\ufffd`)
+		case yamlEscaped(r):
+			fmt.Fprintf(b, `\u%04x`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+}
+
+func yamlEscaped(r rune) bool {
+	return r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f) || r == 0x2028 || r == 0x2029 || r == 0xfeff || r == 0xfffe || r == 0xffff
+}
+
+// writeJSONLine writes the row as a one-line JSON object (a YAML flow
+// mapping), with what YAML does not allow as it is escaped.
+func writeJSONLine(b *strings.Builder, r MemberRow) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(r); err != nil {
+		b.WriteString("{}")
+		return
+	}
+	out := strings.TrimSuffix(buf.String(), "\n")
+	for _, c := range out {
+		if yamlEscaped(c) {
+			fmt.Fprintf(b, `\u%04x`, c)
+			continue
+		}
+		b.WriteRune(c)
+	}
 }
 
 // sameContent reports whether two statuses differ only in UpdatedAt.

@@ -24,6 +24,11 @@ func (e *Engine) runStep(ctx context.Context, step Step, members []*Member, add 
 	if len(members) == 0 {
 		return
 	}
+	ctx, progress := e.track(ctx, members[0].Pool, step, len(members))
+	done := func(a MemberAction) {
+		add(a)
+		progress.done()
+	}
 	var next atomic.Int64
 	var workers sync.WaitGroup
 	for range min(e.concurrency(), len(members)) {
@@ -35,19 +40,19 @@ func (e *Engine) runStep(ctx context.Context, step Step, members []*Member, add 
 				}
 				m := members[i]
 				if err := ctx.Err(); err != nil {
-					add(MemberAction{Step: step, Member: m.Name, Err: err})
+					done(MemberAction{Step: step, Member: m.Name, Err: err})
 					continue
 				}
 				held, skipped, err := e.takeReconcilerLease(ctx, m)
 				if held == nil {
-					add(MemberAction{Step: step, Member: m.Name, Skipped: skipped, Err: err})
+					done(MemberAction{Step: step, Member: m.Name, Skipped: skipped, Err: err})
 					continue
 				}
 				err = fn(ctx, m)
 				if uerr := e.unlock(ctx, held); uerr != nil && err == nil {
 					err = fmt.Errorf("remove lease: %w", uerr)
 				}
-				add(MemberAction{Step: step, Member: m.Name, Err: err})
+				done(MemberAction{Step: step, Member: m.Name, Err: err})
 			}
 		})
 	}

@@ -352,7 +352,7 @@ func TestIntegrationDeletePool(t *testing.T) {
 	if _, err := eng.Claim(ctx, "gone", "alice@example.com"); err != nil {
 		t.Fatal(err)
 	}
-	err := eng.Delete(ctx, "gone")
+	_, err := eng.Delete(ctx, "gone")
 	if !errors.Is(err, engine.ErrClaimed) {
 		t.Fatalf("delete with a claimed member: %v", err)
 	}
@@ -363,7 +363,7 @@ func TestIntegrationDeletePool(t *testing.T) {
 	if _, err := eng.ForceRelease(ctx, "gone", v.Members[0].Name); err != nil {
 		t.Fatal(err)
 	}
-	if err := eng.Delete(ctx, "gone"); err != nil {
+	if _, err := eng.Delete(ctx, "gone"); err != nil {
 		t.Fatalf("delete: %v", err)
 	}
 	snap, err := eng.Cluster.Snapshot(ctx, "gone")
@@ -373,7 +373,7 @@ func TestIntegrationDeletePool(t *testing.T) {
 	if snap.ConfigMap != nil || len(snap.Pods)+len(snap.PVCs)+len(snap.Leases) != 0 {
 		t.Fatalf("left after delete: cm=%v pods=%d pvcs=%d leases=%d", snap.ConfigMap != nil, len(snap.Pods), len(snap.PVCs), len(snap.Leases))
 	}
-	if err := eng.Delete(ctx, "gone"); err != nil {
+	if _, err := eng.Delete(ctx, "gone"); err != nil {
 		t.Fatalf("second delete: %v", err)
 	}
 }

@@ -123,7 +123,7 @@ func reconcileText(r engine.ReconcileResult) string {
 		s += fmt.Sprintf(", %d skipped", skipped)
 	}
 	if n := len(r.Errors); n > 0 {
-		s += ", " + plural(n, "error", "errors") + ": " + strings.Join(r.Errors, "; ")
+		s += ", " + plural(n, "error", "errors") + ": " + engine.ErrorSummary(r.Errors, maxErrorLines)
 	}
 	return s
 }

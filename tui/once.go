@@ -164,7 +164,7 @@ func Report(views []engine.PoolView, opts OnceOptions) (OnceReport, int) {
 			Ready: v.Status.Ready, Claimed: v.Status.Claimed, Free: v.Status.Free, Unschedulable: v.Status.Unschedulable,
 			Drifted: v.Status.Drifted, Failed: v.Status.Failed, Exhausted: v.Status.Exhausted, Status: status,
 			LastReconcile: v.Recorded.UpdatedAt,
-			Errors:        cleanAll(v.Recorded.Errors), Problems: cleanAll(v.Problems),
+			Errors:        cleanAll(recordedErrors(v)), Problems: cleanAll(v.Problems),
 			Members: make([]OnceMember, 0, len(v.Members)),
 		}
 		if opts.Fleet {

@@ -273,8 +273,8 @@ func poolExplanation(v *engine.PoolView) string {
 	default:
 		parts = append(parts, fmt.Sprintf("%d free of %d (%s)", st.Free, v.Spec.Size, strings.Join(busyParts(v), ", ")))
 	}
-	if n := len(v.Recorded.Errors); n > 0 {
-		parts = append(parts, fmt.Sprintf("%s last reconcile: %s", glyphBad, strings.Join(v.Recorded.Errors, "; ")))
+	if len(v.Recorded.Errors) > 0 {
+		parts = append(parts, fmt.Sprintf("%s last reconcile: %s", glyphBad, strings.Join(recordedErrors(v), "; ")))
 	}
 	if st.Drifted > 0 {
 		parts = append(parts, fmt.Sprintf("%s %d drifted (replaced when free)", glyphDrift, st.Drifted))

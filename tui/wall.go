@@ -333,7 +333,7 @@ func attention(ctx viewContext) []attnItem {
 		for _, p := range v.Problems {
 			items = append(items, attnItem{levelError, glyphBad, pool, p})
 		}
-		for _, e := range v.Recorded.Errors {
+		for _, e := range recordedErrors(v) {
 			items = append(items, attnItem{levelError, glyphBad, pool, "last reconcile: " + e})
 		}
 		if v.Status.Exhausted {

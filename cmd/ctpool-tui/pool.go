@@ -62,11 +62,13 @@ members drift: unclaimed ones are replaced, claimed ones stay until released.`,
 				return opErr(err)
 			}
 			var spec engine.Spec
+			stop := e.showProgress(eng)
 			res, err := eng.ApplyEdit(cmd.Context(), pool, func(stored *engine.Spec) (engine.Spec, error) {
 				s, err := f.spec(cmd, stored)
 				spec = s
 				return s, err
 			}, replace)
+			stop()
 			var ce *codeError
 			if errors.As(err, &ce) {
 				return err // bad flags: nothing was written
@@ -202,6 +204,7 @@ left out).`,
 				return opErr(err)
 			}
 			var res engine.ReleaseResult
+			stop := e.showProgress(eng)
 			if force {
 				// IDENTITY, when given, is checked but not needed: a forced
 				// release ends the claim whoever holds it.
@@ -209,6 +212,7 @@ left out).`,
 			} else {
 				res, err = eng.Release(cmd.Context(), args[0], args[1], identity)
 			}
+			stop()
 			if err != nil {
 				return opErr(err)
 			}
@@ -248,7 +252,9 @@ are not its members are left alone and listed. Safe to run again after a failure
 			if err != nil {
 				return opErr(err)
 			}
+			stop := e.showProgress(eng)
 			res, err := eng.Delete(cmd.Context(), args[0])
+			stop()
 			for _, o := range res.LeftAlone {
 				fmt.Fprintf(e.stdout, "left alone: %s\n", oneLine(o))
 			}

@@ -88,7 +88,9 @@ candidate. --metrics-addr serves /metrics (Prometheus), /healthz and /readyz.`,
 				if err != nil {
 					return opErr(err)
 				}
+				stop := e.showProgress(eng)
 				res, err := eng.Reconcile(cmd.Context(), pool)
+				stop()
 				printReconcile(e.stdout, res)
 				return opErr(err)
 			}
@@ -226,7 +228,9 @@ func reconcileAllOnce(ctx context.Context, e *env, allNamespaces bool) error {
 	var failed []string
 	for _, k := range keys {
 		eng := &engine.Engine{Cluster: kube.NewCluster(cs, k.Namespace), Namespace: k.Namespace, Now: time.Now}
+		stop := e.showProgress(eng)
 		res, err := eng.Reconcile(ctx, k.Pool)
+		stop()
 		fmt.Fprintf(e.stdout, "%s ", k)
 		printReconcile(e.stdout, res)
 		if err != nil {
