@@ -194,6 +194,13 @@ func (h *chaosHarness) brokerClaim(ctx context.Context, rng *rand.Rand, id strin
 	rng.Shuffle(len(cands), func(i, j int) { cands[i], cands[j] = cands[j], cands[i] })
 	leases := h.brokerClient.CoordinationV1().Leases(h.env.Namespace)
 	for _, m := range cands {
+		// The member is locked while its Lease is created and the claim
+		// recorded: a release an actor sends meanwhile (a force-release
+		// that reads the pool after this create) is then asked after the
+		// claim is known, and counted as asked of it.
+		if !h.lock(m.Name) {
+			continue
+		}
 		now := metav1.NewMicroTime(h.clk.Now())
 		l, err := leases.Create(ctx, &coordinationv1.Lease{
 			ObjectMeta: metav1.ObjectMeta{Name: engine.LeaseName(m.Name), Namespace: h.env.Namespace},
@@ -203,10 +210,12 @@ func (h *chaosHarness) brokerClaim(ctx context.Context, rng *rand.Rand, id strin
 			},
 		}, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
+			h.unlock(m.Name)
 			h.count("broker claim: lost the race for a member", nil)
 			continue
 		}
 		if err != nil {
+			h.unlock(m.Name)
 			h.count("broker claim", err)
 			return
 		}
@@ -217,6 +226,7 @@ func (h *chaosHarness) brokerClaim(ctx context.Context, rng *rand.Rand, id strin
 		h.mu.Lock()
 		h.actors.brokerHeld[m.Name] = b
 		h.mu.Unlock()
+		h.unlock(m.Name)
 		h.count("broker claim", nil)
 		if rng.IntN(5) == 0 {
 			h.brokerGiveBack(ctx, b, l)
