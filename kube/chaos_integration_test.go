@@ -66,6 +66,9 @@ const (
 	// the settle window is outageSettle batch ends instead. The run must
 	// still converge fully at its end.
 	afterOutage, outageSettle = 10, 10
+	// outageRecovery: for this long after the restarted API server answers,
+	// no settle window ends (see chaosHarness.outageOver).
+	outageRecovery = 60 * time.Second
 	// podGCWindow: how long after its deletion an unscheduled Pod may stay
 	// Terminating: the controller-manager's Pod GC runs every 20 s and removes
 	// it; a cut delete (a stopped controller's canceled request) leaves one.
@@ -737,7 +740,13 @@ type chaosHarness struct {
 	// outageEnd is the batch end after the API server restart (0: none):
 	// an operation the outage cut mid-step may leave its reconciler Lease,
 	// as a reconciler that stopped would; it must go stale and be finished.
-	outageEnd  int
+	outageEnd int
+	// outageOver is when the restarted API server answered again: the
+	// plane's kwok and controllers reconnect their watches with backoff
+	// (a Pod deleted as the API server came back was seen still there,
+	// undeleted by kwok, 31 s later), so until outageRecovery has passed
+	// no member counts as late.
+	outageOver time.Time
 	violations int
 	batch      int
 	ctrlClient kubernetes.Interface // the in-cluster controller's (its own user agent)
@@ -1485,6 +1494,9 @@ func lostVolume(msg string, notReadyBefore int) bool {
 // settle is how many batch ends a member may take to settle at batch end
 // batch (h.mu held).
 func (h *chaosHarness) settle(batch int) int {
+	if !h.outageOver.IsZero() && time.Since(h.outageOver) < outageRecovery {
+		return math.MaxInt
+	}
 	if h.afterOutage(batch) {
 		return outageSettle
 	}
@@ -1687,7 +1699,12 @@ func runChaos(t *testing.T, ops, restartAt int, restart func(*chaosHarness)) {
 	for b := 0; b*batchOps < ops; b++ {
 		var during func()
 		if restart != nil && b == restartAt {
-			during = func() { restart(h) }
+			during = func() {
+				restart(h)
+				h.mu.Lock()
+				h.outageOver = time.Now()
+				h.mu.Unlock()
+			}
 			h.mu.Lock()
 			h.outageEnd = h.batch + 1
 			h.mu.Unlock()
