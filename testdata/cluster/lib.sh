@@ -11,6 +11,11 @@ KWOK_VERSION="v0.8.0"
 
 CACHE_ROOT="${CTPOOL_CLUSTER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ctpool-tui/cluster}"
 BIN_DIR="$CACHE_ROOT/k8s-$K8S_VERSION-kwok-$KWOK_VERSION/bin"
+# The real node's container runtime (tools/node) and its images.
+CONTAINERD_VERSION="v2.4.2"
+NODE_BIN_DIR="$CACHE_ROOT/containerd-$CONTAINERD_VERSION/bin"
+NODE_BINARIES=(containerd containerd-shim-runc-v2 ctr)
+IMAGE_DIR="$CACHE_ROOT/images"
 STATE_DIR="${CTPOOL_CLUSTER_DIR:-/tmp/ctpool-tui-cluster}"
 
 # Loopback only, away from the default ports of a real cluster on the same host.
@@ -32,12 +37,20 @@ SCHEDULER_PORT=$((16459 + PORT_OFFSET))
 # kwok's server: health, and the kubelet API (exec, logs) of the nodes it
 # serves; the nodes advertise it as their kubelet port.
 KWOK_PORT=$((16447 + PORT_OFFSET))
+# The real node's kubelet (node.sh): its API (exec, logs) and its health.
+KUBELET_PORT=$((16450 + PORT_OFFSET))
+KUBELET_HEALTHZ_PORT=$((16451 + PORT_OFFSET))
 
 SERVICE_CIDR="10.96.0.0/16"
 
 # Start order; down stops them in reverse.
 COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok)
-BINARIES=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok kubectl)
+# The real node's (node.sh), when up started it on this state dir.
+NODE_COMPONENTS=(containerd kubelet)
+if [[ -f "$STATE_DIR/node-enabled" ]]; then
+	COMPONENTS+=("${NODE_COMPONENTS[@]}")
+fi
+BINARIES=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok kubectl kubelet)
 
 # lock_state: serialises up and down on one state dir (the lock file sits beside
 # it, since down removes the dir). Held until the script exits.
