@@ -16,20 +16,33 @@ const (
 	// the PVC to copy the image's root directories onto it.
 	rootMount = "/ctpool-root"
 	// rootMarker, at the top of the PVC, is written last, once every root
-	// directory has been copied. (A PVC of the earlier chroot design, with the
-	// whole root at its top and another marker, is taken over as it is: its
-	// directories are kept and the ones it lacks are created.)
-	rootMarker      = ".ctpool-root-ready"
+	// directory has been copied. A PVC of an earlier design (the seven
+	// directories under .ctpool-root-ready, or the chroot design's whole root
+	// under .ctpool-rootfs-ready) is taken over as it is: the directories it
+	// holds are kept and the ones it lacks are copied from the image.
+	rootMarker      = ".ctpool-root-v2"
 	dataMount       = "/data"
 	gracePeriodSecs = 10
 	// rootInitContainer is the name of the init container that copies the root.
 	rootInitContainer = "rootfs"
 )
 
-// rootDirs are the directories of the image that a privileged member keeps on
-// its PVC: each is a sub-directory of the PVC mounted over the same path. The
-// runtime's own /proc, /sys, /dev, /run and /tmp stay as they are.
-var rootDirs = []string{"etc", "home", "opt", "root", "srv", "usr", "var"}
+// rootDirs are the top-level directories of a root file system that a
+// privileged member keeps on its PVC: each is a sub-directory of the PVC
+// mounted over the same path, so that every directory of the root but the
+// runtime's own (/proc, /sys, /dev, /run, /tmp) is the PVC's. A directory the
+// image lacks is an empty one. A top-level symbolic link of the image
+// (/bin -> usr/bin on a merged-/usr image) stays a link on the PVC, relative to
+// its top, so the kubelet resolves its subPath to the directory it names and
+// the mount over the image's link lands on that same directory, already
+// mounted: usr and var, the usual targets of such links, come first, and the
+// runtime keeps this order among mounts of one depth. What cannot be kept: a
+// file directly in / (no mount can name a file the image may not have).
+var rootDirs = []string{
+	"usr", "var",
+	"bin", "boot", "data", "etc", "home", "lib", "lib32", "lib64", "libx32",
+	"media", "mnt", "opt", "root", "sbin", "srv",
+}
 
 // PoolLabels are the labels every object of a pool carries.
 func PoolLabels(pool string) map[string]string { return map[string]string{LabelPool: pool} }
@@ -159,23 +172,43 @@ func rootMounts() []corev1.VolumeMount {
 // copy cut short is redone and a directory already renamed is kept; the marker
 // is written last. `cp -a` keeps ownership, modes, symbolic and hard links and
 // times with GNU coreutils and busybox, and extended attributes with GNU
-// coreutils. A directory that is a symbolic link in the image is copied as the
-// directory it points to. A
-// directory the image lacks becomes an empty one, so its subPath mount works.
+// coreutils. A top-level symbolic link is kept as a link relative to the PVC's
+// top (an absolute or ../ target would leave the volume, and the kubelet
+// refuses a subPath outside it); a target missing from the image becomes an
+// empty directory, so the subPath resolves. A directory the image lacks becomes
+// an empty one, so its subPath mount works.
 func rootCopyScript(src, dst string) string {
 	return fmt.Sprintf(`set -eu
 src=%s
 root=%s
 if [ -e "$root/%s" ]; then exit 0; fi
 for d in %s; do
-  if [ -d "$root/$d" ]; then continue; fi
+  if [ -e "$root/$d" ] || [ -L "$root/$d" ]; then continue; fi
   stage="$root/.$d.partial"
   rm -rf "$stage"
-  if [ -d "$src/$d" ]; then cp -a "$src/$d/." "$stage"; else mkdir -m 755 "$stage"; fi
+  if [ -L "$src/$d" ]; then
+    t=$(readlink "$src/$d")
+    while :; do
+      case "$t" in
+      /*) t=${t#/} ;;
+      ./*) t=${t#./} ;;
+      ../*) t=${t#../} ;;
+      *) break ;;
+      esac
+    done
+    if [ -z "$t" ] || [ "$t" = . ] || [ "$t" = .. ]; then mkdir -m 755 "$stage"; else ln -s "$t" "$stage"; fi
+  elif [ -d "$src/$d" ]; then
+    cp -a "$src/$d/." "$stage"
+  else
+    mkdir -m 755 "$stage"
+  fi
   mv "$stage" "$root/$d"
 done
+for d in %s; do
+  if [ -L "$root/$d" ] && [ ! -e "$root/$d" ]; then mkdir -p "$root/$(readlink "$root/$d")"; fi
+done
 sync
-touch "$root/%s"`, shellQuote(src), shellQuote(dst), rootMarker, strings.Join(rootDirs, " "), rootMarker)
+touch "$root/%s"`, shellQuote(src), shellQuote(dst), rootMarker, strings.Join(rootDirs, " "), strings.Join(rootDirs, " "), rootMarker)
 }
 
 // shellQuote quotes s as one /bin/sh word.

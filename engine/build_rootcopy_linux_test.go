@@ -13,7 +13,8 @@ import (
 
 // fakeImage lays out a small image root under dir: etc with a private file, a
 // symlink, a hard link pair and an extended attribute; usr with a tool; home
-// as a relative symlink into var; no opt, root or srv.
+// as a relative symlink into var; bin, lib and sbin as links into usr; no opt,
+// root, srv, data, mnt or boot.
 func fakeImage(t *testing.T, dir string) {
 	t.Helper()
 	must := func(err error) {
@@ -34,6 +35,12 @@ func fakeImage(t *testing.T, dir string) {
 	must(os.WriteFile(filepath.Join(dir, "var/lib/apt/state"), []byte("s\n"), 0o644))
 	must(os.Chmod(filepath.Join(dir, "var/home/alice"), 0o700))
 	must(os.Symlink("var/home", filepath.Join(dir, "home")))
+	// merged-/usr links in the forms images use: relative, absolute, ./ and
+	// ../ (the last two leave no trace on the PVC); usr/lib and usr/sbin are
+	// missing, as a link's target may be.
+	must(os.Symlink("usr/bin", filepath.Join(dir, "bin")))
+	must(os.Symlink("/usr/lib", filepath.Join(dir, "lib")))
+	must(os.Symlink("../usr/sbin", filepath.Join(dir, "sbin")))
 	if os.Geteuid() == 0 {
 		must(os.Lchown(filepath.Join(dir, "etc/shadow"), 0, 42))
 		must(os.Lchown(filepath.Join(dir, "var/home/alice"), 1000, 1000))
@@ -119,7 +126,8 @@ func TestRootCopyScript(t *testing.T) {
 }
 
 func testRootCopyScript(t *testing.T, tools copyTools) {
-	want := []string{".ctpool-root-ready", "etc", "home", "opt", "root", "srv", "usr", "var"}
+	want := []string{".ctpool-root-v2", "bin", "boot", "data", "etc", "home", "lib", "lib32", "lib64", "libx32",
+		"media", "mnt", "opt", "root", "sbin", "srv", "usr", "var"}
 
 	t.Run("fresh PVC", func(t *testing.T) {
 		src, dst := t.TempDir(), t.TempDir()
@@ -131,16 +139,21 @@ func testRootCopyScript(t *testing.T, tools copyTools) {
 		if got := topLevel(t, dst); !equalStrings(got, want) {
 			t.Fatalf("PVC holds %v, want %v (no staging left behind)", got, want)
 		}
-		for _, d := range []string{"opt", "root", "srv"} {
+		for _, d := range []string{"opt", "root", "srv", "data", "mnt", "boot"} {
 			fi, err := os.Lstat(filepath.Join(dst, d))
 			if err != nil || !fi.IsDir() || len(topLevel(t, filepath.Join(dst, d))) != 0 {
 				t.Errorf("%s, absent from the image, is %v (%v), want an empty directory", d, fi, err)
 			}
 		}
-		// home was a symlink in the image: the PVC holds a directory, which a
-		// subPath mount needs.
-		if fi, err := os.Lstat(filepath.Join(dst, "home")); err != nil || !fi.IsDir() {
-			t.Errorf("home on the PVC: %v %v, want the directory the image's link points to", fi, err)
+		// Top-level links stay links, relative to the PVC's top, whatever
+		// form the image gave them; a missing target becomes a directory.
+		for link, target := range map[string]string{"home": "var/home", "bin": "usr/bin", "lib": "usr/lib", "sbin": "usr/sbin"} {
+			if l, err := os.Readlink(filepath.Join(dst, link)); err != nil || l != target {
+				t.Errorf("%s on the PVC links to %q (%v), want %q", link, l, err, target)
+			}
+			if fi, err := os.Stat(filepath.Join(dst, link)); err != nil || !fi.IsDir() {
+				t.Errorf("%s on the PVC resolves to %v (%v), want a directory inside the PVC", link, fi, err)
+			}
 		}
 		if b, err := os.ReadFile(filepath.Join(dst, "home/alice/.profile")); err != nil || string(b) != "x\n" {
 			t.Errorf("home/alice/.profile = %q, %v", b, err)

@@ -57,14 +57,12 @@ func TestBuildPodCommonFields(t *testing.T) {
 func TestBuildPodModes(t *testing.T) {
 	sleep := []string{"sleep", "infinity"}
 	data := []corev1.VolumeMount{{Name: DataVolume, MountPath: "/data"}}
-	root := []corev1.VolumeMount{
-		{Name: DataVolume, MountPath: "/etc", SubPath: "etc"},
-		{Name: DataVolume, MountPath: "/home", SubPath: "home"},
-		{Name: DataVolume, MountPath: "/opt", SubPath: "opt"},
-		{Name: DataVolume, MountPath: "/root", SubPath: "root"},
-		{Name: DataVolume, MountPath: "/srv", SubPath: "srv"},
-		{Name: DataVolume, MountPath: "/usr", SubPath: "usr"},
-		{Name: DataVolume, MountPath: "/var", SubPath: "var"},
+	// usr and var first: the targets of an image's top-level links are
+	// mounted before the links (rootDirs).
+	var root []corev1.VolumeMount
+	for _, d := range []string{"usr", "var", "bin", "boot", "data", "etc", "home", "lib", "lib32", "lib64", "libx32",
+		"media", "mnt", "opt", "root", "sbin", "srv"} {
+		root = append(root, corev1.VolumeMount{Name: DataVolume, MountPath: "/" + d, SubPath: d})
 	}
 	tests := []struct {
 		name           string

@@ -152,7 +152,7 @@ func checkPrivilegedPod(t *testing.T, pod *corev1.Pod, wantCommand []string) {
 	if ic.Image != c.Image || !reflect.DeepEqual(ic.VolumeMounts, []corev1.VolumeMount{{Name: engine.DataVolume, MountPath: "/ctpool-root"}}) {
 		t.Errorf("init container image %s mounts %+v, want %s with the PVC at /ctpool-root", ic.Image, ic.VolumeMounts, c.Image)
 	}
-	if script := strings.Join(ic.Command, " "); !strings.Contains(script, "cp -a") || !strings.Contains(script, ".ctpool-root-ready") {
+	if script := strings.Join(ic.Command, " "); !strings.Contains(script, "cp -a") || !strings.Contains(script, ".ctpool-root-v2") {
 		t.Errorf("init container command %q is not the marker-guarded copy", script)
 	}
 	if s := pod.Status.InitContainerStatuses; len(s) != 1 || s[0].State.Terminated == nil || s[0].State.Terminated.ExitCode != 0 {
