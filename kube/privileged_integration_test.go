@@ -21,7 +21,8 @@ import (
 // DECISIONS.md states it: each of these PVC sub-directories over its own path.
 func wantRootMounts() []corev1.VolumeMount {
 	var m []corev1.VolumeMount
-	for _, d := range []string{"etc", "home", "opt", "root", "srv", "usr", "var"} {
+	for _, d := range []string{"usr", "var", "bin", "boot", "data", "etc", "home", "lib", "lib32", "lib64", "libx32",
+		"media", "mnt", "opt", "root", "sbin", "srv"} {
 		m = append(m, corev1.VolumeMount{Name: engine.DataVolume, MountPath: "/" + d, SubPath: d})
 	}
 	return m
@@ -29,9 +30,10 @@ func wantRootMounts() []corev1.VolumeMount {
 
 // A privileged member's Pod, as the API server stores it, mounts the PVC's
 // root directories on the one container that console sessions exec into, and
-// a stop and start mounts the same PVC again. No container runs on this plane
-// (kwok), so what a session sees inside the container cannot be shown here:
-// the evidence is the stored Pod and the exec request.
+// a stop and start mounts the same PVC again. These members run on kwok, so
+// the evidence here is the stored Pod and the exec request; what a session
+// sees inside the container is proven on the real node
+// (cmd/ctpool-tui TestIntegrationRealNodePrivilegedKeepsRoot).
 func TestIntegrationPrivilegedRootMounts(t *testing.T) {
 	env := kubetest.Require(t)
 	eng := newEngine(env)

@@ -26,7 +26,7 @@ func (f *applyFlags) register(c *cobra.Command) {
 	fs.StringVar(&f.mem, "memory", engine.DefaultMemory, "alias of --mem")
 	fs.StringVar(&f.disk, "disk", engine.DefaultDisk, "size of each member's data PVC")
 	fs.StringVar(&f.storageClass, "storage-class", "", "StorageClass of the data PVCs (default: the cluster's default)")
-	fs.BoolVar(&f.privileged, "privileged", false, "run members privileged, with their root file system on the PVC (trusted users only)")
+	fs.BoolVar(&f.privileged, "privileged", false, "run members privileged, with their whole root on the PVC but /proc /sys /dev /run /tmp and files directly in / (trusted users only)")
 	fs.BoolVar(&f.init, "init", false, "run the image's own entrypoint instead of sleep infinity")
 	fs.StringVar(&f.mode, "mode", engine.ModeEphemeral, "pool mode (only ephemeral is supported)")
 	fs.StringVar(&f.runtime, "runtime", engine.BackendStandard, "runtime backend: standard, sandboxd or cocoon")

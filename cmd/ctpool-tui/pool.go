@@ -44,7 +44,14 @@ does not parse, or says mode: persistent, is refused with the field and line
 at fault and nothing is written, unless --replace is given: then the whole
 definition is written from the flags and the defaults. Changing a source field
 (image, cpu, memory, disk, storage class, privileged, init, runtime) makes the
-members drift: unclaimed ones are replaced, claimed ones stay until released.`,
+members drift: unclaimed ones are replaced, claimed ones stay until released.
+
+A member runs sleep infinity, or with --init the image's own entrypoint as
+PID 1. An unprivileged member keeps only /data across a stop and start. A
+--privileged member keeps its whole root on the PVC: every top-level
+directory of the image is copied there once and mounted over its own path.
+Not kept: /proc, /sys, /dev, /run and /tmp (the runtime's own) and files
+directly in /.`,
 		Example: `  ctpool-tui apply desk --image ghcr.io/example/desktop:1 --size 3 --mem 2Gi
   ctpool-tui apply desk --image ghcr.io/example/desktop:2 --size 5
   ctpool-tui apply gpu --image rt:24.04 --runtime sandboxd --template rt:24.04 --net none --size-class small`,
