@@ -153,6 +153,12 @@ bench-integration: ## benchmarks on the running local plane (make cluster-up), t
 	set -o pipefail; CI=$${CI:-1} $(GO) test -tags 'integration perf' -run '^$$' -bench Integration -benchtime 1x -timeout 180m ./kube/ | tee .bench-integration.out
 	@$(GO) run ./testdata/benchreport -set integration < .bench-integration.out
 
+.PHONY: bench-node
+bench-node: ## on the running plane's real node: a release end to end, p50 and p95 (BENCH_NODE_N releases, default 10)
+	CI=$${CI:-1} $(GO) test -tags integration -run '^$$' -bench BenchmarkIntegrationRealNodeRelease -benchtime $(BENCH_NODE_N)x -timeout 30m ./cmd/ctpool-tui/
+
+BENCH_NODE_N ?= 10
+
 # ctpool-tui and k9s side by side (testdata/peers): k9s at a pinned version,
 # built from the Go module proxy into the cache when missing.
 K9S_VERSION ?= v0.50.16

@@ -112,6 +112,7 @@ func BuildPod(namespace, pool string, n int, spec Spec) *corev1.Pod {
 	if !spec.Init {
 		c.Command = []string{"sleep", "infinity"}
 	}
+
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: member, Namespace: namespace, Labels: labels, Annotations: map[string]string{}},
 		Spec: corev1.PodSpec{
@@ -154,6 +155,18 @@ func BuildPod(namespace, pool string, n int, spec Spec) *corev1.Pod {
 		rt = &Runtime{Backend: BackendStandard}
 	}
 	rt.applyRuntime(pod, namespace)
+	// sleep as the PID 1 of its own PID namespace ignores SIGTERM (the kernel
+	// delivers no signal to a namespace's init that it has no handler for),
+	// so on a kubelet every stop would wait the whole grace period. Sharing
+	// the Pod's PID namespace makes the sandbox's pause PID 1 and sleep an
+	// ordinary process that SIGTERM ends at once; what runs in the desktop
+	// container is the same. A member with --init keeps a namespace of its
+	// own: its entrypoint (an init system, as often as not) is PID 1 and
+	// handles SIGTERM itself. The microVM backends run no such container.
+	if !spec.Init && (rt.Backend == BackendStandard || rt.Backend == "") {
+		share := true
+		pod.Spec.ShareProcessNamespace = &share
+	}
 	return pod
 }
 

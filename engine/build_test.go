@@ -311,3 +311,31 @@ func TestBuildLeases(t *testing.T) {
 		t.Errorf("ConfigMap spec does not parse back: %v %+v", err, s)
 	}
 }
+
+// A member that runs sleep infinity shares its Pod's PID namespace, so that
+// sleep is not PID 1 and SIGTERM ends it; one with --init (its entrypoint is
+// PID 1) and the microVM backends do not.
+func TestBuildPodSharesPIDNamespaceForSleep(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		init  bool
+		rt    *Runtime
+		share bool
+	}{
+		{"sleep", false, nil, true},
+		{"sleep with a runtime class", false, &Runtime{Backend: BackendStandard, RuntimeClassName: "kata"}, true},
+		{"init", true, nil, false},
+		{"sandboxd", false, &Runtime{Backend: BackendSandboxd, Template: "rt:24.04"}, false},
+		{"cocoon", false, &Runtime{Backend: BackendCocoon, Image: "win11"}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			spec := Spec{Image: "desktop:1", Init: tt.init, Runtime: tt.rt}
+			spec.Default()
+			pod := BuildPod("ns", "desk", 1, spec)
+			got := pod.Spec.ShareProcessNamespace != nil && *pod.Spec.ShareProcessNamespace
+			if got != tt.share {
+				t.Errorf("shareProcessNamespace = %v, want %v", got, tt.share)
+			}
+		})
+	}
+}

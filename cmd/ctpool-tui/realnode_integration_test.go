@@ -5,12 +5,15 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
 	"github.com/ctpool-tui/ctpool-tui/kube/kubetest"
@@ -179,17 +182,89 @@ func TestIntegrationRealNodePrivilegedKeepsRoot(t *testing.T) {
 // /usr/bin are one directory.
 func keptFile(dir string) string { return dir + "/ctpool-kept" + strings.ReplaceAll(dir, "/", "-") }
 
-// 3: --init runs the image's own entrypoint as PID 1, without it sleep infinity is.
+// 3: --init runs the image's own entrypoint as PID 1. Without it the desktop
+// container runs sleep infinity, in the Pod's shared PID namespace: PID 1 is
+// the sandbox's pause, so that SIGTERM ends sleep (2.9).
 func TestIntegrationRealNodeInit(t *testing.T) {
 	env := realEnv(t)
 	realPool(t, env, "plain", kubetest.ImageBusybox, 1)
 	realPool(t, env, "booted", kubetest.ImageBusybox, 1, "--init")
-	for _, tc := range []struct{ pool, want string }{
-		{"plain", "sleep infinity "},
-		{"booted", "/bin/sh " + kubetest.ImageEntrypoint + " "},
+	procs := `for p in /proc/[0-9]*; do [ "$p" = /proc/$$ ] && continue; c=$(tr '\0' ' ' <$p/cmdline 2>/dev/null) || continue; [ -n "$c" ] && echo "${p#/proc/}:$c"; done`
+	for _, tc := range []struct {
+		pool, pid1, main string
+	}{
+		{"plain", "/pause ", "sleep infinity "},
+		{"booted", "/bin/sh " + kubetest.ImageEntrypoint + " ", "/bin/sh " + kubetest.ImageEntrypoint + " "},
 	} {
-		if out := mustSh(t, env, tc.pool, tc.pool+"-1", "tr '\\0' ' ' </proc/1/cmdline"); out != tc.want {
-			t.Errorf("%s: PID 1 is %q, want %q", tc.pool, out, tc.want)
+		out := mustSh(t, env, tc.pool, tc.pool+"-1", procs)
+		var pid1 string
+		mains := 0
+		for _, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+			pid, cmd, _ := strings.Cut(line, ":")
+			if pid == "1" {
+				pid1 = cmd
+			}
+			if cmd == tc.main {
+				mains++
+			}
+		}
+		if pid1 != tc.pid1 || mains != 1 {
+			t.Errorf("%s: PID 1 is %q, %d processes run %q; want PID 1 %q and one %q\n%s", tc.pool, pid1, mains, tc.main, tc.pid1, tc.main, out)
+		}
+	}
+}
+
+// 2.9: a member stops at once when the kubelet sends SIGTERM: its desktop
+// container ends with 143 (SIGTERM) without --init and 0 with it (the test
+// image's entrypoint exits on SIGTERM), not 137 (SIGKILL at the end of the
+// grace period, which sleep as its namespace's PID 1 would get).
+func TestIntegrationRealNodeStopsOnSIGTERM(t *testing.T) {
+	env := realEnv(t)
+	realPool(t, env, "plain", kubetest.ImageDebian, 1)
+	realPool(t, env, "booted", kubetest.ImageDebian, 1, "--init")
+	pods := env.Client.CoreV1().Pods(env.Namespace)
+	for _, tc := range []struct {
+		pool string
+		want int32
+	}{{"plain", 143}, {"booted", 0}} {
+		name := tc.pool + "-1"
+		p, err := pods.Get(t.Context(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := pods.Watch(t.Context(), metav1.ListOptions{FieldSelector: "metadata.name=" + name, ResourceVersion: p.ResourceVersion})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := pods.Delete(t.Context(), name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		exit := int32(-1)
+		deadline := time.After(realNodeTimeout)
+	watch:
+		for {
+			select {
+			case ev, ok := <-w.ResultChan():
+				if !ok {
+					t.Fatalf("%s: the watch ended before the Pod was deleted", name)
+				}
+				if ev.Type == watch.Deleted {
+					break watch
+				}
+				if pod, ok := ev.Object.(*corev1.Pod); ok {
+					for _, cs := range pod.Status.ContainerStatuses {
+						if cs.Name == engine.ContainerName && cs.State.Terminated != nil {
+							exit = cs.State.Terminated.ExitCode
+						}
+					}
+				}
+			case <-deadline:
+				t.Fatalf("%s: not deleted within %v", name, realNodeTimeout)
+			}
+		}
+		w.Stop()
+		if exit != tc.want {
+			t.Errorf("%s: the desktop container ended with %d, want %d", name, exit, tc.want)
 		}
 	}
 }
@@ -266,4 +341,61 @@ func TestIntegrationRealNodeConsoleStreams(t *testing.T) {
 	if out := mustSh(t, env, "con", "con-1", "cat /etc/debian_version >/dev/null && hostname"); out != "con-1\n" {
 		t.Errorf("hostname in the console = %q, want the member's name", out)
 	}
+}
+
+// 2.9: a release end to end on the real node, as a user's broker sees it:
+// `ctpool-tui release` (which returns once the member's Pod and PVC are gone
+// and its successor is created) and until the member is Ready again for the
+// next user. Reports the p50 and p95 of both over b.N releases
+// (make bench-node).
+func BenchmarkIntegrationRealNodeRelease(b *testing.B) {
+	env := kubetest.Require(b)
+	env.RequireNode(b)
+	b.Setenv("KUBECONFIG", filepath.Join(env.Dir, "admin.kubeconfig"))
+	ns := env.Namespace
+	mustCmd := func(args ...string) string {
+		b.Helper()
+		var out, errb strings.Builder
+		code := run(b.Context(), append([]string{"-n", ns}, args...), strings.NewReader(""), &out, &errb)
+		if code != exitOK {
+			b.Fatalf("%v: exit %d\n%s%s", args, code, out.String(), errb.String())
+		}
+		return out.String()
+	}
+	mustCmd("apply", "bench", "--image", kubetest.ImageDebian, "--size", "1", "--cpu", "200m", "--mem", "256Mi", "--disk", "1Gi",
+		"--runtime-class", kubetest.RealNodeRuntimeClass, "--storage-class", kubetest.RealNodeStorageClass)
+	ready := func() {
+		b.Helper()
+		env.WaitFor(b, realNodeTimeout, "bench-1 Ready", func() (bool, error) {
+			var out, errb strings.Builder
+			run(b.Context(), []string{"-n", ns, "status", "bench", "-o", "json"}, strings.NewReader(""), &out, &errb)
+			return strings.Contains(out.String(), `"ready": 1,`), nil
+		})
+	}
+	ready()
+	var release, again []time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		member := strings.TrimSpace(mustCmd("claim", "bench", "user-"+strconv.Itoa(i)))
+		b.StartTimer()
+		start := time.Now()
+		mustCmd("release", "bench", member, "user-"+strconv.Itoa(i))
+		release = append(release, time.Since(start))
+		ready()
+		again = append(again, time.Since(start))
+	}
+	b.StopTimer()
+	b.ReportMetric(percentile(release, 50).Seconds(), "release-p50-s")
+	b.ReportMetric(percentile(release, 95).Seconds(), "release-p95-s")
+	b.ReportMetric(percentile(again, 50).Seconds(), "ready-again-p50-s")
+	b.ReportMetric(percentile(again, 95).Seconds(), "ready-again-p95-s")
+}
+
+// percentile is the nearest-rank percentile p of ds.
+func percentile(ds []time.Duration, p int) time.Duration {
+	s := append([]time.Duration(nil), ds...)
+	slices.Sort(s)
+	i := (len(s)*p + 99) / 100
+	return s[max(i-1, 0)]
 }
