@@ -141,6 +141,12 @@ func Diagnose(m *Member, events []corev1.Event, nodes []*corev1.Node, reconcileE
 		case strings.Contains(m.Message, "ImagePullBackOff") || strings.Contains(m.Message, "ErrImagePull"):
 			r.Reason = "image cannot be pulled"
 			r.Fix = "check the image name and that every node that can run a member can pull it (registry, credentials)"
+		case strings.Contains(m.Message, "ErrImageNeverPull"):
+			r.Reason = "image is not on the node, and its pull policy is Never"
+			r.Fix = "load the image onto every node that can run a member, or let the Pods pull it"
+		case strings.Contains(m.Message, "InvalidImageName"):
+			r.Reason = "the image name does not parse"
+			r.Fix = "apply the pool again with a valid --image"
 		case strings.Contains(m.Message, "CrashLoopBackOff"):
 			r.Reason = "the desktop container keeps crashing"
 			r.Fix = "read its logs; with --init the image's entrypoint must not exit"

@@ -205,6 +205,18 @@ func TestDiagnose(t *testing.T) {
 			wantReason: "image cannot be pulled",
 			wantFix:    "registry",
 		},
+		{
+			name: "image never pulled",
+			rt:   nil,
+			mutate: func(p *corev1.Pod) {
+				p.Spec.NodeName = "node-a"
+				p.Status.Phase = corev1.PodPending
+				p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: ContainerName, State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{
+					Reason: "ErrImageNeverPull", Message: `Container image "d:1" is not present with pull policy of Never`}}}}
+			},
+			wantReason: "pull policy is Never",
+			wantFix:    "load the image",
+		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -26,11 +26,16 @@ const (
 // States lists every state in the order of the decision table.
 var States = []State{StateTerminating, StateMissing, StateStopped, StateFailed, StateUnschedulable, StateReady, StateStarting}
 
-// failingWaitReasons are the container waiting reasons that make a member Failed.
+// failingWaitReasons are the container waiting reasons that make a member
+// Failed: the kubelet's own words for a container that will not start without
+// a change (ErrImageNeverPull: the image is not on the node and the pull
+// policy forbids pulling; InvalidImageName: the reference does not parse).
 var failingWaitReasons = map[string]bool{
 	"CrashLoopBackOff":     true,
 	"ImagePullBackOff":     true,
 	"ErrImagePull":         true,
+	"ErrImageNeverPull":    true,
+	"InvalidImageName":     true,
 	"CreateContainerError": true,
 }
 

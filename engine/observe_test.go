@@ -123,6 +123,8 @@ func TestObserveStates(t *testing.T) {
 		{"CrashLoopBackOff", []any{podOf(spec, 1, running, waitingIn("CrashLoopBackOff", "back-off 5m0s", false)), pvc()}, StateFailed, "CrashLoopBackOff: back-off 5m0s"},
 		{"ImagePullBackOff", []any{podOf(spec, 1, pending, waitingIn("ImagePullBackOff", "", false)), pvc()}, StateFailed, "ImagePullBackOff"},
 		{"ErrImagePull", []any{podOf(spec, 1, pending, waitingIn("ErrImagePull", "not found", false)), pvc()}, StateFailed, "ErrImagePull: not found"},
+		{"ErrImageNeverPull", []any{podOf(spec, 1, pending, waitingIn("ErrImageNeverPull", "Container image \"d:1\" is not present with pull policy of Never", false)), pvc()}, StateFailed, "ErrImageNeverPull: Container image \"d:1\" is not present with pull policy of Never"},
+		{"InvalidImageName", []any{podOf(spec, 1, pending, waitingIn("InvalidImageName", "", false)), pvc()}, StateFailed, "InvalidImageName"},
 		{"CreateContainerError", []any{podOf(spec, 1, pending, waitingIn("CreateContainerError", "", false)), pvc()}, StateFailed, "CreateContainerError"},
 		{"init container CrashLoopBackOff", []any{podOf(spec, 1, pending, waitingIn("CrashLoopBackOff", "", true)), pvc()}, StateFailed, "CrashLoopBackOff"},
 		{"init container ErrImagePull", []any{podOf(spec, 1, pending, waitingIn("ErrImagePull", "", true)), pvc()}, StateFailed, "ErrImagePull"},
