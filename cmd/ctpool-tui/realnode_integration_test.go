@@ -3,6 +3,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
 	"github.com/ctpool-tui/ctpool-tui/kube/kubetest"
+	"github.com/ctpool-tui/ctpool-tui/tui"
 )
 
 // The member contract inside running containers, on the plane's real node
@@ -398,4 +400,92 @@ func percentile(ds []time.Duration, p int) time.Duration {
 	slices.Sort(s)
 	i := (len(s)*p + 99) / 100
 	return s[max(i-1, 0)]
+}
+
+// memberReport reads one member of pool from `status -o json`.
+func memberReport(t *testing.T, env *kubetest.Env, pool, member string) (tui.OnceMember, bool) {
+	t.Helper()
+	_, out, _ := runCmd(t, "-n", env.Namespace, "status", pool, "-o", "json")
+	var rep tui.OnceReport
+	if json.Unmarshal([]byte(out), &rep) != nil {
+		return tui.OnceMember{}, false
+	}
+	for _, p := range rep.Pools {
+		for _, m := range p.Members {
+			if m.Name == member {
+				return m, true
+			}
+		}
+	}
+	return tui.OnceMember{}, false
+}
+
+// 2.6: on a real node, an image no one can pull and a desktop that exits at
+// once are Failed, with the kubelet's own reason in the status message and a
+// diagnosis that names the cause; a drifted unclaimed member is replaced and
+// runs the new image.
+func TestIntegrationRealNodeFailuresAndDrift(t *testing.T) {
+	env := realEnv(t)
+	ns := env.Namespace
+	apply := func(pool, image string, extra ...string) {
+		t.Helper()
+		args := append([]string{"-n", ns, "apply", pool, "--image", image, "--size", "1", "--cpu", "200m", "--mem", "256Mi", "--disk", "1Gi",
+			"--runtime-class", kubetest.RealNodeRuntimeClass, "--storage-class", kubetest.RealNodeStorageClass}, extra...)
+		if code, out, errOut := runCmd(t, args...); code != exitOK && code != exitAttention {
+			t.Fatalf("apply %s: exit %d\n%s%s", pool, code, out, errOut)
+		}
+	}
+	apply("gone", kubetest.ImageMissing)
+	apply("crash", kubetest.ImageCrash, "--init")
+	for _, tc := range []struct{ pool, message, reason string }{
+		{"gone", "ImagePull", "image cannot be pulled"}, // ErrImagePull, then ImagePullBackOff
+		{"crash", "CrashLoopBackOff", "keeps crashing"},
+	} {
+		var m tui.OnceMember
+		env.WaitFor(t, realNodeTimeout, tc.pool+"-1 Failed with "+tc.message, func() (bool, error) {
+			var ok bool
+			m, ok = memberReport(t, env, tc.pool, tc.pool+"-1")
+			return ok && m.State == string(engine.StateFailed) && strings.Contains(m.Message, tc.message), nil
+		})
+		if m.Node != kubetest.RealNode || m.Diagnosis == nil || !strings.Contains(m.Diagnosis.Reason, tc.reason) {
+			t.Errorf("%s-1: node %q, diagnosis %+v; want the real node and a reason with %q (message %q)", tc.pool, m.Node, m.Diagnosis, tc.reason, m.Message)
+		}
+	}
+
+	realPool(t, env, "drift", kubetest.ImageDebian, 1)
+	mustSh(t, env, "drift", "drift-1", "test -s /etc/debian_version")
+	old, err := env.Client.CoreV1().Pods(ns).Get(t.Context(), "drift-1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	apply("drift", kubetest.ImageBusybox)
+	env.WaitFor(t, realNodeTimeout, "drift-1 replaced", func() (bool, error) {
+		p, err := env.Client.CoreV1().Pods(ns).Get(t.Context(), "drift-1", metav1.GetOptions{})
+		return err == nil && p.UID != old.UID && p.Spec.Containers[0].Image == kubetest.ImageBusybox, nil
+	})
+	waitReady(t, env, "drift", 1)
+	if out := mustSh(t, env, "drift", "drift-1", "test -e /etc/debian_version || readlink /bin/sh"); out != "/bin/busybox\n" {
+		t.Errorf("the replaced member runs %q as /bin/sh, want the new image's /bin/busybox", out)
+	}
+}
+
+// 2.8: a member's CPU and memory limits are in its own cgroup, and two members
+// on the node cannot see each other's processes.
+func TestIntegrationRealNodeResourcesAndIsolation(t *testing.T) {
+	env := realEnv(t)
+	realPool(t, env, "iso", kubetest.ImageBusybox, 2) // --cpu 200m --mem 256Mi
+	limits := mustSh(t, env, "iso", "iso-1",
+		"cat /sys/fs/cgroup/memory/memory.limit_in_bytes /sys/fs/cgroup/cpu/cpu.cfs_quota_us /sys/fs/cgroup/cpu/cpu.cfs_period_us")
+	if got, want := strings.Fields(limits), []string{"268435456", "20000", "100000"}; !slices.Equal(got, want) {
+		t.Errorf("iso-1's memory limit, CPU quota and period = %v, want %v (256Mi, 200m)", got, want)
+	}
+	// A process of iso-2's, by a command line no one else runs.
+	mustSh(t, env, "iso", "iso-2", "sleep 4242 >/dev/null 2>&1 </dev/null &")
+	list := `for p in /proc/[0-9]*; do tr '\0' ' ' <$p/cmdline 2>/dev/null; echo; done`
+	if out := mustSh(t, env, "iso", "iso-2", list); !strings.Contains(out, "sleep 4242") {
+		t.Fatalf("iso-2 does not see its own sleep 4242 (the check would prove nothing):\n%s", out)
+	}
+	if out := mustSh(t, env, "iso", "iso-1", list); strings.Contains(out, "sleep 4242") {
+		t.Errorf("iso-1 sees iso-2's process:\n%s", out)
+	}
 }

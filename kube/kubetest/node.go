@@ -26,6 +26,10 @@ const (
 	ImageDebian     = "ctpool.test/desktop-debian:1"
 	ImageBusybox    = "ctpool.test/desktop-busybox:1"
 	ImageEntrypoint = "/usr/local/bin/desktop-entrypoint"
+	// ImageCrash's entrypoint exits 2 at once (with --init: CrashLoopBackOff);
+	// ImageMissing is on no node and in no registry the node can reach.
+	ImageCrash   = "ctpool.test/desktop-crash:1"
+	ImageMissing = "ctpool.test/desktop-missing:1"
 )
 
 // RequireNode skips the test (fails it when CI is set) unless the plane runs

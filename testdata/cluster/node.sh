@@ -36,7 +36,7 @@ CNI_PLUGIN_DIR="${CTPOOL_CNI_PLUGIN_DIR:-/usr/lib/cni}"
 RUNC="${CTPOOL_RUNC:-$(command -v runc 2>/dev/null || echo /usr/sbin/runc)}"
 CONTAINERD_SOCK="$NODE_DIR/containerd/containerd.sock"
 # Images the node imports (images builds them); the tests name them too.
-NODE_IMAGES=(pause debian busybox)
+NODE_IMAGES=(pause debian busybox crash)
 
 ctr_node() { "$NODE_BIN_DIR/ctr" --address "$CONTAINERD_SOCK" --namespace k8s.io "$@"; }
 
