@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -92,6 +93,23 @@ func TestE2ERealNodeDesktop(t *testing.T) {
 			return false, nil
 		}
 		return err == nil && cerr == nil && p.UID != pod.UID && c.UID != pvc.UID, nil
+	})
+	// The new Pod Ready (its container running) before the console below,
+	// then the screen: a row may still show the old Pod's state for a moment.
+	env.WaitFor(t, realNodeTimeout, "the rebuilt desk-1 Running and Ready", func() (bool, error) {
+		p, err := pods.Get(t.Context(), "desk-1", metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		if err != nil || p.UID == pod.UID || p.Status.Phase != corev1.PodRunning {
+			return false, err
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+				return true, nil
+			}
+		}
+		return false, nil
 	})
 	term.waitScreen("desk-1 free and Ready on the screen", realNodeTimeout, func(rows []string) bool {
 		i := rowWith(rows, "▸ desk-1", "Ready")
