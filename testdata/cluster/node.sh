@@ -61,6 +61,14 @@ node_cgroup_dirs() {
 node_prepare() {
 	mkdir -p "$NODE_DIR"/{kubelet,pod-logs,volume-plugins,cni/bin,cni/conf,cni/ipam,containerd/certs.d/_default}
 	# What the kubelet changes outside its root, recorded once, restored by node_down.
+	local other
+	if [[ ! -f "$NODE_DIR/host-before" ]] && other="$(other_node_running)" &&
+		other="$(tr '\0' '\n' <"/proc/$other/cmdline" | sed -n 's|/containerd/config.toml$||p')" &&
+		[[ -s "$other/host-before" ]]; then
+		# Another plane's node changed the host first: its record is the host's.
+		cp "$other/host-before" "$NODE_DIR/host-before.tmp"
+		mv "$NODE_DIR/host-before.tmp" "$NODE_DIR/host-before"
+	fi
 	if [[ ! -f "$NODE_DIR/host-before" ]]; then
 		{
 			for s in "${NODE_SYSCTLS[@]}"; do echo "sysctl $s $(sysctl -n "$s")"; done
@@ -266,11 +274,24 @@ node_kill_pods() {
 	done
 }
 
+# other_node_running: prints the pid of a containerd of another plane's real
+# node (another state dir) and succeeds, when one runs.
+other_node_running() {
+	local p cmd
+	for p in $(pgrep -x containerd 2>/dev/null); do
+		cmd="$(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null)" || continue
+		[[ "$cmd" == *"/node/containerd/config.toml"* && "$cmd" != *"$NODE_DIR/containerd/config.toml"* ]] || continue
+		echo "$p"
+		return 0
+	done
+	return 1
+}
+
 # node_down: after the kubelet and containerd are stopped: no shim, mount,
 # netns or cgroup of the node is left, and the host's sysctls are restored.
 node_down() {
 	[[ -d "$NODE_DIR" ]] || return 0
-	local p m d k v
+	local p m d k v other=""
 	# shims outlive containerd by design
 	for p in $(pgrep -f "containerd-shim-runc-v2 .*-address $CONTAINERD_SOCK" 2>/dev/null); do
 		kill -KILL "$p" 2>/dev/null || true
@@ -294,9 +315,14 @@ node_down() {
 		while read -r k v rest; do
 			[[ "$k" == sysctl ]] && sysctl -qw "$v=$rest"
 		done <"$NODE_DIR/host-before"
-		for d in "${NODE_HOST_DIRS[@]}"; do
-			grep -qx "existed $d" "$NODE_DIR/host-before" || rm -rf "$d"
-		done
+		if other="$(other_node_running)"; then
+			# the fixed paths are shared: another plane's node still uses them
+			log "keeping ${NODE_HOST_DIRS[*]}: the real node of another plane runs ($other)"
+		else
+			for d in "${NODE_HOST_DIRS[@]}"; do
+				grep -qx "existed $d" "$NODE_DIR/host-before" || rm -rf "$d"
+			done
+		fi
 	fi
 	# What is left is a failure of down, named.
 	local left=()
@@ -309,9 +335,11 @@ node_down() {
 			sysctl) [[ "$(sysctl -n "$v")" == "$rest" ]] || left+=("sysctl $v=$(sysctl -n "$v") (was $rest)") ;;
 			esac
 		done <"$NODE_DIR/host-before"
-		for d in "${NODE_HOST_DIRS[@]}"; do
-			[[ -e "$d" ]] && ! grep -qx "existed $d" "$NODE_DIR/host-before" && left+=("$d")
-		done
+		if [[ -z "$other" ]]; then
+			for d in "${NODE_HOST_DIRS[@]}"; do
+				[[ -e "$d" ]] && ! grep -qx "existed $d" "$NODE_DIR/host-before" && left+=("$d")
+			done
+		fi
 	fi
 	rm -f "$STATE_DIR/node-enabled"
 	((${#left[@]} == 0)) || die "the real node left behind: ${left[*]}"
