@@ -13,6 +13,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 
@@ -90,7 +91,10 @@ func restart(t *testing.T, env *kubetest.Env, pool, member string) {
 	}
 	env.WaitFor(t, realNodeTimeout, member+"'s Pod gone", func() (bool, error) {
 		p, err := pods.Get(t.Context(), member, metav1.GetOptions{})
-		return err != nil || p.UID != old.UID, nil
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return err == nil && p.UID != old.UID, err
 	})
 	if code, out, errOut := runCmd(t, "-n", env.Namespace, "reconcile", pool); code != exitOK && code != exitAttention {
 		t.Fatalf("reconcile %s: exit %d\n%s%s", pool, code, out, errOut)
