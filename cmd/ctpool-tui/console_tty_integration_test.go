@@ -69,11 +69,26 @@ func setSize(t *testing.T, f *os.File, rows, cols uint16) {
 // and restored after it.
 func TestIntegrationConsoleTTYSizeAndResize(t *testing.T) {
 	env := kubetest.Require(t)
-	ns := env.Namespace
 	t.Setenv("KUBECONFIG", filepath.Join(env.Dir, "admin.kubeconfig"))
 	applyDesk(t, env, "tty", 1)
 	env.ServeMember(t, "tty-1")
+	consoleTTYResize(t, env, "tty", "tty-1")
+}
 
+// 2.5 on the real node: the same session through a real kubelet, whose
+// container runtime opens the remote pty of the desktop container.
+func TestIntegrationRealNodeConsoleTTYResize(t *testing.T) {
+	env := realEnv(t)
+	realPool(t, env, "rtty", kubetest.ImageDebian, 1)
+	consoleTTYResize(t, env, "rtty", "rtty-1")
+}
+
+// consoleTTYResize runs `ctpool-tui console` on a local pty: the remote
+// terminal starts at the pty's size, follows a resize signalled by SIGWINCH,
+// and the pty is raw during the session and restored after it.
+func consoleTTYResize(t *testing.T, env *kubetest.Env, pool, member string) {
+	t.Helper()
+	ns := env.Namespace
 	master, slave := openPTY(t)
 	setSize(t, slave, 40, 100)
 	before, err := term.GetState(int(slave.Fd()))
@@ -88,7 +103,7 @@ func TestIntegrationConsoleTTYSizeAndResize(t *testing.T) {
 	var errOut bytes.Buffer
 	done := make(chan int, 1)
 	go func() {
-		done <- run(ctx, []string{"-n", ns, "console", "tty", "tty-1", "--", "sh", "-c",
+		done <- run(ctx, []string{"-n", ns, "console", pool, member, "--", "sh", "-c",
 			`stty size; while read l; do [ "$l" = q ] && exit 0; stty size; done`}, slave, slave, &errOut)
 	}()
 	defer func() {
@@ -96,7 +111,7 @@ func TestIntegrationConsoleTTYSizeAndResize(t *testing.T) {
 			t.Logf("terminal: %q\nstderr: %q", screen.String(), errOut.String())
 		}
 	}()
-	// The sizes and the keys travel on different streams, and kwok starts
+	// The sizes and the keys travel on different streams, and the runtime (kwok or the kubelet) starts
 	// the command beside the first size: press enter until the size shows.
 	wait := func(want string) {
 		t.Helper()
