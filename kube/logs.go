@@ -44,8 +44,9 @@ type Logs struct {
 	Client kubernetes.Interface
 }
 
-// Stream opens the log of a member's desktop container: followed, or the
-// previous (terminated) container's when previous is set. The caller closes
+// Stream opens the log of a member's desktop container: followed, on across
+// the container's restarts (followLog), or the previous (terminated)
+// container's when previous is set. The caller closes
 // the stream; cancelling ctx ends it.
 func (l *Logs) Stream(ctx context.Context, namespace, pod string, previous bool) (io.ReadCloser, error) {
 	// A stopped container still has a log, and so has a previous one.
@@ -56,11 +57,20 @@ func (l *Logs) Stream(ctx context.Context, namespace, pod string, previous bool)
 	if previous && !hasPrevious(p) {
 		return nil, fmt.Errorf("%s: %w", pod, ErrNoPreviousLog)
 	}
-	tail := int64(LogTail)
-	opts := &corev1.PodLogOptions{Container: engine.ContainerName, Follow: !previous, Previous: previous, TailLines: &tail}
-	rc, err := l.Client.CoreV1().Pods(namespace).GetLogs(pod, opts).Stream(ctx)
-	if err != nil {
-		return nil, permissionHint(MapError(err), "get pods/log")
+	open := func(ctx context.Context) (io.ReadCloser, error) {
+		tail := int64(LogTail)
+		opts := &corev1.PodLogOptions{Container: engine.ContainerName, Follow: !previous, Previous: previous, TailLines: &tail}
+		rc, err := l.Client.CoreV1().Pods(namespace).GetLogs(pod, opts).Stream(ctx)
+		if err != nil {
+			return nil, permissionHint(MapError(err), "get pods/log")
+		}
+		return rc, nil
 	}
-	return rc, nil
+	rc, err := open(ctx)
+	if err != nil || previous {
+		return rc, err
+	}
+	f := followLog{open: open, poll: logRestartPoll, stale: logStaleStatus,
+		get: func(ctx context.Context) (*corev1.Pod, error) { return CheckPod(ctx, l.Client, namespace, pod) }}
+	return f.start(ctx, rc, p), nil
 }
