@@ -89,19 +89,19 @@ func TestFollowLogAcrossRestarts(t *testing.T) {
 		wantErr error
 	}{{
 		name:    "a restart: the successor's log follows a separator",
-		pods:    []*corev1.Pod{followPod("u1", "c1", 0, stopped("c1")), followPod("u1", "c2", 1), notFound0()},
+		pods:    []*corev1.Pod{followPod("u1", "c1", 0, stopped("c1")), followPod("u1", "c2", 1), nil},
 		errs:    []error{nil, nil, notFound},
 		streams: []string{"two\n"},
 		want:    "one\n── the desktop container restarted: restart 1; the last one exited 143 (Error) ──\ntwo\n",
 	}, {
 		name:    "the API server away for a while, then the successor",
-		pods:    []*corev1.Pod{nil, nil, followPod("u1", "c2", 1), notFound0()},
+		pods:    []*corev1.Pod{nil, nil, followPod("u1", "c2", 1), nil},
 		errs:    []error{errors.New("connection refused"), errors.New("connection refused"), nil, notFound},
 		streams: []string{"two\n"},
 		want:    "one\n── the desktop container restarted: restart 1; the last one exited 143 (Error) ──\ntwo\n",
 	}, {
 		name: "the Pod deleted: the log ends",
-		pods: []*corev1.Pod{notFound0()},
+		pods: []*corev1.Pod{nil},
 		errs: []error{notFound},
 		want: "one\n",
 	}, {
@@ -143,9 +143,6 @@ func TestFollowLogAcrossRestarts(t *testing.T) {
 	}
 }
 
-// notFound0 stands for the read that answers NotFound (its Pod is nil).
-func notFound0() *corev1.Pod { return nil }
-
 // While the container waits to start again (a back-off of minutes) the
 // log waits with it, and closing the reader stops the wait.
 func TestFollowLogWaitsOutABackOffAndCloses(t *testing.T) {
@@ -172,11 +169,6 @@ func TestFollowLogWaitsOutABackOffAndCloses(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { _, err := io.ReadAll(rc); done <- err }()
-	select {
-	case err := <-done:
-		t.Fatalf("the log ended during the back-off: %v", err)
-	default:
-	}
 	_ = rc.Close()
 	select {
 	case <-done:
@@ -203,6 +195,8 @@ func TestFollowLogCancelEndsABlockedRead(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("cancel did not end the read")
 	}
+	fk.mu.Lock()
+	defer fk.mu.Unlock()
 	if fk.gets != 0 {
 		t.Errorf("%d Pod reads after a cancel, want 0", fk.gets)
 	}
