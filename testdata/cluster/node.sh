@@ -182,6 +182,9 @@ imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 evictionHard: {memory.available: 100Mi, nodefs.available: 1%, imagefs.available: 1%}
 nodeStatusUpdateFrequency: 2s
+# Renewed every 5 s (a quarter of it): the controller-manager's 30 s grace
+# period sees a stopped kubelet within about 30 s.
+nodeLeaseDurationSeconds: 20
 syncFrequency: 10s
 fileCheckFrequency: 0s
 registerNode: true
