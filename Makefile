@@ -69,7 +69,6 @@ lint: ## gofmt, go.mod and go.sum tidy, a stale generated permission table, and 
 	$(GO) vet -tags 'integration outage' $(PKGS)
 	$(GO) vet -tags 'integration perf' $(PKGS)
 	$(GO) vet -tags e2e ./e2e/
-	$(GO) vet ./testdata/benchreport/ ./testdata/peers/
 
 .PHONY: test
 test: lint ## everything CI runs: lint, unit and integration tests on a local control plane, short fuzzing
@@ -146,7 +145,7 @@ bench: ## unit benchmarks in BENCH_ROUNDS interleaved rounds (default 5), then t
 	@set -e; for p in $(BENCH_PKGS); do $(GO) test -c -o .bench/$$p.test ./$$p/; done
 	@set -eo pipefail; for i in $$(seq $(BENCH_ROUNDS)); do for p in $(BENCH_PKGS); do \
 	  (cd $$p && ../.bench/$$p.test -test.run '^$$' -test.bench . -test.benchmem); done; done | tee .bench.out
-	@$(GO) run ./testdata/benchreport < .bench.out
+	@$(GO) run ./hack/benchreport < .bench.out
 
 # The reconciler at scale runs at the issue's size (1,000 pools of 10 members,
 # a minute at rest, 100 deletions); CTPOOL_PERF_CONTROLLER_POOLS (a multiple of
@@ -154,7 +153,7 @@ bench: ## unit benchmarks in BENCH_ROUNDS interleaved rounds (default 5), then t
 .PHONY: bench-integration
 bench-integration: ## benchmarks on the running local plane (make cluster-up), then the targets they meet
 	set -o pipefail; CI=$${CI:-1} $(GO) test -tags 'integration perf' -run '^$$' -bench Integration -benchtime 1x -timeout 180m ./kube/ | tee .bench-integration.out
-	@$(GO) run ./testdata/benchreport -set integration < .bench-integration.out
+	@$(GO) run ./hack/benchreport -set integration < .bench-integration.out
 
 .PHONY: bench-node
 bench-node: ## on the running plane's real node: a release end to end, p50 and p95 (BENCH_NODE_N releases, default 10)
@@ -162,7 +161,7 @@ bench-node: ## on the running plane's real node: a release end to end, p50 and p
 
 BENCH_NODE_N ?= 10
 
-# ctpool-tui and k9s side by side (testdata/peers): k9s at a pinned version,
+# ctpool-tui and k9s side by side (hack/peers): k9s at a pinned version,
 # built from the Go module proxy into the cache when missing.
 K9S_VERSION ?= v0.50.16
 PEERS_K9S ?= $(HOME)/.cache/ctpool-tui/peers/$(K9S_VERSION)/k9s
@@ -172,7 +171,7 @@ PEERS_MEMBERS ?= 10000
 bench-peers: build ## on the running plane, ctpool-tui and k9s on one pool of PEERS_MEMBERS (default 10000): first screen, RSS, idle CPU, a claim on screen, CPU under a churn of claims (PEERS_CHURN=0 skips it)
 	@test -x '$(PEERS_K9S)' || { echo "installing k9s $(K9S_VERSION) into $(dir $(PEERS_K9S))"; \
 	  GOBIN='$(abspath $(dir $(PEERS_K9S)))' GOFLAGS=-buildvcs=false $(GO) install github.com/derailed/k9s@$(K9S_VERSION); }
-	PEERS_K9S='$(PEERS_K9S)' PEERS_MEMBERS=$(PEERS_MEMBERS) PEERS_CTPOOL_TUI=$(BIN) $(GO) run ./testdata/peers
+	PEERS_K9S='$(PEERS_K9S)' PEERS_MEMBERS=$(PEERS_MEMBERS) PEERS_CTPOOL_TUI=$(BIN) $(GO) run ./hack/peers
 
 .PHONY: cluster-build
 cluster-build: ## build (or reuse) the local control plane binaries

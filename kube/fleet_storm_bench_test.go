@@ -27,7 +27,7 @@ import (
 // Watcher of every namespace and the three merged as the dashboard of
 // several clusters merges them (mergedSource), against one pool of 1,000
 // members in one namespace read by a Watcher (the one-pool scale of
-// BenchmarkWatcherStorm and BenchmarkInformerCacheBytes). testdata/benchreport
+// BenchmarkWatcherStorm and BenchmarkInformerCacheBytes). hack/benchreport
 // holds the targets.
 
 type fleetBenchScale struct {

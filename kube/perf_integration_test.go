@@ -10,7 +10,7 @@ package kube_test
 // which logs the exact figures and asserts only generous margins (the plane
 // shares two cores with whatever else runs), and by a
 // BenchmarkIntegrationPerf* benchmark, which reports the same figures in
-// `go test -bench` form for testdata/benchreport (`make bench-integration`).
+// `go test -bench` form for hack/benchreport (`make bench-integration`).
 
 import (
 	"context"

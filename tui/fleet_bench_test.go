@@ -19,7 +19,7 @@ import (
 // it (Options.Contexts: each pool's namespace is context/namespace), against
 // the one-namespace dashboard of one of its namespaces (50 pools of 20
 // members, 1,000 members). Both fill a 120x40 screen with rows, so that a
-// ratio is the cost of the rest of the fleet. testdata/benchreport holds
+// ratio is the cost of the rest of the fleet. hack/benchreport holds
 // the targets.
 
 // fleetScale is one side of a comparison.

@@ -72,7 +72,7 @@ func ensureNodes(ctx context.Context, client kubernetes.Interface, c config) {
 					"node-role.kubernetes.io/worker": "", "type": "peers"}},
 			Status: corev1.NodeStatus{Allocatable: res, Capacity: res, Phase: corev1.NodeRunning,
 				Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
-					Message: "ready (written by testdata/peers)", LastHeartbeatTime: now, LastTransitionTime: now}},
+					Message: "ready (written by hack/peers)", LastHeartbeatTime: now, LastTransitionTime: now}},
 				Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.0.0.1"}, {Type: corev1.NodeHostName, Address: name}},
 				NodeInfo:  corev1.NodeSystemInfo{Architecture: "amd64", OperatingSystem: "linux", KubeletVersion: "peers"}},
 		}
