@@ -63,6 +63,7 @@ generate: ## regenerate the checked-in generated code (kube/permissions_gen.go, 
 lint: ## gofmt, go.mod and go.sum tidy, a stale generated permission table, and go vet (with the integration tags too)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) run ./kube/internal/permgen -check kube/permissions_gen.go
+	@out=$$(grep -l '^//go:build.*integration' $$(git ls-files '*_test.go') | grep -v '_integration_test\.go$$' || true); if [ -n "$$out" ]; then echo "a test file behind the integration tag is named *_integration_test.go:"; echo "$$out"; exit 1; fi
 	@$(GO) mod tidy -diff >/dev/null 2>&1 || { echo "go.mod/go.sum are not tidy: run go mod tidy"; $(GO) mod tidy -diff; exit 1; }
 	$(GO) vet $(PKGS)
 	$(GO) vet -tags integration $(PKGS)
