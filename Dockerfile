@@ -11,6 +11,8 @@
 #     --build-arg COMMIT=$(git rev-parse HEAD) --build-arg DATE=$(date -u +%Y-%m-%dT%H:%M:%SZ) \
 #     -t registry.example/ctpool-tui:1.0 .
 
+# -tags nodemo leaves out the simulated cluster of --demo and client-go's fake
+# clientset, which a Deployment never runs (cmd/ctpool-tui/demo_nodemo.go).
 FROM golang:1.26 AS build
 WORKDIR /src
 # The modules first, so that a change of the source reuses their layer.
@@ -20,7 +22,7 @@ COPY . .
 ARG VERSION=""
 ARG COMMIT=""
 ARG DATE=""
-RUN CGO_ENABLED=0 go build -trimpath -buildvcs=false \
+RUN CGO_ENABLED=0 go build -trimpath -buildvcs=false -tags nodemo \
       -ldflags "-s -w -X main.version=${VERSION} -X main.commit=${COMMIT} -X main.date=${DATE}" \
       -o /out/ctpool-tui ./cmd/ctpool-tui
 

@@ -70,11 +70,17 @@ lint: ## gofmt, go.mod and go.sum tidy, a stale generated permission table, and 
 	$(GO) vet -tags 'integration outage' $(PKGS)
 	$(GO) vet -tags 'integration perf' $(PKGS)
 	$(GO) vet -tags e2e ./e2e/
+	$(GO) vet -tags nodemo ./cmd/ctpool-tui/
 
 .PHONY: test
 test: lint ## everything CI runs: lint, unit and integration tests on a local control plane, short fuzzing
 	$(CLUSTER)/with-cluster $(MAKE) --no-print-directory test-in-cluster
+	$(MAKE) --no-print-directory test-nodemo
 	$(MAKE) --no-print-directory fuzz
+
+.PHONY: test-nodemo
+test-nodemo: ## the container image's build (-tags nodemo, no simulator): --demo is refused with one clear line
+	$(GO) test -count=1 -tags nodemo -run NoDemo ./cmd/ctpool-tui/
 
 .PHONY: test-in-cluster
 test-in-cluster: ## unit + integration tests, the binary in a terminal (e2e), then the outage tests alone (they stop the API server); needs a plane

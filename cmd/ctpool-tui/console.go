@@ -13,7 +13,6 @@ import (
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
 	"github.com/ctpool-tui/ctpool-tui/kube"
-	"github.com/ctpool-tui/ctpool-tui/kube/demo"
 	"github.com/ctpool-tui/ctpool-tui/tui"
 )
 
@@ -91,7 +90,7 @@ func checkMemberOf(ctx context.Context, cs kubernetes.Interface, ns, pool, membe
 // logs are a canned stream.
 func consoleAndLogs(opts *tui.Options, conn *connection, readOnly bool, audit func(context.Context, engine.AuditEntry)) {
 	if conn.demo {
-		opts.Logs = &demo.Logs{Client: conn.client}
+		opts.Logs = demoLogs(conn.client)
 		return
 	}
 	opts.Logs = &kube.Logs{Client: conn.client}

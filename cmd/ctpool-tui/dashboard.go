@@ -15,7 +15,6 @@ import (
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
 	"github.com/ctpool-tui/ctpool-tui/kube"
-	"github.com/ctpool-tui/ctpool-tui/kube/demo"
 	"github.com/ctpool-tui/ctpool-tui/themes"
 	"github.com/ctpool-tui/ctpool-tui/tui"
 )
@@ -44,18 +43,11 @@ func (e *env) connect(ctx context.Context, df dashFlags, readOnly bool) (*connec
 		if e.opts.Flags.Namespace != nil {
 			ns = *e.opts.Flags.Namespace
 		}
-		sim, err := demo.New(demo.Options{Namespace: ns, Fleet: sc.fleet, Seed: time.Now().UnixNano(), Now: time.Now})
+		client, ns, err := startDemo(ctx, ns, sc.fleet)
 		if err != nil {
-			return nil, fmt.Errorf("start the demo cluster: %w", err)
+			return nil, err
 		}
-		go func() { _ = sim.Run(ctx) }()
-		if ns == "" {
-			ns = demo.DefaultNamespace
-		}
-		if sc.fleet {
-			ns = ""
-		}
-		return &connection{client: sim.Client(), namespace: ns, scope: sc, context: "demo (simulated)", host: "demo", demo: true}, nil
+		return &connection{client: client, namespace: ns, scope: sc, context: "demo (simulated)", host: "demo", demo: true}, nil
 	}
 	ns := ""
 	if !sc.fleet {

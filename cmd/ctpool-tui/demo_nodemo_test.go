@@ -1,0 +1,23 @@
+//go:build nodemo
+
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// A build without the simulator (the container image's) refuses --demo with
+// one clear line, on every surface that offers it (make test-nodemo).
+func TestNoDemoBuildRefusesDemo(t *testing.T) {
+	for _, args := range [][]string{
+		{"--demo", "--once"},
+		{"--demo", "--once", "-o", "json"},
+	} {
+		code, out, errOut := runCmd(t, args...)
+		if code == exitOK || out != "" || !strings.Contains(errOut, "has no demo (built with -tags nodemo") || strings.Count(errOut, "\n") != 1 {
+			t.Errorf("ctpool-tui %s in a nodemo build: exit %d, stdout %q, stderr %q; want a failure and one line that says so",
+				strings.Join(args, " "), code, out, errOut)
+		}
+	}
+}
