@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ctpool-tui/ctpool-tui/kube/kubetest"
+	"github.com/ctpool-tui/ctpool-tui/internal/kubetest"
 )
 
 // The colours the dashboard writes follow the terminal: 24-bit where

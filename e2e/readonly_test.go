@@ -16,8 +16,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
+	"github.com/ctpool-tui/ctpool-tui/internal/kubetest"
 	"github.com/ctpool-tui/ctpool-tui/kube"
-	"github.com/ctpool-tui/ctpool-tui/kube/kubetest"
 )
 
 // --readonly as the viewer: every key of every screen, and no write request

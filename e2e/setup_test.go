@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ctpool-tui/ctpool-tui/kube/kubetest"
+	"github.com/ctpool-tui/ctpool-tui/internal/kubetest"
 )
 
 // kubeconfig is the plane's kubeconfig of an identity: admin, viewer or operator.

@@ -12,8 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/internal/kubetest"
 	"github.com/ctpool-tui/ctpool-tui/kube"
-	"github.com/ctpool-tui/ctpool-tui/kube/kubetest"
 )
 
 // The sequence of issue 23 on the real API server: claim desk alice; apply a

@@ -16,8 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/internal/kubetest"
 	"github.com/ctpool-tui/ctpool-tui/kube"
-	"github.com/ctpool-tui/ctpool-tui/kube/kubetest"
 )
 
 // holders reads the pool's Leases fresh and returns the members each user

@@ -18,8 +18,8 @@ import (
 	"k8s.io/client-go/tools/remotecommand"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/internal/kubetest"
 	"github.com/ctpool-tui/ctpool-tui/kube"
-	"github.com/ctpool-tui/ctpool-tui/kube/kubetest"
 )
 
 // execRecorder captures the exec URLs the executor was built for and the status

@@ -18,8 +18,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/internal/kubetest"
 	"github.com/ctpool-tui/ctpool-tui/kube"
-	"github.com/ctpool-tui/ctpool-tui/kube/kubetest"
 )
 
 // syncBuffer is a bytes.Buffer the executor's copy goroutines and the test

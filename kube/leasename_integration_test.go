@@ -19,8 +19,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/internal/kubetest"
 	"github.com/ctpool-tui/ctpool-tui/kube"
-	"github.com/ctpool-tui/ctpool-tui/kube/kubetest"
 )
 
 // brokerLease is a claim Lease as a broker writes it: by the contract's

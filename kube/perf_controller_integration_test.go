@@ -40,8 +40,8 @@ import (
 	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/internal/kubetest"
 	"github.com/ctpool-tui/ctpool-tui/kube/controller"
-	"github.com/ctpool-tui/ctpool-tui/kube/kubetest"
 )
 
 // The sizes of the controller runs. The full size is the (1,000

@@ -37,8 +37,8 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/internal/kubetest"
 	"github.com/ctpool-tui/ctpool-tui/kube"
-	"github.com/ctpool-tui/ctpool-tui/kube/kubetest"
 )
 
 // requestCounter counts the API requests that leave a client (by "VERB

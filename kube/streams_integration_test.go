@@ -16,9 +16,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/internal/kubetest"
 	"github.com/ctpool-tui/ctpool-tui/kube"
 	"github.com/ctpool-tui/ctpool-tui/kube/controller"
-	"github.com/ctpool-tui/ctpool-tui/kube/kubetest"
 )
 
 // watchCounter counts the WATCH requests that leave a client, by resource.

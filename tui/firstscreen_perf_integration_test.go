@@ -16,8 +16,8 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/internal/kubetest"
 	"github.com/ctpool-tui/ctpool-tui/kube"
-	"github.com/ctpool-tui/ctpool-tui/kube/kubetest"
 	"github.com/ctpool-tui/ctpool-tui/themes"
 )
 

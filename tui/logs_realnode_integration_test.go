@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/internal/kubetest"
 	"github.com/ctpool-tui/ctpool-tui/kube"
-	"github.com/ctpool-tui/ctpool-tui/kube/kubetest"
 )
 
 // 2.5 on the real node: a followed log goes on across a restart of the

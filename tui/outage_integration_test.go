@@ -11,8 +11,8 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/ctpool-tui/ctpool-tui/internal/kubetest"
 	"github.com/ctpool-tui/ctpool-tui/kube"
-	"github.com/ctpool-tui/ctpool-tui/kube/kubetest"
 	"github.com/ctpool-tui/ctpool-tui/themes"
 )
 

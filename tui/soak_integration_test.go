@@ -16,9 +16,9 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/internal/kubetest"
 	"github.com/ctpool-tui/ctpool-tui/kube"
 	"github.com/ctpool-tui/ctpool-tui/kube/controller"
-	"github.com/ctpool-tui/ctpool-tui/kube/kubetest"
 	"github.com/ctpool-tui/ctpool-tui/themes"
 )
 

@@ -15,7 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
-	"github.com/ctpool-tui/ctpool-tui/kube/kubetest"
+	"github.com/ctpool-tui/ctpool-tui/internal/kubetest"
 )
 
 // soakTraffic runs the random operations and counts their outcomes.

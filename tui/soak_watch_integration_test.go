@@ -27,8 +27,8 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/internal/kubetest"
 	"github.com/ctpool-tui/ctpool-tui/kube"
-	"github.com/ctpool-tui/ctpool-tui/kube/kubetest"
 )
 
 // engine's waits for a deleted object to go, not an informer's.

@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
-	"github.com/ctpool-tui/ctpool-tui/kube/kubetest"
+	"github.com/ctpool-tui/ctpool-tui/internal/kubetest"
 )
 
 // Namespace <ns>-b with cocoon pool c and namespace <ns> with cocoon pool b-c,

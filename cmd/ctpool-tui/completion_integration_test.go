@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
-	"github.com/ctpool-tui/ctpool-tui/kube/kubetest"
+	"github.com/ctpool-tui/ctpool-tui/internal/kubetest"
 )
 
 // Shell completion on the real plane: pool names from the pool ConfigMaps

@@ -18,7 +18,7 @@ import (
 
 	"golang.org/x/term"
 
-	"github.com/ctpool-tui/ctpool-tui/kube/kubetest"
+	"github.com/ctpool-tui/ctpool-tui/internal/kubetest"
 )
 
 // openPTY opens a pseudo-terminal: the test holds the master, the console

@@ -9,7 +9,7 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/ctpool-tui/ctpool-tui/kube/demo"
+	"github.com/ctpool-tui/ctpool-tui/internal/demo"
 	"github.com/ctpool-tui/ctpool-tui/tui"
 )
 

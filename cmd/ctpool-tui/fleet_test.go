@@ -17,8 +17,8 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/internal/demo"
 	"github.com/ctpool-tui/ctpool-tui/kube"
-	"github.com/ctpool-tui/ctpool-tui/kube/demo"
 	"github.com/ctpool-tui/ctpool-tui/tui"
 )
 

@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
-	"github.com/ctpool-tui/ctpool-tui/kube/kubetest"
+	"github.com/ctpool-tui/ctpool-tui/internal/kubetest"
 )
 
 // cliRunner runs the binary's commands in the test's namespace as the admin.

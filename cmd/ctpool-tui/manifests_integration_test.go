@@ -26,9 +26,9 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/internal/kubetest"
 	"github.com/ctpool-tui/ctpool-tui/kube"
 	"github.com/ctpool-tui/ctpool-tui/kube/controller"
-	"github.com/ctpool-tui/ctpool-tui/kube/kubetest"
 )
 
 // convergeTimeout bounds each wait for Pods to become Ready: other tests on

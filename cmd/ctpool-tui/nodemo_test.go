@@ -36,8 +36,8 @@ func TestImageBuildLinksNoSimulator(t *testing.T) {
 		return strings.Fields(string(out))
 	}
 	banned := func(p string) bool {
-		return strings.HasPrefix(p, "k8s.io/client-go/kubernetes/fake") || strings.HasSuffix(p, "/kube/demo") ||
-			strings.Contains(p, "/kube/demo/")
+		return strings.HasPrefix(p, "k8s.io/client-go/kubernetes/fake") || strings.HasSuffix(p, "/internal/demo") ||
+			strings.Contains(p, "/internal/demo/")
 	}
 	var found []string
 	for _, p := range deps(string(m[1])) {

@@ -18,7 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
-	"github.com/ctpool-tui/ctpool-tui/kube/kubetest"
+	"github.com/ctpool-tui/ctpool-tui/internal/kubetest"
 	"github.com/ctpool-tui/ctpool-tui/tui"
 )
 

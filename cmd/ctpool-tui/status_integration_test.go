@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
-	"github.com/ctpool-tui/ctpool-tui/kube/kubetest"
+	"github.com/ctpool-tui/ctpool-tui/internal/kubetest"
 	"github.com/ctpool-tui/ctpool-tui/tui"
 )
 

@@ -12,9 +12,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/internal/kubetest"
 	"github.com/ctpool-tui/ctpool-tui/kube"
 	"github.com/ctpool-tui/ctpool-tui/kube/controller"
-	"github.com/ctpool-tui/ctpool-tui/kube/kubetest"
 )
 
 // Short timings for the tests: 3s lease, 2s renew deadline, 1s retry.

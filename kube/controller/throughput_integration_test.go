@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctpool-tui/ctpool-tui/internal/kubetest"
 	"github.com/ctpool-tui/ctpool-tui/kube/controller"
-	"github.com/ctpool-tui/ctpool-tui/kube/kubetest"
 )
 
 // reconciles sums the reconcile counts and durations of every pool in a scrape.
