@@ -1,0 +1,133 @@
+package engine
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// nodeWith is a node named name with the given Ready conditions and taints.
+func nodeWith(name string, conds []corev1.NodeCondition, taints ...corev1.Taint) *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.NodeSpec{Taints: taints}, Status: corev1.NodeStatus{Conditions: conds}}
+}
+
+func readyCond(st corev1.ConditionStatus, reason, msg string, since time.Time) corev1.NodeCondition {
+	return corev1.NodeCondition{Type: corev1.NodeReady, Status: st, Reason: reason, Message: msg, LastTransitionTime: metav1.NewTime(since)}
+}
+
+// kubeletStopped is a node whose kubelet stopped posting its status, as the
+// node lifecycle controller marks it: Ready=Unknown and the unreachable taints.
+func kubeletStopped(name string, since time.Time) *corev1.Node {
+	return nodeWith(name,
+		[]corev1.NodeCondition{readyCond(corev1.ConditionUnknown, "NodeStatusUnknown", "Kubelet stopped posting node status.", since)},
+		corev1.Taint{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoSchedule},
+		corev1.Taint{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoExecute})
+}
+
+func TestNodeDown(t *testing.T) {
+	since := time.Date(2026, 1, 2, 9, 12, 3, 0, time.UTC)
+	memoryPressure := corev1.NodeCondition{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionTrue}
+	cases := []struct {
+		name string
+		node *corev1.Node
+		want string
+	}{
+		{"nil", nil, ""},
+		{"Ready=True", nodeWith("n", []corev1.NodeCondition{readyCond(corev1.ConditionTrue, "KubeletReady", "kubelet is posting ready status", since)}), ""},
+		{"Ready=True under memory pressure", nodeWith("n", []corev1.NodeCondition{memoryPressure, readyCond(corev1.ConditionTrue, "", "", since)}), ""},
+		{"no conditions at all: unknown, not down", nodeWith("n", nil), ""},
+		{"no Ready condition, other conditions: unknown, not down", nodeWith("n", []corev1.NodeCondition{memoryPressure}), ""},
+		{"cordoned is not down", nodeWith("n", []corev1.NodeCondition{readyCond(corev1.ConditionTrue, "", "", since)},
+			corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}), ""},
+		{"kubelet stopped", kubeletStopped("n", since),
+			"Ready=Unknown since 2026-01-02T09:12:03Z: Kubelet stopped posting node status.; node.kubernetes.io/unreachable:NoSchedule; node.kubernetes.io/unreachable:NoExecute"},
+		{"Ready=False, reason only", nodeWith("n", []corev1.NodeCondition{readyCond(corev1.ConditionFalse, "KubeletNotReady", "", since)}),
+			"Ready=False since 2026-01-02T09:12:03Z: KubeletNotReady"},
+		{"Ready=False without a time or words", nodeWith("n", []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionFalse}}), "Ready=False"},
+		{"Ready with an empty status", nodeWith("n", []corev1.NodeCondition{{Type: corev1.NodeReady}}), `Ready=""`},
+		{"not-ready taint on a Ready node (the condition not yet caught up)", nodeWith("n", []corev1.NodeCondition{readyCond(corev1.ConditionTrue, "", "", since)},
+			corev1.Taint{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule}), "node.kubernetes.io/not-ready:NoSchedule"},
+		{"unreachable taint with no conditions", nodeWith("n", nil, corev1.Taint{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoExecute}),
+			"node.kubernetes.io/unreachable:NoExecute"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := NodeDown(c.node); got != c.want {
+				t.Errorf("NodeDown = %q, want %q", got, c.want)
+			}
+		})
+	}
+}
+
+func TestNodeDownMap(t *testing.T) {
+	since := time.Date(2026, 1, 2, 9, 12, 3, 0, time.UTC)
+	if m := NodeDownMap(nil); m == nil || len(m) != 0 {
+		t.Errorf("NodeDownMap(nil) = %#v, want an empty map (known: no node is down)", m)
+	}
+	m := NodeDownMap([]*corev1.Node{kubeletStopped("node-b", since), nodeWith("node-a", []corev1.NodeCondition{readyCond(corev1.ConditionTrue, "", "", since)})})
+	if len(m) != 1 || m["node-b"] == "" {
+		t.Errorf("NodeDownMap = %#v, want node-b only", m)
+	}
+}
+
+// TestObserveNodeDown: a member whose Pod is bound to a down node carries
+// the node's evidence; a member on a healthy node, with no Pod, or whose Pod
+// is not bound yet does not; NodeDown nil leaves every member as before. A
+// member merely NotReady because its node is down is Starting, not Failed,
+// and stays free.
+func TestObserveNodeDown(t *testing.T) {
+	spec := baseSpec(4)
+	on := func(node string) podMod { return func(p *corev1.Pod) { p.Spec.NodeName = node } }
+	notReady := cond(corev1.PodReady, corev1.ConditionFalse, "", "")
+	snap := Snapshot{Namespace: testNS, Pool: "desk", ConfigMap: BuildConfigMap(testNS, "desk", spec),
+		Pods: []*corev1.Pod{
+			podOf(spec, 1, running, notReady, on("node-b")),
+			podOf(spec, 2, running, ready, on("node-a")),
+			podOf(spec, 3, pending),
+		},
+		PVCs: []*corev1.PersistentVolumeClaim{pvcOf(spec, 1), pvcOf(spec, 2), pvcOf(spec, 3), pvcOf(spec, 4)},
+	}
+	down := map[string]string{"node-b": "Ready=Unknown", "": "never a member's"}
+	cases := []struct {
+		name     string
+		nodeDown map[string]string
+		want     map[string]string // member -> NodeDown
+	}{
+		{"nodes unknown", nil, map[string]string{}},
+		{"no node down", map[string]string{}, map[string]string{}},
+		{"node-b down", down, map[string]string{"desk-1": "Ready=Unknown"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := snap
+			s.NodeDown = c.nodeDown
+			v := Observe(s, testNow)
+			for i := range v.Members {
+				m := &v.Members[i]
+				if m.NodeDown != c.want[m.Name] {
+					t.Errorf("%s: NodeDown = %q, want %q", m.Name, m.NodeDown, c.want[m.Name])
+				}
+			}
+			m1 := v.Member("desk-1")
+			if m1.State != StateStarting || !m1.Free {
+				t.Errorf("desk-1 on a down node: state %s, free %v; want Starting and free (not Failed)", m1.State, m1.Free)
+			}
+			if v.Status.Failed != 0 {
+				t.Errorf("failed count %d, want 0", v.Status.Failed)
+			}
+			// PoolState keeps the snapshot's nodes for the members it
+			// re-observes.
+			ps := NewPoolState(s, testNow)
+			p1 := s.Pods[0].DeepCopy()
+			p1.ResourceVersion = "2"
+			if _, ok := ps.Update(PoolUpdate{Members: map[string]MemberObjects{"desk-1": {Pod: p1, PVC: s.PVCs[0]}}}, testNow.Add(time.Second)); !ok {
+				t.Fatal("PoolState.Update refused a member change")
+			}
+			if got := ps.View().Member("desk-1").NodeDown; got != c.want["desk-1"] {
+				t.Errorf("after PoolState.Update: desk-1 NodeDown = %q, want %q", got, c.want["desk-1"])
+			}
+		})
+	}
+}
