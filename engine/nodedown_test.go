@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -127,6 +128,74 @@ func TestObserveNodeDown(t *testing.T) {
 			}
 			if got := ps.View().Member("desk-1").NodeDown; got != c.want["desk-1"] {
 				t.Errorf("after PoolState.Update: desk-1 NodeDown = %q, want %q", got, c.want["desk-1"])
+			}
+		})
+	}
+}
+
+// TestDiagnoseNodeDown: when the Pod's node is down, the diagnosis names the
+// node first, with its evidence, over every stale reading of the Pod (not
+// Ready, a crash, a failure, Ready itself), but not over a blocked member;
+// with NodeDown nil the Pod's own reading stands.
+func TestDiagnoseNodeDown(t *testing.T) {
+	spec := baseSpec(2)
+	since := time.Date(2026, 1, 2, 9, 12, 3, 0, time.UTC)
+	evidence := NodeDown(kubeletStopped("node-b", since))
+	on := func(p *corev1.Pod) { p.Spec.NodeName = "node-b" }
+	notReady := cond(corev1.PodReady, corev1.ConditionFalse, "", "")
+	cases := []struct {
+		name       string
+		pod        *corev1.Pod
+		foreign    bool // desk-1's PVC is another pool's: the member is blocked
+		nodeDown   map[string]string
+		wantReason string
+		wantFix    string
+	}{
+		{"not ready on a down node", podOf(spec, 1, running, notReady, on), false, map[string]string{"node-b": evidence},
+			"node node-b is down", "the desktop is probably fine: its claim and data PVC are kept"},
+		{"crash loop on a down node", podOf(spec, 1, running, waitingIn("CrashLoopBackOff", "back-off", false), on), false, map[string]string{"node-b": evidence},
+			"node node-b is down", "comes back when node node-b does (check the node's kubelet"},
+		{"still Ready on a down node", podOf(spec, 1, running, ready, on), false, map[string]string{"node-b": evidence},
+			"node node-b is down", "nothing is replaced while the node is down"},
+		{"Pod failed on a down node", podOf(spec, 1, phase(corev1.PodFailed), on), false, map[string]string{"node-b": evidence},
+			"node node-b is down", "probably fine"},
+		{"being deleted on a down node", podOf(spec, 1, running, on, deletingPod), false, map[string]string{"node-b": evidence},
+			"node node-b is down", "stays Terminating until node node-b is back"},
+		{"blocked wins over the node", podOf(spec, 1, running, notReady, on), true, map[string]string{"node-b": evidence},
+			"", ""},
+		{"nodes unknown: the Pod's reading", podOf(spec, 1, running, notReady, on), false, nil,
+			"running, not Ready yet", ""},
+		{"another node is down: the Pod's reading", podOf(spec, 1, running, waitingIn("CrashLoopBackOff", "back-off", false), on), false, map[string]string{"node-a": evidence},
+			"the desktop container keeps crashing", "read its logs"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			pvc := pvcOf(spec, 1)
+			if c.foreign {
+				pvc.Labels[LabelPool] = "other"
+			}
+			snap := Snapshot{Namespace: testNS, Pool: "desk", ConfigMap: BuildConfigMap(testNS, "desk", spec),
+				Pods: []*corev1.Pod{c.pod}, PVCs: []*corev1.PersistentVolumeClaim{pvc}, NodeDown: c.nodeDown}
+			v := Observe(snap, testNow)
+			m := v.Member("desk-1")
+			if c.foreign && m.Blocked == "" {
+				t.Fatal("the member is not blocked: the case tests nothing")
+			}
+			d := Diagnose(m, nil, nil, nil)
+			if c.wantReason == "" {
+				if strings.Contains(d.Reason, "is down") {
+					t.Errorf("reason = %q, want no node reading", d.Reason)
+				}
+				return
+			}
+			if !strings.Contains(d.Reason, c.wantReason) {
+				t.Errorf("reason = %q, want it to contain %q", d.Reason, c.wantReason)
+			}
+			if !strings.Contains(d.Fix, c.wantFix) {
+				t.Errorf("fix = %q, want it to contain %q", d.Fix, c.wantFix)
+			}
+			if c.wantReason == "node node-b is down" && d.Evidence != evidence {
+				t.Errorf("evidence = %q, want the node's %q", d.Evidence, evidence)
 			}
 		})
 	}
