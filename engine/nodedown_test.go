@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -196,6 +197,135 @@ func TestDiagnoseNodeDown(t *testing.T) {
 			}
 			if c.wantReason == "node node-b is down" && d.Evidence != evidence {
 				t.Errorf("evidence = %q, want the node's %q", d.Evidence, evidence)
+			}
+		})
+	}
+}
+
+// TestClaimRanksDownNodesLast: among free members, those whose node is down
+// come after every other (in the usual order among themselves), and are
+// still handed out when nothing else is free; with NodeDown nil the usual
+// order stands.
+func TestClaimRanksDownNodesLast(t *testing.T) {
+	spec := baseSpec(4)
+	down := map[string]string{"node-b": "Ready=Unknown"}
+	cases := []struct {
+		name     string
+		states   []State  // of desk-1, desk-2, ...
+		nodes    []string // the node of each member's Pod
+		nodeDown map[string]string
+		want     string
+	}{
+		{"Ready on a down node after Starting and Stopped", []State{StateReady, StateStarting, StateStopped, StateFailed}, []string{"node-b", "node-a", "", "node-a"}, down, "desk-2"},
+		{"Ready on a down node after Stopped", []State{StateReady, StateStopped, StateFailed, StateFailed}, []string{"node-b", "", "node-a", "node-a"}, down, "desk-2"},
+		{"the usual order among down members", []State{StateStarting, StateReady, StateFailed, StateFailed}, []string{"node-b", "node-b", "node-a", "node-a"}, down, "desk-2"},
+		{"a down node's member when nothing else is free", []State{StateFailed, StateReady, StateFailed, StateFailed}, []string{"node-a", "node-b", "node-a", "node-a"}, down, "desk-2"},
+		{"nodes unknown: the usual order", []State{StateReady, StateStarting, StateStopped, StateFailed}, []string{"node-b", "node-a", "", "node-a"}, nil, "desk-1"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e, f := newEngine()
+			seedPool(f, "desk", spec, 0)
+			for i, s := range c.states {
+				seedMember(f, i+1, spec, s)
+				if p := f.pods[MemberName("desk", i+1)]; p != nil {
+					p.Spec.NodeName = c.nodes[i]
+				}
+			}
+			f.nodeDown = c.nodeDown
+			res, err := e.Claim(context.Background(), "desk", "alice@example.com")
+			if err != nil || res.Member != c.want {
+				t.Fatalf("Claim = %+v, %v; want %s", res, err, c.want)
+			}
+		})
+	}
+}
+
+// TestReconcileNodeDown: a reconcile never replaces a member because its
+// node is down: a drifted or failed member on a down node waits (and the
+// reconcile says so), a member NotReady on a down node is not failed; a
+// member on a healthy node, one above the size and a stopped one are worked
+// on as always; with NodeDown nil every member is worked on as before.
+func TestReconcileNodeDown(t *testing.T) {
+	spec := baseSpec(3)
+	down := map[string]string{"node-b": "Ready=Unknown since 2026-01-02T09:12:03Z"}
+	notReady := func(p *corev1.Pod) { p.Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse}}} }
+	crashing := func(p *corev1.Pod) {
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: ContainerName, State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}}}
+	}
+	failed := func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed }
+	cases := []struct {
+		name     string
+		member   int // desk-<member>
+		built    Spec
+		mutate   func(*corev1.Pod)
+		node     string
+		nodeDown map[string]string
+		replaced bool   // the member's Pod and PVC are deleted and made again
+		deleted  bool   // the member is deleted (above the size)
+		skipped  string // the reconcile's skip of the member
+	}{
+		{"drifted, node down: waits", 1, driftedSpec(3), nil, "node-b", down, false, false, "node node-b is down: replaced once it is back"},
+		{"drifted, nodes unknown: replaced", 1, driftedSpec(3), nil, "node-b", nil, true, false, ""},
+		{"drifted, another node down: replaced", 1, driftedSpec(3), nil, "node-a", down, true, false, ""},
+		{"crash loop, node down: waits", 2, spec, crashing, "node-b", down, false, false, "node node-b is down: replaced once it is back"},
+		{"crash loop, nodes unknown: replaced", 2, spec, crashing, "node-b", nil, true, false, ""},
+		{"Pod failed, node down: waits", 2, spec, failed, "node-b", down, false, false, "node node-b is down: replaced once it is back"},
+		{"Pod failed, no node down: replaced", 2, spec, failed, "node-b", map[string]string{}, true, false, ""},
+		{"not ready, node down: not failed, left alone", 3, spec, notReady, "node-b", down, false, false, ""},
+		{"not ready, nodes unknown: left alone", 3, spec, notReady, "node-b", nil, false, false, ""},
+		{"above the size, node down: deleted (the size, not the node)", 4, spec, nil, "node-b", down, false, true, ""},
+		{"above the size, nodes unknown: deleted", 4, spec, nil, "node-b", nil, false, true, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e, f := newEngine()
+			seedPool(f, "desk", spec, 3)
+			name := MemberName("desk", c.member)
+			p, pvc := readyMember("desk", c.member, c.built)
+			if c.mutate != nil {
+				c.mutate(p)
+			}
+			p.Spec.NodeName = c.node
+			delete(f.pods, name)
+			delete(f.pvcs, PVCName(name))
+			f.add(p, pvc)
+			for _, other := range []string{"desk-1", "desk-2", "desk-3"} {
+				if other != name {
+					f.pods[other].Spec.NodeName = "node-b" // healthy members on the down node: untouched
+				}
+			}
+			f.nodeDown = c.nodeDown
+			v := Observe(mustSnapshot(t, f), testNow)
+			if got := NeedsWork(v); got != (c.replaced || c.deleted) {
+				t.Errorf("NeedsWork = %v, want %v", got, c.replaced || c.deleted)
+			}
+			res, err := e.Reconcile(context.Background(), "desk")
+			if err != nil {
+				t.Fatalf("Reconcile: %v", err)
+			}
+			writes := memberWrites(f.writes(), name)
+			gotReplaced := hasAct(writes, "delete", "Pod", name) && hasAct(writes, "create", "Pod", name) && hasAct(writes, "delete", "PersistentVolumeClaim", PVCName(name))
+			gotDeleted := hasAct(writes, "delete", "Pod", name) && !hasAct(writes, "create", "Pod", name)
+			if gotReplaced != c.replaced || gotDeleted != c.deleted {
+				t.Errorf("%s: replaced %v, deleted %v; want %v, %v (writes %v)", name, gotReplaced, gotDeleted, c.replaced, c.deleted, writes)
+			}
+			if !c.replaced && !c.deleted && len(writes) > 0 {
+				t.Errorf("%s: writes %v, want none", name, writes)
+			}
+			for _, other := range []string{"desk-1", "desk-2", "desk-3"} {
+				if w := memberWrites(f.writes(), other); other != name && len(w) > 0 {
+					t.Errorf("healthy %s on the down node: writes %v, want none", other, w)
+				}
+			}
+			skipped := ""
+			for _, a := range res.Actions {
+				if a.Member == name && a.Skipped != "" {
+					skipped = a.Skipped
+				}
+			}
+			if skipped != c.skipped {
+				t.Errorf("%s: skipped %q, want %q", name, skipped, c.skipped)
 			}
 		})
 	}
