@@ -249,7 +249,9 @@ func TestClaimRanksDownNodesLast(t *testing.T) {
 func TestReconcileNodeDown(t *testing.T) {
 	spec := baseSpec(3)
 	down := map[string]string{"node-b": "Ready=Unknown since 2026-01-02T09:12:03Z"}
-	notReady := func(p *corev1.Pod) { p.Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse}}} }
+	notReady := func(p *corev1.Pod) {
+		p.Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse}}}
+	}
 	crashing := func(p *corev1.Pod) {
 		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: ContainerName, State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}}}
 	}
