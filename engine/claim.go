@@ -65,8 +65,7 @@ func (e *Engine) Claim(ctx context.Context, pool, identity string) (res ClaimRes
 			free = append(free, &view.Members[i])
 		}
 	}
-	rank := map[State]int{StateReady: 0, StateStarting: 1, StateStopped: 2}
-	sort.SliceStable(free, func(i, j int) bool { return rank[free[i].State] < rank[free[j].State] })
+	sortFree(free)
 	for _, m := range free {
 		won, err := e.Cluster.CreateLease(ctx, ClaimLease(snap.Namespace, pool, m.Name, identity, e.Now()))
 		if errors.Is(err, ErrAlreadyExists) {
@@ -107,6 +106,23 @@ func (e *Engine) Claim(ctx context.Context, pool, identity string) (res ClaimRes
 	}
 	st := view.Status
 	return res, &NoFreeMembersError{Desired: st.Desired, Claimed: st.Claimed, Unschedulable: st.Unschedulable}
+}
+
+// sortFree orders free members for a claim: Ready, then Starting, then
+// Stopped, and after all of them the members whose node is down
+// (Member.NodeDown), in the same order: they stay eligible (their desktop
+// is probably fine and comes back with the node), but a user given one waits
+// for the node.
+func sortFree(free []*Member) {
+	rank := map[State]int{StateReady: 0, StateStarting: 1, StateStopped: 2}
+	key := func(m *Member) int {
+		k := rank[m.State]
+		if m.NodeDown != "" {
+			k += len(rank)
+		}
+		return k
+	}
+	sort.SliceStable(free, func(i, j int) bool { return key(free[i]) < key(free[j]) })
 }
 
 // errClaimChanged: a claimed member's start found, after creating its Pod,

@@ -44,6 +44,9 @@ func Diagnose(m *Member, events []corev1.Event, nodes []*corev1.Node, reconcileE
 	if m.Pod != nil {
 		d.ClaimID = m.Pod.Annotations[SandboxdAnnotationClaimID]
 	}
+	if r, ok := diagnoseNodeDown(m, d.ClaimID); ok {
+		return r
+	}
 	ev := latestWarning(events)
 	switch {
 	case m.Claimed && m.Claim.Expired:
@@ -177,6 +180,26 @@ func Diagnose(m *Member, events []corev1.Event, nodes []*corev1.Node, reconcileE
 		return r
 	}
 	return d
+}
+
+// diagnoseNodeDown explains a member whose Pod's node is down
+// (Member.NodeDown). It comes before every reading of the Pod's own status
+// (not Ready, probes, crashes, a failure): the kubelet that would update them
+// is gone, so they are stale, and the desktop is probably fine. A blocked
+// member is left to its block, and a member being deleted stays so until
+// the node is back to confirm it.
+func diagnoseNodeDown(m *Member, claimID string) (Diagnosis, bool) {
+	if m.NodeDown == "" || m.Pod == nil || m.Blocked != "" {
+		return Diagnosis{}, false
+	}
+	r := Diagnosis{ClaimID: claimID, Evidence: m.NodeDown, Reason: "node " + m.Node + " is down"}
+	if m.State == StateTerminating {
+		r.Fix = "the Pod stays Terminating until node " + m.Node + " is back and its kubelet confirms the delete (check the node's kubelet and container runtime)"
+		return r, true
+	}
+	r.Fix = "the desktop is probably fine: its claim and data PVC are kept, and nothing is replaced while the node is down; " +
+		"the member comes back when node " + m.Node + " does (check the node's kubelet and container runtime)"
+	return r, true
 }
 
 // FirstSentence is the part of a member's message that a narrow table cell

@@ -67,6 +67,8 @@ type fakeCluster struct {
 	hook func(a act)
 	// snapshotErr fails every Snapshot.
 	snapshotErr error
+	// nodeDown is every Snapshot's NodeDown (nil: the nodes are unknown).
+	nodeDown map[string]string
 	// waits, when set, receives each WaitGone call before it blocks.
 	waits chan act
 }
@@ -249,7 +251,7 @@ func (f *fakeCluster) Snapshot(_ context.Context, pool string) (Snapshot, error)
 	if f.snapshotErr != nil {
 		return Snapshot{}, f.snapshotErr
 	}
-	s := Snapshot{Namespace: f.ns, Pool: pool, ConfigMap: f.cms[ConfigMapName(pool)].DeepCopy()}
+	s := Snapshot{Namespace: f.ns, Pool: pool, ConfigMap: f.cms[ConfigMapName(pool)].DeepCopy(), NodeDown: f.nodeDown}
 	for _, name := range sortedKeys(f.pods) {
 		if p := f.pods[name]; p.Labels[LabelPool] == pool {
 			s.Pods = append(s.Pods, p.DeepCopy())

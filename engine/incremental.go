@@ -42,6 +42,9 @@ type PoolState struct {
 	limitLo, limitHi int
 	// extra is the position of every member that is not one of 1..size.
 	extra map[string]int
+	// nodeDown is the snapshot's NodeDown: a change of the nodes is no
+	// member's change, and the caller observes the pool whole again.
+	nodeDown map[string]string
 	// due holds, per member with a Lease, when its claim next changes with
 	// time alone (lazily: an entry may be stale, then it only costs a
 	// re-observation that changes nothing).
@@ -78,7 +81,7 @@ type MemberChange struct {
 
 // NewPoolState observes a snapshot whole (Observe) and keeps the result.
 func NewPoolState(snap Snapshot, now time.Time) *PoolState {
-	s := &PoolState{view: Observe(snap, now), pods: len(snap.Pods), pvcs: len(snap.PVCs)}
+	s := &PoolState{view: Observe(snap, now), pods: len(snap.Pods), pvcs: len(snap.PVCs), nodeDown: snap.NodeDown}
 	s.size, s.source = s.view.Status.Desired, s.view.Source
 	s.odd = !conventional(snap)
 	limit := placementLimit(s.size, s.pods, s.pvcs)
@@ -219,7 +222,7 @@ func (s *PoolState) Update(u PoolUpdate, now time.Time) ([]MemberChange, bool) {
 		}
 	}
 	sort.Slice(todo, func(i, j int) bool { return todo[i].pos < todo[j].pos })
-	ob := observer{pool: v.Name, size: s.size, source: s.source, now: now}
+	ob := observer{pool: v.Name, size: s.size, source: s.source, now: now, nodeDown: s.nodeDown}
 	changes := make([]MemberChange, 0, len(todo))
 	for i, w := range todo {
 		if i > 0 && todo[i-1].pos == w.pos {

@@ -53,6 +53,10 @@ type Snapshot struct {
 	// the Lease's current resourceVersion (a reader that watches); a Lease
 	// stamped in the future counts from then (interpretLeaseSeen).
 	LeaseSeen map[string]time.Time
+	// NodeDown holds the nodes that are down (NodeDown), by name, with the
+	// node's evidence. nil means the nodes are unknown (the reader may not
+	// list them): every member then reads as on a healthy node.
+	NodeDown map[string]string
 }
 
 // Claim is the interpretation of a member's Lease.
@@ -100,9 +104,14 @@ type Member struct {
 	AboveSize bool
 	Free      bool
 
-	Source  string // the member's source label
-	Node    string
-	Created time.Time // Pod creation time (zero without a Pod)
+	Source string // the member's source label
+	Node   string
+	// NodeDown is the evidence that the node the member's Pod is bound to
+	// is down (Snapshot.NodeDown), or "". The Pod's own readings (Ready,
+	// probes, container states) are then stale: the desktop is probably
+	// fine, and nothing of it is replaced until the node is back.
+	NodeDown string
+	Created  time.Time // Pod creation time (zero without a Pod)
 	// Message is the scheduler's message for Unschedulable, the failure reason
 	// for Failed, and empty otherwise.
 	Message string
@@ -217,7 +226,7 @@ func Observe(snap Snapshot, now time.Time) PoolView {
 	}
 
 	// The claims of all members share one allocation.
-	ob := observer{pool: snap.Pool, size: size, source: v.Source, now: now, claims: make([]Claim, 0, len(snap.Leases)), seen: snap.LeaseSeen}
+	ob := observer{pool: snap.Pool, size: size, source: v.Source, now: now, claims: make([]Claim, 0, len(snap.Leases)), seen: snap.LeaseSeen, nodeDown: snap.NodeDown}
 	for i := range v.Recorded.Members {
 		if r := &v.Recorded.Members[i]; r.Blocked != "" {
 			if ob.blocked == nil {
@@ -319,6 +328,8 @@ type observer struct {
 	blocked map[string]string
 	// records caches recordProblem: the members of a pool share few records.
 	records map[[2]string]string
+	// nodeDown is Snapshot.NodeDown.
+	nodeDown map[string]string
 }
 
 // recordProblem is SourceRecordProblem of a claimed member's PVC, decoded
@@ -357,6 +368,9 @@ func (ob *observer) member(m *Member, name string, idx int, ok bool, pod *corev1
 	case o.pod != nil:
 		m.Source = podSource
 		m.Node = o.pod.Spec.NodeName
+		if m.Node != "" {
+			m.NodeDown = ob.nodeDown[m.Node]
+		}
 		m.Created = o.pod.CreationTimestamp.Time
 	case o.pvc != nil:
 		m.Source = o.pvc.Labels[LabelSource]

@@ -203,6 +203,8 @@ func (e *Engine) reconcile(ctx context.Context, snap Snapshot, spec Spec, size i
 			starts = append(starts, m)
 		case workUnlock:
 			unlocks = append(unlocks, m)
+		case workWaitNode:
+			add(MemberAction{Step: StepReplace, Member: m.Name, Skipped: "node " + m.Node + " is down: replaced once it is back"})
 		}
 	}
 
@@ -338,6 +340,9 @@ const (
 	// PVC, and one that lost both is built again.
 	workClaimedCreate
 	workClaimedStart
+	// Nothing while the member's node is down (Member.NodeDown): a
+	// replace waits for the node, and the reconcile says so.
+	workWaitNode
 )
 
 // memberWork decides what a reconcile does with m (the steps of the
@@ -357,6 +362,14 @@ func memberWork(m *Member) work {
 		}
 	case m.State == StateMissing:
 		return workCreate
+	case (m.Drift || m.State == StateFailed) && m.NodeDown != "":
+		// Never replaced because of its node: the Pod's readings are
+		// stale while the node is down and the desktop is probably fine
+		// (a delete could not even finish without the node's kubelet).
+		// It is replaced, if it still needs it, once the node is back.
+		// (A member above the size still goes: that is the pool's size,
+		// not the node.)
+		return workWaitNode
 	case m.Drift || m.State == StateFailed:
 		return workReplace
 	case m.State == StateStopped:
@@ -378,7 +391,7 @@ func NeedsWork(v PoolView) bool {
 	for i := range v.Members {
 		m := &v.Members[i]
 		switch w := memberWork(m); {
-		case w == workNone:
+		case w == workNone, w == workWaitNode:
 		case w == workClaimedCreate || w == workClaimedStart:
 			return true
 		case m.Claimed || (m.Lease != nil && !m.leaseStale()):

@@ -45,8 +45,9 @@ func PoolSelector(pool string) string {
 
 // Snapshot reads the pool's ConfigMap, its labelled Pods and PVCs, and its
 // claim Leases, labelled or not (the namespace's Leases named for a member
-// of the pool, engine.LeaseInPool): four requests, sent at once, so that a
-// fresh read costs one round trip's latency rather than four.
+// of the pool, engine.LeaseInPool), and the down nodes (NodeDown; nil when
+// the nodes cannot be read): five requests, sent at once, so that a fresh
+// read costs one round trip's latency rather than five.
 func (c *Cluster) Snapshot(ctx context.Context, pool string) (engine.Snapshot, error) {
 	if c.Reader != nil {
 		return c.Reader.Snapshot(ctx, pool)
@@ -81,10 +82,15 @@ func (c *Cluster) Snapshot(ctx context.Context, pool string) (engine.Snapshot, e
 		leases, err = c.poolLeases(gctx, pool)
 		return err
 	})
+	var down map[string]string
+	g.Go(func() error {
+		down = NodeDown(gctx, c.Client) // optional: nil when unreadable
+		return nil
+	})
 	if err := g.Wait(); err != nil {
 		return engine.Snapshot{Namespace: c.Namespace, Pool: pool}, err
 	}
-	snap.Pods, snap.PVCs, snap.Leases = ptrs(pods.Items), ptrs(pvcs.Items), leases
+	snap.Pods, snap.PVCs, snap.Leases, snap.NodeDown = ptrs(pods.Items), ptrs(pvcs.Items), leases, down
 	return snap, nil
 }
 

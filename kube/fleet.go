@@ -80,8 +80,13 @@ func (b byNamespace) snapshots() []engine.Snapshot {
 
 // ListFleet reads the pools of several namespaces once (ListPools): every
 // namespace with one List per kind when namespaces is empty, otherwise each
-// namespace named. The result is ordered by namespace, then pool.
+// namespace named. The result is ordered by namespace, then pool. The nodes
+// are listed once meanwhile, for every snapshot (NodeDown).
 func ListFleet(ctx context.Context, client kubernetes.Interface, namespaces []string) ([]engine.Snapshot, error) {
+	return withNodeDown(ctx, client, func() ([]engine.Snapshot, error) { return listFleet(ctx, client, namespaces) })
+}
+
+func listFleet(ctx context.Context, client kubernetes.Interface, namespaces []string) ([]engine.Snapshot, error) {
 	if len(namespaces) == 0 {
 		return listAllNamespaces(ctx, client)
 	}

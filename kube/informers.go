@@ -51,6 +51,9 @@ type Watcher struct {
 	namespaces []string
 	// pools: a fleet's pools as last read (fleetcache.go).
 	pools *fleetCache
+	// nodes: the optional informer of the nodes, for the snapshots'
+	// NodeDown (nodewatch.go).
+	nodes *nodeWatch
 
 	cms    corelisters.ConfigMapLister
 	pods   corelisters.PodLister
@@ -106,6 +109,7 @@ func NewWatcher(client kubernetes.Interface, namespace string, opts ...WatcherOp
 	for _, o := range opts {
 		o(w)
 	}
+	w.nodes = newNodeWatch(listThenWatch{streamedLists{client}}, w.nodesChanged)
 	w.informers = w.newInformers(namespace)
 	w.selector = w.informers.Selector()
 	w.cms = corelisters.NewConfigMapLister(w.informers.ConfigMaps.GetIndexer())
@@ -132,6 +136,7 @@ func NewFleetWatcher(client kubernetes.Interface, namespaces []string, opts ...W
 	for _, o := range opts {
 		o(w)
 	}
+	w.nodes = newNodeWatch(listThenWatch{streamedLists{client}}, w.nodesChanged)
 	if len(namespaces) == 0 {
 		w.fleet = []*PoolInformers{w.newInformers(metav1.NamespaceAll)}
 	}
@@ -200,6 +205,7 @@ func (w *Watcher) Start(ctx context.Context) error {
 	for _, s := range w.sets() {
 		s.Start(ctx)
 	}
+	w.nodes.start(ctx)
 	go Probe(ctx, w.client, w.probeEvery, w.probed)
 	// The end of the first sync is a change for the reader: a dashboard
 	// shows nothing before it, and an empty namespace sends no event.
@@ -314,17 +320,51 @@ func (w *Watcher) Stats() (events, signals int64) { return w.events.Load(), w.si
 
 // Snapshots returns one Snapshot per pool from the caches, sorted by pool
 // (a fleet's by namespace, then pool; a fleet's pools are kept between two
-// calls, and only those whose objects changed are regrouped). The slices
-// of a Snapshot are shared with later calls: read them, never change them.
+// calls, and only those whose objects changed are regrouped), each with
+// the down nodes (NodeDown). The slices and maps of a Snapshot are shared
+// with later calls: read them, never change them.
 func (w *Watcher) Snapshots() []engine.Snapshot {
+	var snaps []engine.Snapshot
 	if w.fleet != nil {
-		return w.fleetSnapshots()
+		snaps = w.fleetSnapshots()
+	} else {
+		cms, _ := w.cms.ConfigMaps(w.namespace).List(w.selector)
+		pods, _ := w.pods.Pods(w.namespace).List(w.selector)
+		pvcs, _ := w.pvcs.PersistentVolumeClaims(w.namespace).List(w.selector)
+		leases, _ := w.leases.Leases(w.namespace).List(labels.Everything()) // claim Leases, labelled or not
+		snaps = engine.GroupByPool(w.namespace, cms, pods, pvcs, leases)
 	}
-	cms, _ := w.cms.ConfigMaps(w.namespace).List(w.selector)
-	pods, _ := w.pods.Pods(w.namespace).List(w.selector)
-	pvcs, _ := w.pvcs.PersistentVolumeClaims(w.namespace).List(w.selector)
-	leases, _ := w.leases.Leases(w.namespace).List(labels.Everything()) // claim Leases, labelled or not
-	return engine.GroupByPool(w.namespace, cms, pods, pvcs, leases)
+	down := w.NodeDown()
+	for i := range snaps {
+		snaps[i].NodeDown = down
+	}
+	return snaps
+}
+
+// NodeDown is the down nodes by name with their evidence (engine.NodeDown),
+// from the Watcher's optional node informer: nil while the nodes are
+// unknown (not listed yet, or the identity may not list or watch them).
+// The map is shared: read it, never change it.
+func (w *Watcher) NodeDown() map[string]string { return w.nodes.Down() }
+
+// nodesChanged: a node went down or came back. A node is no pool object:
+// every pool is read whole again, with the new NodeDown.
+func (w *Watcher) nodesChanged() {
+	w.changesMu.Lock()
+	w.changes.all = true
+	w.changesMu.Unlock()
+	select {
+	case w.changed <- struct{}{}:
+	default:
+	}
+}
+
+// withNodes gives a snapshot read from the caches the down nodes.
+func (w *Watcher) withNodes(snap engine.Snapshot, err error) (engine.Snapshot, error) {
+	if err == nil {
+		snap.NodeDown = w.NodeDown()
+	}
+	return snap, err
 }
 
 // fleetSnapshots is the fleet's pools, by namespace then pool: those whose
@@ -377,7 +417,7 @@ func (w *Watcher) Snapshot(ctx context.Context, pool string) (engine.Snapshot, e
 	if w.fleet != nil {
 		return engine.Snapshot{Pool: pool}, errors.New("a fleet cache serves a namespace's pools through In(namespace)")
 	}
-	return w.informers.Snapshot(ctx, PoolKey{Namespace: w.namespace, Pool: pool})
+	return w.withNodes(w.informers.Snapshot(ctx, PoolKey{Namespace: w.namespace, Pool: pool}))
 }
 
 // In is the cache as an engine.Reader of one namespace's pools (a fleet
@@ -392,6 +432,10 @@ type namespaceReader struct {
 }
 
 func (r namespaceReader) Snapshot(ctx context.Context, pool string) (engine.Snapshot, error) {
+	return r.w.withNodes(r.snapshot(ctx, pool))
+}
+
+func (r namespaceReader) snapshot(ctx context.Context, pool string) (engine.Snapshot, error) {
 	k := PoolKey{Namespace: r.namespace, Pool: pool}
 	if r.w.fleet == nil {
 		if r.namespace != r.w.namespace {

@@ -17,7 +17,9 @@ import (
 // the claim Leases by their name, labelled or not), and groups them by pool. It is the headless --once path: one round
 // trip's worth of latency, no informer start-up.
 func ListPools(ctx context.Context, client kubernetes.Interface, namespace string) ([]engine.Snapshot, error) {
-	return listPools(ctx, client, namespace, func(err error, _ string) error { return MapError(err) })
+	return withNodeDown(ctx, client, func() ([]engine.Snapshot, error) {
+		return listPools(ctx, client, namespace, func(err error, _ string) error { return MapError(err) })
+	})
 }
 
 // listPools is ListPools with mapErr mapping each List's error (and the

@@ -7,6 +7,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/ctpool-tui/ctpool-tui/engine"
 )
 
 // Nodes lists the cluster's nodes for the diagnosis (labels and taints).
@@ -31,4 +33,51 @@ func (n *Nodes) Nodes(ctx context.Context) ([]*corev1.Node, error) {
 		out = append(out, nd)
 	}
 	return out, nil
+}
+
+// NodeDown lists the nodes once and returns the down ones with the node's
+// evidence (engine.NodeDownMap: empty when none is down), or nil when the
+// nodes cannot be read: the identity may not list them (nodes are
+// cluster-scoped and optional, OptionalPermissions), or the list failed.
+// A nil map is "the nodes are unknown", and every member then reads as on a
+// healthy node. The list is served from the API server's watch cache
+// (resourceVersion 0): a node's Ready condition a second old is good enough.
+func NodeDown(ctx context.Context, client kubernetes.Interface) map[string]string {
+	list, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+	if err != nil {
+		return nil
+	}
+	out := map[string]string{}
+	for i := range list.Items {
+		if why := engine.NodeDown(&list.Items[i]); why != "" {
+			out[list.Items[i].Name] = why
+		}
+	}
+	return out
+}
+
+// withNodeDown runs read while the nodes are listed (NodeDown) and gives
+// every snapshot it returns the down nodes.
+func withNodeDown(ctx context.Context, client kubernetes.Interface, read func() ([]engine.Snapshot, error)) ([]engine.Snapshot, error) {
+	done := make(chan map[string]string, 1)
+	go func() { done <- NodeDown(ctx, client) }()
+	snaps, err := read()
+	down := <-done
+	if err != nil {
+		return nil, err
+	}
+	for i := range snaps {
+		snaps[i].NodeDown = down
+	}
+	return snaps, nil
+}
+
+// OptionalPermissions are what ctpool-tui asks for but does without: the
+// nodes (cluster-scoped, so no namespaced Role can grant them), read for the
+// diagnosis and to tell a member whose node is down. Without them the
+// diagnosis reads no node and Snapshot.NodeDown is nil. They are left out of
+// every action's derived permissions (RequiredPermissions).
+var OptionalPermissions = []engine.Permission{
+	{Group: "", Resource: "nodes", Verb: "list"},
+	{Group: "", Resource: "nodes", Verb: "watch"},
 }

@@ -125,7 +125,7 @@ func helpOverlay(c viewContext, h *help.Model, shown keyMap, unavailable []strin
 		st.ColumnHeader.Render("Legend"),
 		glyphLive+" live  "+glyphSyncing+" syncing/running  "+glyphBad+" error, expired, disconnected",
 		glyphWarn+" exhausted, low, expiring soon  "+glyphOK+" no errors",
-		glyphDrift+" drift  "+glyphMaint+" maintenance  "+glyphAbove+" above size  "+glyphProblem+" problems")
+		glyphDrift+" drift  "+glyphMaint+" maintenance  "+glyphAbove+" above size  "+glyphBad+" node down  "+glyphProblem+" problems")
 	if c.readOnly {
 		full = append(full, "", st.Bold.Render("READ-ONLY: no action can be taken from this screen."))
 	}

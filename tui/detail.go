@@ -181,6 +181,10 @@ func (d *detailView) view(ctx viewContext) string {
 	if mm.Pod != nil {
 		add("", conditionsLine(mm.Pod))
 	}
+	if mm.NodeDown != "" {
+		// The node's own words, untrusted: add sanitises them.
+		addStyled("Node", st.ColumnHeader, ctx.level(levelWarn), mm.Node+" is down: "+mm.NodeDown)
+	}
 	add("PVC", pvcLine(mm))
 	add("Lease", leaseLine(mm, ctx.now))
 	add("Source", sourceLine(v, mm))
@@ -204,7 +208,7 @@ func (d *detailView) view(ctx viewContext) string {
 		if dg.Fix != "" {
 			add("Fix", dg.Fix)
 		}
-		if dg.Evidence != "" && dg.Evidence != mm.Message {
+		if dg.Evidence != "" && dg.Evidence != mm.Message && dg.Evidence != mm.NodeDown {
 			add("Evidence", dg.Evidence)
 		}
 		if dg.ClaimID != "" {

@@ -37,6 +37,8 @@ type cluster struct {
 	pods   []*corev1.Pod
 	pvcs   []*corev1.PersistentVolumeClaim
 	leases []*coordinationv1.Lease
+	// nodeDown is every snapshot's NodeDown (nil: the nodes are unknown).
+	nodeDown map[string]string
 }
 
 // namespace is the cluster's namespace.
@@ -48,7 +50,11 @@ func (c *cluster) namespace() string {
 }
 
 func (c *cluster) snapshots() []engine.Snapshot {
-	return engine.GroupByPool(c.namespace(), c.cms, c.pods, c.pvcs, c.leases)
+	snaps := engine.GroupByPool(c.namespace(), c.cms, c.pods, c.pvcs, c.leases)
+	for i := range snaps {
+		snaps[i].NodeDown = c.nodeDown
+	}
+	return snaps
 }
 
 func (c *cluster) views() []engine.PoolView { return engine.ObserveAll(c.snapshots(), t0) }
@@ -181,6 +187,26 @@ func demoCluster() *cluster {
 }
 
 // hostileCluster has cluster text that tries to attack the terminal.
+// nodeDownCluster is a pool with members on node-b, whose kubelet stopped:
+// a claimed desktop still reading Ready, and a free one the node lifecycle
+// controller marked NotReady; desk-2 is on a healthy node. The node's
+// evidence carries escape sequences (a node's message is untrusted).
+func nodeDownCluster() *cluster {
+	c := &cluster{nodeDown: map[string]string{
+		"node-b": "Ready=Unknown since 2026-03-02T08:57:30Z: Kubelet stopped posting node status.\x1b[2J\x1b]8;;https://evil.example\x07; node.kubernetes.io/unreachable:NoSchedule",
+	}}
+	s := poolSpec("ghcr.io/example/desktop:2", 3, nil)
+	c.pool("desk", s, &engine.Status{UpdatedAt: ptrTime(t0.Add(-30 * time.Second))})
+	c.member("desk", 1, s, onNode("node-b"), age(3*time.Hour))
+	c.claim("desk", "desk-1", "alice@example.com", t0.Add(-42*time.Minute))
+	c.member("desk", 2, s)
+	c.member("desk", 3, s, onNode("node-b"), func(p *corev1.Pod) {
+		p.Status.Conditions[3].Status = corev1.ConditionFalse
+		p.Status.ContainerStatuses[0].Ready = false
+	})
+	return c
+}
+
 func hostileCluster() *cluster {
 	c := &cluster{}
 	s := poolSpec("ghcr.io/example/desktop:2", 3, nil)

@@ -37,6 +37,8 @@ func TestGoldenScreens(t *testing.T) {
 		{name: "hostile_members_120x40", cluster: hostileCluster, width: 120, height: 40, keys: []string{"enter"}},
 		{name: "hostile_detail_120x40", cluster: hostileCluster, width: 120, height: 40, keys: []string{"enter", "enter"}, events: true},
 		{name: "hostile_wall_80x24", cluster: hostileCluster, width: 80, height: 24, readOnly: true},
+		{name: "node_down_members_120x40", cluster: nodeDownCluster, width: 120, height: 40, keys: []string{"enter"}},
+		{name: "node_down_detail_120x40", cluster: nodeDownCluster, width: 120, height: 40, keys: []string{"enter", "enter"}, events: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -167,6 +167,9 @@ func marksText(mm *engine.Member) string {
 	if mm.Blocked != "" {
 		marks = append(marks, glyphProblem+" blocked")
 	}
+	if mm.NodeDown != "" {
+		marks = append(marks, glyphBad+" node down")
+	}
 	if n := len(mm.Problems); n > 0 {
 		marks = append(marks, glyphProblem+" "+plural(n, "problem", "problems"))
 	}
@@ -265,7 +268,7 @@ func memberLevel(mm *engine.Member) int {
 	switch {
 	case mm.State == engine.StateFailed || len(mm.Problems) > 0:
 		return levelError
-	case mm.State == engine.StateUnschedulable || mm.MaintenanceStale:
+	case mm.State == engine.StateUnschedulable || mm.MaintenanceStale || mm.NodeDown != "":
 		return levelWarn
 	}
 	return levelNone

@@ -108,7 +108,11 @@ type OnceMember struct {
 	// before sanitising turns line breaks into spaces: the narrow table's
 	// MESSAGE.
 	headline string
-	Node     string     `json:"node,omitempty"`
+	Node     string `json:"node,omitempty"`
+	// NodeDown is the evidence that the member's node is down (its Ready
+	// condition, its unreachable or not-ready taint); absent when it is not,
+	// or when the nodes cannot be read.
+	NodeDown string     `json:"nodeDown,omitempty"`
 	Created  *time.Time `json:"created,omitempty"`
 	Problems []string   `json:"problems,omitempty"`
 	// Diagnosis is why a member that is not Ready and fine is so, and the fix.
@@ -189,7 +193,7 @@ func Report(views []engine.PoolView, opts OnceOptions) (OnceReport, int) {
 func onceMember(mm *engine.Member, now time.Time) OnceMember {
 	o := OnceMember{
 		Name: clean(mm.Name), State: string(mm.State), Free: mm.Free, Holder: clean(mm.Holder()), Maintenance: mm.Maintenance,
-		Drift: mm.Drift, AboveSize: mm.AboveSize, Message: clean(mm.Message), Node: clean(mm.Node),
+		Drift: mm.Drift, AboveSize: mm.AboveSize, Message: clean(mm.Message), Node: clean(mm.Node), NodeDown: clean(mm.NodeDown),
 		headline: clean(engine.FirstSentence(mm.Message)),
 	}
 	if len(mm.Problems) > 0 {
@@ -345,6 +349,9 @@ func writeTable(w io.Writer, r OnceReport, wide bool) {
 			if m.AboveSize {
 				marks = append(marks, "above-size")
 			}
+			if m.NodeDown != "" {
+				marks = append(marks, "node-down")
+			}
 			if len(m.Problems) > 0 {
 				marks = append(marks, "problems")
 			}
@@ -355,6 +362,9 @@ func writeTable(w io.Writer, r OnceReport, wide bool) {
 			msg := m.headline
 			if wide {
 				msg = m.Message
+			}
+			if msg == "" {
+				msg = m.NodeDown // the node's words, when the Pod has none
 			}
 			if msg == "" {
 				msg = strings.Join(m.Problems, "; ")

@@ -1,0 +1,151 @@
+package kube
+
+import (
+	"context"
+	"maps"
+	"sync"
+	"sync/atomic"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/ctpool-tui/ctpool-tui/engine"
+)
+
+// nodeWatch is a Watcher's optional, cluster-scoped informer of the nodes:
+// it keeps the down ones (engine.NodeDown) for the snapshots' NodeDown. It
+// never counts in the Watcher's sync or health: an identity that may not
+// list or watch nodes (Forbidden) stops it for good, and the snapshots then
+// say the nodes are unknown (nil). Its handler signals the Watcher only when
+// a node goes down or comes back (a node's status is written every few
+// minutes without news), and marks every pool changed: a node is no pool
+// object, so the next read is a whole one.
+type nodeWatch struct {
+	factory  informers.SharedInformerFactory
+	informer cache.SharedIndexInformer
+	reg      cache.ResourceEventHandlerRegistration
+	changed  func()      // a node went down or came back, after the sync
+	synced   func() bool // the handler has seen the first list
+
+	stop      context.CancelFunc // ends the informer (set by start)
+	forbidden atomic.Bool
+	news      atomic.Int64 // changes told after the first sync (tests)
+
+	mu   sync.Mutex
+	down map[string]string // never changed once published: copied on write
+}
+
+// newNodeWatch builds the informer; nothing is read until start.
+func newNodeWatch(client kubernetes.Interface, changed func()) *nodeWatch {
+	n := &nodeWatch{changed: changed, down: map[string]string{}}
+	n.factory = informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(stripNode))
+	n.informer = n.factory.Core().V1().Nodes().Informer()
+	n.reg, _ = n.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { n.update(obj) },
+		UpdateFunc: func(_, obj any) { n.update(obj) },
+		DeleteFunc: func(obj any) { n.remove(obj) },
+	})
+	_ = n.informer.SetWatchErrorHandlerWithContext(n.onWatchError)
+	n.synced = n.reg.HasSynced
+	return n
+}
+
+// start runs the informer until ctx ends (or a Forbidden stops it), and
+// tells the Watcher once the nodes are first known.
+func (n *nodeWatch) start(ctx context.Context) {
+	ctx, n.stop = context.WithCancel(ctx)
+	n.factory.Start(ctx.Done())
+	context.AfterFunc(ctx, n.factory.Shutdown)
+	go func() {
+		if cache.WaitForCacheSync(ctx.Done(), n.reg.HasSynced) {
+			n.changed()
+		}
+	}()
+}
+
+// onWatchError stops the informer when the identity may not list or watch
+// nodes: they are optional, and a refusal does not change by retrying.
+// Other errors are the pool informers' too, which report them.
+func (n *nodeWatch) onWatchError(ctx context.Context, r *cache.Reflector, err error) {
+	if apierrors.IsForbidden(err) {
+		n.forbidden.Store(true)
+		if n.stop != nil {
+			n.stop()
+		}
+		return
+	}
+	cache.DefaultWatchErrorHandler(ctx, r, err)
+}
+
+// Down is the down nodes by name with their evidence, shared and never
+// changed (read it, never write it); nil while the nodes are unknown: not
+// listed yet, or not readable by this identity.
+func (n *nodeWatch) Down() map[string]string {
+	if n == nil || n.forbidden.Load() || !n.synced() {
+		return nil
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.down
+}
+
+func (n *nodeWatch) update(obj any) {
+	if nd, ok := obj.(*corev1.Node); ok {
+		n.set(nd.Name, engine.NodeDown(nd))
+	}
+}
+
+func (n *nodeWatch) remove(obj any) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	if nd, ok := obj.(*corev1.Node); ok {
+		n.set(nd.Name, "")
+	}
+}
+
+// set records a node's evidence ("": fine or gone) and tells the Watcher
+// when it changed after the first sync.
+func (n *nodeWatch) set(name, why string) {
+	n.mu.Lock()
+	if n.down[name] == why {
+		n.mu.Unlock()
+		return
+	}
+	down := maps.Clone(n.down)
+	if why == "" {
+		delete(down, name)
+	} else {
+		down[name] = why
+	}
+	n.down = down
+	n.mu.Unlock()
+	if n.synced() {
+		n.changed()
+		n.news.Add(1)
+	}
+}
+
+// stripNode keeps of a node what NodeDown reads: its name, Ready condition
+// and taints (a node's images and volumes can be large, and a cluster may
+// have thousands of nodes).
+func stripNode(obj any) (any, error) {
+	nd, ok := obj.(*corev1.Node)
+	if !ok {
+		return obj, nil
+	}
+	out := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: nd.Name, UID: nd.UID, ResourceVersion: nd.ResourceVersion},
+		Spec:       corev1.NodeSpec{Taints: nd.Spec.Taints},
+	}
+	for _, c := range nd.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			out.Status.Conditions = []corev1.NodeCondition{c}
+		}
+	}
+	return out, nil
+}
