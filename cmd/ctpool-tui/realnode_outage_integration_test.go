@@ -19,7 +19,8 @@ import (
 // container runtime) is stopped, status marks the member's node down and the
 // diagnosis blames the node, not the desktop; a reconcile in the meantime
 // touches nothing. Once it runs again the member is Ready on the same Pod and
-// the same container, with its claim, Lease and PVC untouched.
+// the same container, with its claim, Lease and PVC untouched, and a free
+// member drifted during the outage is replaced only then.
 //
 // The node goes down by the control plane's own judgement: the
 // node-lifecycle-controller (30 s grace, testdata/cluster/up) for a silent
@@ -104,12 +105,21 @@ func rawMember(t *testing.T, env *kubetest.Env, pool, member string) map[string]
 func nodeOutage(t *testing.T, component, pool, evidence string) {
 	env := realEnv(t)
 	ns := env.Namespace
-	realPool(t, env, pool, kubetest.ImageDebian, 1, "--init")
+	realPool(t, env, pool, kubetest.ImageDebian, 2, "--init")
 	code, out, errOut := runCmd(t, "-n", ns, "claim", pool, "alice")
 	if code != exitOK {
 		t.Fatalf("claim %s alice: exit %d\n%s%s", pool, code, out, errOut)
 	}
 	member := strings.TrimSpace(out)
+	// The other member stays free: the one a reconcile would replace.
+	free := engine.MemberName(pool, 1)
+	if free == member {
+		free = engine.MemberName(pool, 2)
+	}
+	freePod, err := env.Client.CoreV1().Pods(ns).Get(t.Context(), free, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	mustSh(t, env, pool, member, "echo alice >/data/work")
 	before := readFacts(t, env, pool, member)
 	if before.holder != "alice" || before.container == "" || strings.Count(before.boots, "boot ") != 1 {
@@ -134,14 +144,27 @@ func nodeOutage(t *testing.T, component, pool, evidence string) {
 	if rep.Holder != "alice" {
 		t.Errorf("the holder while the node is down: %q, want alice", rep.Holder)
 	}
-	// A reconcile while the node is down replaces and deletes nothing.
+	// A new image while the node is down drifts both members; neither the
+	// apply's reconcile nor another one replaces or deletes anything: a
+	// Pod deleted on a down node stays Terminating, and its successor could
+	// not start before the node is back anyway.
+	if code, out, errOut := runCmd(t, "-n", ns, "apply", pool, "--image", kubetest.ImageBusybox, "--size", "2",
+		"--cpu", "200m", "--mem", "256Mi", "--disk", "1Gi", "--init",
+		"--runtime-class", kubetest.RealNodeRuntimeClass, "--storage-class", kubetest.RealNodeStorageClass); code != exitOK && code != exitAttention {
+		t.Fatalf("apply %s while the node is down: exit %d\n%s%s", pool, code, out, errOut)
+	}
 	if code, out, errOut := runCmd(t, "-n", ns, "reconcile", pool); code != exitOK && code != exitAttention {
 		t.Fatalf("reconcile %s while the node is down: exit %d\n%s%s", pool, code, out, errOut)
 	}
-	pod, err := env.Client.CoreV1().Pods(ns).Get(t.Context(), member, metav1.GetOptions{})
-	if err != nil || pod.UID != before.pod || pod.DeletionTimestamp != nil {
-		t.Fatalf("%s after a reconcile while its node is down: %v, UID %s (was %s), deleting %v; want the same Pod, left alone",
-			member, err, podUID(pod), before.pod, pod != nil && pod.DeletionTimestamp != nil)
+	for _, want := range []struct {
+		name string
+		uid  types.UID
+	}{{member, before.pod}, {free, freePod.UID}} {
+		pod, err := env.Client.CoreV1().Pods(ns).Get(t.Context(), want.name, metav1.GetOptions{})
+		if err != nil || pod.UID != want.uid || pod.DeletionTimestamp != nil {
+			t.Fatalf("%s after an apply and a reconcile while its node is down: %v, UID %s (was %s), deleting %v; want the same Pod, left alone",
+				want.name, err, podUID(pod), want.uid, pod != nil && pod.DeletionTimestamp != nil)
+		}
 	}
 
 	env.StartPlane(t)
@@ -149,6 +172,15 @@ func nodeOutage(t *testing.T, component, pool, evidence string) {
 		m = rawMember(t, env, pool, member)
 		_, down := m["nodeDown"]
 		return m != nil && m["state"] == string(engine.StateReady) && !down, nil
+	})
+	// Back up, the free drifted member is replaced (alice's waits for her
+	// release).
+	env.WaitFor(t, realNodeTimeout, free+" replaced with the new image", func() (bool, error) {
+		if code, out, errOut := runCmd(t, "-n", ns, "reconcile", pool); code != exitOK && code != exitAttention {
+			t.Fatalf("reconcile %s after the outage: exit %d\n%s%s", pool, code, out, errOut)
+		}
+		p, err := env.Client.CoreV1().Pods(ns).Get(t.Context(), free, metav1.GetOptions{})
+		return err == nil && p.UID != freePod.UID && p.Spec.Containers[0].Image == kubetest.ImageBusybox, nil
 	})
 	after := readFacts(t, env, pool, member)
 	if after != before {
