@@ -53,7 +53,7 @@ type Watcher struct {
 	pools *fleetCache
 	// nodes: the optional informer of the nodes, for the snapshots'
 	// NodeDown (nodewatch.go).
-	nodes *nodeWatch
+	nodes *NodeWatch
 
 	cms    corelisters.ConfigMapLister
 	pods   corelisters.PodLister
@@ -109,7 +109,7 @@ func NewWatcher(client kubernetes.Interface, namespace string, opts ...WatcherOp
 	for _, o := range opts {
 		o(w)
 	}
-	w.nodes = newNodeWatch(listThenWatch{streamedLists{client}}, w.nodesChanged)
+	w.nodes = NewNodeWatch(listThenWatch{streamedLists{client}}, w.nodesChanged)
 	w.informers = w.newInformers(namespace)
 	w.selector = w.informers.Selector()
 	w.cms = corelisters.NewConfigMapLister(w.informers.ConfigMaps.GetIndexer())
@@ -136,7 +136,7 @@ func NewFleetWatcher(client kubernetes.Interface, namespaces []string, opts ...W
 	for _, o := range opts {
 		o(w)
 	}
-	w.nodes = newNodeWatch(listThenWatch{streamedLists{client}}, w.nodesChanged)
+	w.nodes = NewNodeWatch(listThenWatch{streamedLists{client}}, w.nodesChanged)
 	if len(namespaces) == 0 {
 		w.fleet = []*PoolInformers{w.newInformers(metav1.NamespaceAll)}
 	}
@@ -205,7 +205,7 @@ func (w *Watcher) Start(ctx context.Context) error {
 	for _, s := range w.sets() {
 		s.Start(ctx)
 	}
-	w.nodes.start(ctx)
+	w.nodes.Start(ctx)
 	go Probe(ctx, w.client, w.probeEvery, w.probed)
 	// The end of the first sync is a change for the reader: a dashboard
 	// shows nothing before it, and an empty namespace sends no event.

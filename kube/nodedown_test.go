@@ -209,7 +209,7 @@ func TestNodeWatchNews(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			calls := 0
-			n := newNodeWatch(fake.NewClientset(), func() { calls++ })
+			n := NewNodeWatch(fake.NewClientset(), func() { calls++ })
 			synced := false
 			n.synced = func() bool { return synced }
 			for _, s := range c.steps {

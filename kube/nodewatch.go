@@ -16,15 +16,15 @@ import (
 	"github.com/ctpool-tui/ctpool-tui/engine"
 )
 
-// nodeWatch is a Watcher's optional, cluster-scoped informer of the nodes:
-// it keeps the down ones (engine.NodeDown) for the snapshots' NodeDown. It
-// never counts in the Watcher's sync or health: an identity that may not
-// list or watch nodes (Forbidden) stops it for good, and the snapshots then
-// say the nodes are unknown (nil). Its handler signals the Watcher only when
-// a node goes down or comes back (a node's status is written every few
-// minutes without news), and marks every pool changed: a node is no pool
-// object, so the next read is a whole one.
-type nodeWatch struct {
+// NodeWatch is an optional, cluster-scoped informer of the nodes (the
+// Watcher's and the controller's): it keeps the down ones (engine.NodeDown)
+// for the snapshots' NodeDown. It never counts in a cache's sync or health:
+// an identity that may not list or watch nodes (Forbidden) stops it for
+// good, and the snapshots then say the nodes are unknown (nil). Its handler
+// calls changed only when a node goes down or comes back (a node's status is
+// written every few minutes without news): a node is no pool object, so the
+// Watcher reads every pool whole again and the controller requeues them.
+type NodeWatch struct {
 	factory  informers.SharedInformerFactory
 	informer cache.SharedIndexInformer
 	reg      cache.ResourceEventHandlerRegistration
@@ -39,9 +39,9 @@ type nodeWatch struct {
 	down map[string]string // never changed once published: copied on write
 }
 
-// newNodeWatch builds the informer; nothing is read until start.
-func newNodeWatch(client kubernetes.Interface, changed func()) *nodeWatch {
-	n := &nodeWatch{changed: changed, down: map[string]string{}}
+// NewNodeWatch builds the informer; nothing is read until Start.
+func NewNodeWatch(client kubernetes.Interface, changed func()) *NodeWatch {
+	n := &NodeWatch{changed: changed, down: map[string]string{}}
 	n.factory = informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(stripNode))
 	n.informer = n.factory.Core().V1().Nodes().Informer()
 	n.reg, _ = n.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -54,9 +54,9 @@ func newNodeWatch(client kubernetes.Interface, changed func()) *nodeWatch {
 	return n
 }
 
-// start runs the informer until ctx ends (or a Forbidden stops it), and
+// Start runs the informer until ctx ends (or a Forbidden stops it), and
 // tells the Watcher once the nodes are first known.
-func (n *nodeWatch) start(ctx context.Context) {
+func (n *NodeWatch) Start(ctx context.Context) {
 	ctx, n.stop = context.WithCancel(ctx)
 	n.factory.Start(ctx.Done())
 	context.AfterFunc(ctx, n.factory.Shutdown)
@@ -70,7 +70,7 @@ func (n *nodeWatch) start(ctx context.Context) {
 // onWatchError stops the informer when the identity may not list or watch
 // nodes: they are optional, and a refusal does not change by retrying.
 // Other errors are the pool informers' too, which report them.
-func (n *nodeWatch) onWatchError(ctx context.Context, r *cache.Reflector, err error) {
+func (n *NodeWatch) onWatchError(ctx context.Context, r *cache.Reflector, err error) {
 	if apierrors.IsForbidden(err) {
 		n.forbidden.Store(true)
 		if n.stop != nil {
@@ -84,7 +84,7 @@ func (n *nodeWatch) onWatchError(ctx context.Context, r *cache.Reflector, err er
 // Down is the down nodes by name with their evidence, shared and never
 // changed (read it, never write it); nil while the nodes are unknown: not
 // listed yet, or not readable by this identity.
-func (n *nodeWatch) Down() map[string]string {
+func (n *NodeWatch) Down() map[string]string {
 	if n == nil || n.forbidden.Load() || !n.synced() {
 		return nil
 	}
@@ -93,13 +93,13 @@ func (n *nodeWatch) Down() map[string]string {
 	return n.down
 }
 
-func (n *nodeWatch) update(obj any) {
+func (n *NodeWatch) update(obj any) {
 	if nd, ok := obj.(*corev1.Node); ok {
 		n.set(nd.Name, engine.NodeDown(nd))
 	}
 }
 
-func (n *nodeWatch) remove(obj any) {
+func (n *NodeWatch) remove(obj any) {
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = t.Obj
 	}
@@ -110,7 +110,7 @@ func (n *nodeWatch) remove(obj any) {
 
 // set records a node's evidence ("": fine or gone) and tells the Watcher
 // when it changed after the first sync.
-func (n *nodeWatch) set(name, why string) {
+func (n *NodeWatch) set(name, why string) {
 	n.mu.Lock()
 	if n.down[name] == why {
 		n.mu.Unlock()

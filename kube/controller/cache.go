@@ -25,6 +25,16 @@ type informerSet struct {
 	// miss changes. (Informers retry a refused connection without reporting
 	// it, hence the probe.)
 	lastWatchError atomic.Int64
+	// nodes is the optional node informer: its down nodes go into every
+	// snapshot (engine.Snapshot.NodeDown), so that no reconcile replaces a
+	// member because its node is down (nil when nodes may not be read).
+	nodes *kube.NodeWatch
+}
+
+// Start starts the pool informers and the node informer.
+func (s *informerSet) Start(ctx context.Context) {
+	s.PoolInformers.Start(ctx)
+	s.nodes.Start(ctx)
 }
 
 // suspectWindow is how long after a failed list, watch or probe the cache is
@@ -43,9 +53,10 @@ func (s *informerSet) watchFailed(at time.Time) { s.lastWatchError.Store(at.Unix
 
 // newInformerSet builds the informers of namespace (metav1.NamespaceAll for
 // every namespace) and registers h on each. List and watch errors go to log
-// (each distinct message once in a row). Nothing is read until Start.
-func newInformerSet(client kubernetes.Interface, namespace string, h cache.ResourceEventHandler, log *slog.Logger) *informerSet {
-	s := &informerSet{}
+// (each distinct message once in a row). nodesChanged is called when a node
+// goes down or comes back. Nothing is read until Start.
+func newInformerSet(client kubernetes.Interface, namespace string, h cache.ResourceEventHandler, nodesChanged func(), log *slog.Logger) *informerSet {
+	s := &informerSet{nodes: kube.NewNodeWatch(client, nodesChanged)}
 	var mu sync.Mutex
 	last := map[string]string{} // by resource
 	// Instead of cache.DefaultWatchErrorHandler, which only logs through
@@ -72,7 +83,9 @@ func keyOf(obj any) (Key, bool) {
 // snapshot returns one pool's objects from the caches (kube.ErrNotSynced
 // while they have not synced).
 func (s *informerSet) snapshot(ctx context.Context, k Key) (engine.Snapshot, error) {
-	return s.Snapshot(ctx, kube.PoolKey(k))
+	snap, err := s.Snapshot(ctx, kube.PoolKey(k))
+	snap.NodeDown = s.nodes.Down()
+	return snap, err
 }
 
 // pools lists the pools that have a definition in the cache.

@@ -155,7 +155,7 @@ func New(opts Options) (*Controller, error) {
 		AddFunc:    c.onAdd,
 		UpdateFunc: c.onUpdate,
 		DeleteFunc: c.onDelete,
-	}, opts.Logger)
+	}, func() { c.enqueueAll() }, opts.Logger)
 	return c, nil
 }
 
