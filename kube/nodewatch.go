@@ -33,7 +33,7 @@ type NodeWatch struct {
 
 	stop      context.CancelFunc // ends the informer (set by start)
 	forbidden atomic.Bool
-	news      atomic.Int64 // changes told after the first sync (tests)
+	news      atomic.Int64 // changes told after the first sync (News)
 
 	mu   sync.Mutex
 	down map[string]string // never changed once published: copied on write
@@ -93,6 +93,10 @@ func (n *NodeWatch) Down() map[string]string {
 	return n.down
 }
 
+// News is how many times a node went down or came back after the first
+// list: 0 when changed was called only for that list.
+func (n *NodeWatch) News() int64 { return n.news.Load() }
+
 func (n *NodeWatch) update(obj any) {
 	if nd, ok := obj.(*corev1.Node); ok {
 		n.set(nd.Name, engine.NodeDown(nd))
@@ -125,8 +129,8 @@ func (n *NodeWatch) set(name, why string) {
 	n.down = down
 	n.mu.Unlock()
 	if n.synced() {
-		n.changed()
 		n.news.Add(1)
+		n.changed()
 	}
 }
 

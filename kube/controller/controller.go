@@ -155,7 +155,13 @@ func New(opts Options) (*Controller, error) {
 		AddFunc:    c.onAdd,
 		UpdateFunc: c.onUpdate,
 		DeleteFunc: c.onDelete,
-	}, func() { c.enqueueAll() }, opts.Logger)
+	}, func() {
+		// The pools are queued once the caches sync; a node's news after
+		// that queues them again.
+		if c.set.nodes.News() > 0 {
+			c.enqueueAll()
+		}
+	}, opts.Logger)
 	return c, nil
 }
 
