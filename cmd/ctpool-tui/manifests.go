@@ -14,7 +14,7 @@ import (
 
 func newManifestsCmd(e *env) *cobra.Command {
 	var image string
-	var allNamespaces bool
+	var allNamespaces, nodes bool
 	c := &cobra.Command{
 		Use:   "manifests --image IMAGE [--namespace N] [-A]",
 		Short: "Print the manifests that run the reconciler in the cluster",
@@ -26,6 +26,11 @@ of its pools:
                   from the API calls the operations make) plus get/update on
                   the election Lease ` + controller.LeaseName + ` and create on Leases
   RoleBinding     ctpool-tui-reconciler, to the ServiceAccount
+  ClusterRole     ctpool-tui-reconciler-nodes-NAMESPACE: list and watch on
+                  nodes, and its ClusterRoleBinding to the ServiceAccount, so
+                  that the reconciler waits for a down node instead of
+                  replacing its members (--nodes=false leaves them out, for
+                  one who may create no ClusterRole)
   Deployment      ctpool-tui-reconciler: 2 replicas running
                   "reconcile --all --watch --leader-elect --metrics-addr :9090",
                   POD_NAME and POD_NAMESPACE from the downward API, /healthz and
@@ -36,8 +41,8 @@ of its pools:
 With -A (--all-namespaces) the reconciler keeps the pools of every
 namespace: a ClusterRole and ClusterRoleBinding named ctpool-tui-reconciler
 replace the Role and RoleBinding, and the ClusterRole grants only what the
-reconciler does (watch and reconcile pools, the election Lease; no
-claims, console or logs in every namespace). The Deployment runs
+reconciler does (watch and reconcile pools, the election Lease, watch the
+nodes unless --nodes=false; no claims, console or logs in every namespace). The Deployment runs
 "reconcile -A"; the ServiceAccount, Deployment and election Lease stay in
 the namespace.
 
@@ -59,7 +64,7 @@ cluster pulls from. Pipe the output to kubectl apply -f -.`,
 			if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
 				return usageErr("invalid namespace %q: %s", ns, errs[0])
 			}
-			objs, err := controller.Manifests(controller.ManifestOptions{Namespace: ns, Image: image, AllNamespaces: allNamespaces})
+			objs, err := controller.Manifests(controller.ManifestOptions{Namespace: ns, Image: image, AllNamespaces: allNamespaces, NoNodes: !nodes})
 			if err != nil {
 				return opErr(err)
 			}
@@ -75,6 +80,7 @@ cluster pulls from. Pipe the output to kubectl apply -f -.`,
 	}
 	c.Flags().StringVar(&image, "image", "", "the ctpool-tui image built by your site (required; make image builds one)")
 	c.Flags().BoolVarP(&allNamespaces, "all-namespaces", "A", false, "reconcile the pools of every namespace (ClusterRole and ClusterRoleBinding)")
+	c.Flags().BoolVar(&nodes, "nodes", true, "let the reconciler watch the nodes (a ClusterRole), so that it waits for a down node instead of replacing its members; --nodes=false where you may create no ClusterRole")
 	return c
 }
 

@@ -21,7 +21,9 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
@@ -88,8 +90,8 @@ func create(ctx context.Context, env *kubetest.Env, objs []runtime.Object, dry b
 func TestIntegrationManifestsServerDryRun(t *testing.T) {
 	env := kubetest.Require(t)
 	out, objs := manifestObjects(t, env.Namespace)
-	if len(objs) != 4 {
-		t.Fatalf("%d objects", len(objs))
+	if len(objs) != 6 {
+		t.Fatalf("%d objects, want 6 (with the nodes' ClusterRole and binding)", len(objs))
 	}
 	if err := create(t.Context(), env, objs, true); err != nil {
 		t.Fatalf("server-side dry run: %v", err)
@@ -118,7 +120,9 @@ func TestIntegrationManifestsServerDryRun(t *testing.T) {
 		t.Fatalf("kubectl apply --dry-run=server: %v\n%s", err, res)
 	}
 	for _, want := range []string{"serviceaccount/ctpool-tui", "role.rbac.authorization.k8s.io/ctpool-tui-reconciler",
-		"rolebinding.rbac.authorization.k8s.io/ctpool-tui-reconciler", "deployment.apps/ctpool-tui-reconciler"} {
+		"rolebinding.rbac.authorization.k8s.io/ctpool-tui-reconciler", "deployment.apps/ctpool-tui-reconciler",
+		"clusterrole.rbac.authorization.k8s.io/ctpool-tui-reconciler-nodes-" + env.Namespace,
+		"clusterrolebinding.rbac.authorization.k8s.io/ctpool-tui-reconciler-nodes-" + env.Namespace} {
 		if !strings.Contains(string(res), want) {
 			t.Errorf("kubectl output lacks %s:\n%s", want, res)
 		}
@@ -160,6 +164,13 @@ func reconcilerAsServiceAccount(t *testing.T, allNamespaces bool) {
 		namespaces = append(namespaces, second)
 	}
 	_, objs := manifestObjects(t, env.Namespace, extra...)
+	if !allNamespaces {
+		nodes := controller.AppName + "-nodes-" + env.Namespace
+		t.Cleanup(func() {
+			_ = env.Client.RbacV1().ClusterRoleBindings().Delete(context.Background(), nodes, metav1.DeleteOptions{})
+			_ = env.Client.RbacV1().ClusterRoles().Delete(context.Background(), nodes, metav1.DeleteOptions{})
+		})
+	}
 	if err := create(ctx, env, objs, false); err != nil {
 		t.Fatal(err)
 	}
@@ -179,6 +190,16 @@ func reconcilerAsServiceAccount(t *testing.T, allNamespaces bool) {
 	}
 	t.Setenv("KUBECONFIG", path)
 	t.Setenv("POD_NAME", "ctpool-tui-reconciler-test")
+	// The reconciler may watch the nodes, to tell a member whose node is down.
+	saCfg := rest.CopyConfig(env.Config)
+	saCfg.BearerToken, saCfg.CertData, saCfg.KeyData, saCfg.CertFile, saCfg.KeyFile = tr.Status.Token, nil, nil, "", ""
+	sa, err := kubernetes.NewForConfig(saCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sa.CoreV1().Nodes().List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
+		t.Errorf("the ServiceAccount lists nodes: %v; want the manifests to grant it", err)
+	}
 
 	spec := engine.Spec{Image: "registry.example/desktop:1", CPU: "10m", Memory: "32Mi", Disk: "1Gi", Size: 2}
 	spec.Default()

@@ -30,8 +30,8 @@ func TestManifestsPrintsTheDeployment(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	docs := splitYAML(out)
-	if len(docs) != 4 {
-		t.Fatalf("%d documents, want 4:\n%s", len(docs), out)
+	if len(docs) != 6 {
+		t.Fatalf("%d documents, want 6:\n%s", len(docs), out)
 	}
 	if strings.Contains(out, "status:") || strings.Contains(out, "creationTimestamp") {
 		t.Errorf("output carries server-side fields:\n%s", out)
@@ -39,8 +39,10 @@ func TestManifestsPrintsTheDeployment(t *testing.T) {
 	var sa corev1.ServiceAccount
 	var role rbacv1.Role
 	var rb rbacv1.RoleBinding
+	var nodes rbacv1.ClusterRole
+	var nodesBinding rbacv1.ClusterRoleBinding
 	var dep appsv1.Deployment
-	for i, obj := range []any{&sa, &role, &rb, &dep} {
+	for i, obj := range []any{&sa, &role, &rb, &nodes, &nodesBinding, &dep} {
 		if err := yaml.UnmarshalStrict([]byte(docs[i]), obj); err != nil {
 			t.Fatalf("document %d: %v\n%s", i, err, docs[i])
 		}
@@ -60,6 +62,19 @@ func TestManifestsPrintsTheDeployment(t *testing.T) {
 	if rb.RoleRef.Name != role.Name || len(rb.Subjects) != 1 || rb.Subjects[0].Kind != "ServiceAccount" ||
 		rb.Subjects[0].Name != "ctpool-tui" || rb.Subjects[0].Namespace != "vdi" {
 		t.Errorf("binding %+v", rb)
+	}
+	if nodes.Name != "ctpool-tui-reconciler-nodes-vdi" || len(nodes.Rules) != 1 || strings.Join(nodes.Rules[0].Resources, ",") != "nodes" ||
+		strings.Join(nodes.Rules[0].Verbs, ",") != "list,watch" {
+		t.Errorf("the nodes' ClusterRole %s: %+v; want list and watch on nodes alone", nodes.Name, nodes.Rules)
+	}
+	if nodesBinding.Name != nodes.Name || nodesBinding.RoleRef.Kind != "ClusterRole" || nodesBinding.RoleRef.Name != nodes.Name ||
+		len(nodesBinding.Subjects) != 1 || nodesBinding.Subjects[0] != rb.Subjects[0] {
+		t.Errorf("the nodes' binding %+v", nodesBinding)
+	}
+	// Without the nodes: the four namespaced objects alone.
+	if code, out, errOut := runCmd(t, "manifests", "-n", "vdi", "--image", "registry.example/ctpool-tui:1", "--nodes=false"); code != exitOK ||
+		len(splitYAML(out)) != 4 || strings.Contains(out, "ClusterRole") {
+		t.Errorf("--nodes=false: exit %d, %d documents (%s)\n%s", code, len(splitYAML(out)), errOut, out)
 	}
 	if *dep.Spec.Replicas != 2 {
 		t.Errorf("%d replicas", *dep.Spec.Replicas)
@@ -172,6 +187,7 @@ func TestManifestsAllNamespaces(t *testing.T) {
 		"/persistentvolumeclaims":    "create,delete,get,list,watch;",
 		"/configmaps":                "get,list,patch,watch;",
 		"coordination.k8s.io/leases": "create,delete,list,update,watch;create;",
+		"/nodes":                     "list,watch;",
 	} {
 		if verbs[res] != want {
 			t.Errorf("%s: verbs %q, want %q", res, verbs[res], want)

@@ -32,12 +32,22 @@ type ManifestOptions struct {
 	// ClusterRole bound by a ClusterRoleBinding, and the election Lease stays
 	// in Namespace.
 	AllNamespaces bool
+	// NoNodes leaves out the reconciler's read of the nodes (NodeRules, a
+	// ClusterRole: nodes are cluster-scoped), for one who may create no
+	// ClusterRole. Without it the reconciler cannot tell a member whose node
+	// is down, and replaces it like any other drifted or failed member.
+	NoNodes bool
 }
+
+// NodeRules let the reconciler watch the nodes (kube.OptionalPermissions), so
+// that it waits for a down node instead of replacing its members.
+var NodeRules = []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"list", "watch"}}}
 
 // Manifests returns what runs the reconciler in a namespace, in apply order:
 // a ServiceAccount; the operator Role (rules derived from the API calls the
 // operations make, kube.RoleObjects) plus the leader election's rules on its
-// own Lease, and its RoleBinding to the ServiceAccount; and a Deployment of
+// own Lease, and its RoleBinding to the ServiceAccount; a ClusterRole and
+// ClusterRoleBinding that let it watch the nodes (unless NoNodes); and a Deployment of
 // two replicas with leader election, metrics, probes, resources and a
 // non-root, read-only-root security context.
 //
@@ -70,7 +80,23 @@ func Manifests(o ManifestOptions) ([]runtime.Object, error) {
 	role.Rules = append(append(role.Rules, LeaderElectionRules(LeaseName)...), EventRules...)
 	binding.Name, binding.Labels, binding.RoleRef.Name = AppName, labels, AppName
 	if !o.AllNamespaces {
-		return []runtime.Object{sa, role, binding, deployment(o, labels, sa.Name)}, nil
+		objs := []runtime.Object{sa, role, binding}
+		if !o.NoNodes {
+			// One per namespace: a ClusterRoleBinding is cluster-wide, and
+			// a second namespace's reconciler must not take the first's.
+			name := AppName + "-nodes-" + o.Namespace
+			objs = append(objs, &rbacv1.ClusterRole{
+				TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
+				ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+				Rules:      NodeRules,
+			}, &rbacv1.ClusterRoleBinding{
+				TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"},
+				ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+				Subjects:   binding.Subjects,
+			})
+		}
+		return append(objs, deployment(o, labels, sa.Name)), nil
 	}
 	// In every namespace, grant only what the reconciler does.
 	ps, err := kube.ActionPermissions(kube.ReconcilerActions...)
@@ -81,6 +107,9 @@ func Manifests(o ManifestOptions) ([]runtime.Object, error) {
 		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
 		ObjectMeta: metav1.ObjectMeta{Name: AppName, Labels: labels},
 		Rules:      append(append(kube.Rules(ps), LeaderElectionRules(LeaseName)...), EventRules...),
+	}
+	if !o.NoNodes {
+		crole.Rules = append(crole.Rules, NodeRules...)
 	}
 	cbinding := &rbacv1.ClusterRoleBinding{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"},
