@@ -61,7 +61,9 @@ func (n *NodeWatch) Start(ctx context.Context) {
 	n.factory.Start(ctx.Done())
 	context.AfterFunc(ctx, n.factory.Shutdown)
 	go func() {
-		if cache.WaitForCacheSync(ctx.Done(), n.reg.HasSynced) {
+		// Until now the nodes were unknown, which reads as every node
+		// fine: only down nodes are news.
+		if cache.WaitForCacheSync(ctx.Done(), n.reg.HasSynced) && len(n.Down()) > 0 {
 			n.changed()
 		}
 	}()

@@ -232,7 +232,9 @@ func TestIntegrationReadOnlyViewerMakesNoWrites(t *testing.T) {
 		}
 		nodeReads++
 	}
-	if nodeReads > 1 {
+	// Once by the node informer (which then stops for good), once by the
+	// diagnosis's node list (which remembers the answer).
+	if nodeReads > 2 {
 		t.Errorf("nodes were asked %d times after a Forbidden answer", nodeReads)
 	}
 	t.Logf("dashboard as viewer: %d reads, 0 writes, %d keys on 5 screens; Forbidden (optional nodes): %v", count.reads.Load(), len(keys), forbidden)
