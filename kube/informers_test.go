@@ -37,6 +37,12 @@ func poolObjects(pool string, n int) []runtime.Object {
 func startWatcher(t *testing.T, objs ...runtime.Object) (*Watcher, *fake.Clientset) {
 	t.Helper()
 	client := fake.NewClientset(objs...)
+	return startWatcherOn(t, client), client
+}
+
+// startWatcherOn starts a Watcher on client and waits for its pool caches.
+func startWatcherOn(t *testing.T, client *fake.Clientset) *Watcher {
+	t.Helper()
 	w := NewWatcher(client, ns, WithClock(func() time.Time { return t0 }))
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -48,7 +54,7 @@ func startWatcher(t *testing.T, objs ...runtime.Object) (*Watcher, *fake.Clients
 	if !w.WaitForSync(syncCtx) {
 		t.Fatal("caches did not sync within 10s")
 	}
-	return w, client
+	return w
 }
 
 func poll(t *testing.T, what string, cond func() bool) {

@@ -3,7 +3,6 @@ package kube
 import (
 	"context"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -153,17 +152,7 @@ func TestWatcherNodeDown(t *testing.T) {
 func TestWatcherNodesForbidden(t *testing.T) {
 	client := fake.NewClientset(append(poolObjects("desk", 1), testNode("node-b", true))...)
 	forbidNodes(client, "list", "watch")
-	w := NewWatcher(client, ns, WithClock(func() time.Time { return t0 }))
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	if err := w.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	syncCtx, done := context.WithTimeout(ctx, 10*time.Second)
-	defer done()
-	if !w.WaitForSync(syncCtx) {
-		t.Fatal("the pool caches did not sync while nodes are forbidden")
-	}
+	w := startWatcherOn(t, client) // the pool caches sync while nodes are forbidden
 	poll(t, "the node informer to give up", w.nodes.forbidden.Load)
 	snaps := w.Snapshots()
 	if len(snaps) != 1 || len(snaps[0].Pods) != 1 || snaps[0].NodeDown != nil {
