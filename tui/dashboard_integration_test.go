@@ -159,7 +159,8 @@ func everyKey(k keyMap) []string {
 
 // The wall display as the viewer: every key, every screen; no write is
 // attempted, none is refused (the keys do not even try), nothing is
-// Forbidden to the watcher. --once as the viewer: only reads, no Forbidden.
+// Forbidden to the watcher but the optional nodes. --once as the viewer: only
+// reads, and no Forbidden but one optional nodes list.
 func TestIntegrationReadOnlyViewerMakesNoWrites(t *testing.T) {
 	env := kubetest.Require(t)
 	seedPool(t, env, "ro", "alice@example.com")
@@ -257,8 +258,13 @@ func TestIntegrationReadOnlyViewerMakesNoWrites(t *testing.T) {
 		t.Errorf("--once does not list the pool:\n%s", b.String())
 	}
 	writes, forbidden = ocount.snapshot()
-	if len(writes) != 0 || len(forbidden) != 0 || oguard.Refused() != 0 {
-		t.Errorf("--once as viewer: writes %v, Forbidden %v, refused %d", writes, forbidden, oguard.Refused())
+	if len(writes) != 0 || oguard.Refused() != 0 {
+		t.Errorf("--once as viewer: writes %v, refused %d", writes, oguard.Refused())
+	}
+	// The one-shot reader asks for the nodes once; Forbidden there means
+	// "node health unknown", never a failure, and nothing else may be refused.
+	if len(forbidden) > 1 || (len(forbidden) == 1 && !strings.HasSuffix(forbidden[0], "/nodes")) {
+		t.Errorf("--once as viewer: Forbidden %v (only one optional nodes list may be)", forbidden)
 	}
 }
 
