@@ -85,8 +85,9 @@ func (o *Options) RESTConfig() (*rest.Config, error) {
 	return cfg, nil
 }
 
-// ErrNoKubeconfig is returned when no cluster is configured at all.
-var ErrNoKubeconfig = errors.New("no cluster configured: KUBECONFIG is unset, ~/.kube/config does not exist, --kubeconfig and --server were not given, and this is not a Pod in a cluster (try --demo for a simulated cluster)")
+// ErrNoKubeconfig is returned when no cluster is configured at all. The
+// binary adds what its build offers instead (a release binary's --demo).
+var ErrNoKubeconfig = errors.New("no cluster configured: KUBECONFIG is unset, ~/.kube/config does not exist, --kubeconfig and --server were not given, and this is not a Pod in a cluster")
 
 // checkConfigured refuses to fall back to client-go's localhost:8080 default
 // when nothing names a cluster.

@@ -13,6 +13,9 @@ import (
 	"github.com/ctpool-tui/ctpool-tui/tui"
 )
 
+// noClusterHint follows "no cluster configured": this build has --demo.
+const noClusterHint = "try --demo for a simulated cluster"
+
 // startDemo starts the simulated cluster of --demo and returns its client
 // and the namespace to show ("" for the fleet).
 func startDemo(ctx context.Context, ns string, fleet bool) (kubernetes.Interface, string, error) {

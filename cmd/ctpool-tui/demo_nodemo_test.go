@@ -21,3 +21,15 @@ func TestNoDemoBuildRefusesDemo(t *testing.T) {
 		}
 	}
 }
+
+// With no cluster at all, a nodemo build does not suggest the --demo it lacks.
+func TestNoDemoBuildNoClusterHint(t *testing.T) {
+	t.Setenv("KUBECONFIG", "")
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	code, _, errOut := runCmd(t, "--once")
+	if code != exitError || !strings.Contains(errOut, "no cluster configured") ||
+		strings.Contains(errOut, "try --demo") || !strings.Contains(errOut, "this build has no --demo") {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+}

@@ -15,6 +15,8 @@ import (
 	"syscall"
 
 	"k8s.io/klog/v2"
+
+	"github.com/ctpool-tui/ctpool-tui/kube"
 )
 
 // Exit codes, documented in the README.
@@ -53,12 +55,20 @@ func runAs(ctx context.Context, argv0 string, args []string, stdin io.Reader, st
 	var ce *codeError
 	if errors.As(err, &ce) {
 		if ce.err != nil {
-			fmt.Fprintln(stderr, "error: "+oneLine(ce.err.Error()))
+			fmt.Fprintln(stderr, "error: "+oneLine(withHint(ce.err).Error()))
 		}
 		return ce.code
 	}
-	fmt.Fprintln(stderr, "error: "+oneLine(err.Error()))
+	fmt.Fprintln(stderr, "error: "+oneLine(withHint(err).Error()))
 	return exitError
+}
+
+// withHint adds what this build offers when no cluster is configured.
+func withHint(err error) error {
+	if errors.Is(err, kube.ErrNoKubeconfig) {
+		return fmt.Errorf("%w (%s)", err, noClusterHint)
+	}
+	return err
 }
 
 // codeError carries an exit code; a nil err prints nothing.

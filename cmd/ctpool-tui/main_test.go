@@ -151,7 +151,7 @@ func TestNoClusterConfigured(t *testing.T) {
 	t.Setenv("HOME", t.TempDir())
 	t.Setenv("KUBERNETES_SERVICE_HOST", "")
 	code, _, errOut := runCmd(t, "--once")
-	if code != exitError || !strings.Contains(errOut, "no cluster configured") || !strings.Contains(errOut, "--demo") {
+	if code != exitError || !strings.Contains(errOut, "no cluster configured") || !strings.Contains(errOut, "try --demo for a simulated cluster") {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
 }
