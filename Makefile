@@ -60,7 +60,7 @@ generate: ## regenerate the checked-in generated code (kube/permissions_gen.go, 
 	$(GO) generate ./kube
 
 .PHONY: lint
-lint: ## gofmt, go.mod and go.sum tidy, a stale generated permission table, and go vet (with the integration tags too)
+lint: ## gofmt, go.mod and go.sum tidy, a stale generated permission table, go vet (with the integration tags too), and govulncheck (hack/vulndb: the live database, else an offline copy)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) run ./kube/internal/permgen -check kube/permissions_gen.go
 	@out=$$(grep -l '^//go:build.*integration' $$(git ls-files '*_test.go') | grep -v '_integration_test\.go$$' || true); if [ -n "$$out" ]; then echo "a test file behind the integration tag is named *_integration_test.go:"; echo "$$out"; exit 1; fi
@@ -71,6 +71,11 @@ lint: ## gofmt, go.mod and go.sum tidy, a stale generated permission table, and 
 	$(GO) vet -tags 'integration perf' $(PKGS)
 	$(GO) vet -tags e2e ./e2e/
 	$(GO) vet -tags nodemo ./cmd/ctpool-tui/
+	$(GO) run ./hack/vulndb check ./...
+
+.PHONY: vulndb
+vulndb: ## cut the project's copy of the vulnerability database (hack/vulndb/db) again from a full one at VULNDB
+	$(GO) run ./hack/vulndb cut -from $${VULNDB:-../shared/vulndb} -source "$${VULNDB_SOURCE:?name the full copy, e.g. golang/vulndb and its commit}" -date "$${VULNDB_DATE:?the full copy's date, YYYY-MM-DD}"
 
 .PHONY: test
 test: lint ## everything CI runs: lint, unit and integration tests on a local control plane, short fuzzing
