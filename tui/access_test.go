@@ -73,7 +73,7 @@ func (auditSource) Events(_ context.Context, _, kind, name string) ([]corev1.Eve
 
 // operatorCaps is what the API server answers for the operator role.
 var operatorCaps = []Capability{
-	{Action: "reconcile", Allowed: true}, {Action: "release", Allowed: true}, {Action: "resize", Allowed: true},
+	{Action: "reconcile", Allowed: true}, {Action: "resize", Allowed: true},
 	{Action: "force-release", Missing: "force-release leases.coordination.k8s.io"},
 	{Action: "delete", Missing: "delete configmaps"},
 }

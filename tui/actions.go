@@ -17,7 +17,6 @@ type actionKind = engine.Action
 
 const (
 	actReconcile    = engine.ActionReconcile
-	actRelease      = engine.ActionRelease
 	actForceRelease = engine.ActionForceRelease
 	actResize       = engine.ActionResize
 	actDelete       = engine.ActionDelete
@@ -30,7 +29,7 @@ const (
 type actionRequest struct {
 	kind         actionKind
 	pool, member string
-	holder       string // release, force-release: the holder of the claim it ends (raw, unsanitised)
+	holder       string // force-release: the holder of the claim it ends (raw, unsanitised)
 	assignee     string // claim: the identity a member is assigned to (raw, unsanitised)
 	size, from   int    // resize: new and old size
 }
@@ -38,8 +37,6 @@ type actionRequest struct {
 // describe names the action for the status line and the log.
 func (r actionRequest) describe() string {
 	switch r.kind {
-	case actRelease:
-		return fmt.Sprintf("release %s (%s)", r.member, r.holder)
 	case actForceRelease:
 		if r.holder != "" {
 			return fmt.Sprintf("force-release %s (%s)", r.member, r.holder)
@@ -91,9 +88,6 @@ func actionCmd(ctx context.Context, a Actions, pool string, timeout time.Duratio
 		case actReconcile:
 			res, err := a.Reconcile(ctx, pool)
 			return done(reconcileText(res), err)
-		case actRelease:
-			res, err := a.Release(ctx, pool, req.member, req.holder)
-			return done(releaseText(req, res), err)
 		case actForceRelease:
 			res, err := a.ForceRelease(ctx, pool, req.member)
 			return done(releaseText(req, res), err)
@@ -233,7 +227,7 @@ func (m *Model) actionKey(msg tea.KeyMsg, pool string, mm *engine.Member) tea.Cm
 		// from it always releases another identity's claim, which is a
 		// force-release (the same permission check, confirmation and audit
 		// as f and release --force).
-		m.dialog = newReleaseDialog(v, mm, true, m.now)
+		m.dialog = newReleaseDialog(v, mm, m.now)
 		m.dialog.req.pool = pool
 	}
 	return nil

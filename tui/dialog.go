@@ -20,7 +20,7 @@ import (
 type dialogKind int
 
 const (
-	dlgRelease       dialogKind = iota // confirm a release or a force-release
+	dlgRelease       dialogKind = iota // confirm a force-release (x and f)
 	dlgResizeInput                     // type the new size
 	dlgResizeConfirm                   // confirm the resize
 	dlgDelete                          // type the pool name
@@ -52,19 +52,14 @@ func newInput(st themes.Styles, placeholder string, limit int) textinput.Model {
 	return ti
 }
 
-func newReleaseDialog(v *engine.PoolView, mm *engine.Member, force bool, now time.Time) *dialogModel {
+func newReleaseDialog(v *engine.PoolView, mm *engine.Member, now time.Time) *dialogModel {
 	holder := ""
 	if mm.Claim != nil {
 		holder = mm.Claim.Holder
 	}
-	d := &dialogModel{kind: dlgRelease, confirm: "Release"}
-	d.req = actionRequest{kind: actRelease, pool: v.Name, member: mm.Name, holder: holder}
-	d.title = fmt.Sprintf("Release %s?", mm.Name)
-	if force {
-		d.req.kind = actForceRelease
-		d.title = fmt.Sprintf("Force-release %s?", mm.Name)
-		d.confirm = "Force release"
-	}
+	d := &dialogModel{kind: dlgRelease, confirm: "Force release"}
+	d.req = actionRequest{kind: actForceRelease, pool: v.Name, member: mm.Name, holder: holder}
+	d.title = fmt.Sprintf("Force-release %s?", mm.Name)
 	claim := ""
 	if c := mm.Claim; c != nil {
 		claim = " (claimed " + clock(now, c.Acquired)
@@ -78,9 +73,6 @@ func newReleaseDialog(v *engine.PoolView, mm *engine.Member, force bool, now tim
 		}
 	}
 	d.lines = append(d.lines, "Holder: "+orWord(holder, "(none)")+claim)
-	if !force {
-		d.lines = append(d.lines, "This ends the claim as if the holder released it.")
-	}
 	d.lines = append(d.lines, "This deletes the Pod, the console Service and the data PVC "+engine.PVCName(mm.Name))
 	if mm.AboveSize {
 		d.lines = append(d.lines, "and does not rebuild it: "+mm.Name+" is above the pool size.")
