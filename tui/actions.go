@@ -20,7 +20,7 @@ const (
 	actForceRelease = engine.ActionForceRelease
 	actResize       = engine.ActionResize
 	actDelete       = engine.ActionDelete
-	actClaim        = engine.ActionClaim   // assign a free member to an identity (assign.go)
+	actClaim        = engine.ActionClaim   // claim a free member for an identity (claim.go)
 	actConsole      = engine.ActionConsole // a terminal in a member (console.go)
 	actLogs         = engine.ActionLogs    // a member's log (logs.go); a read, never logged
 )
@@ -30,7 +30,7 @@ type actionRequest struct {
 	kind         actionKind
 	pool, member string
 	holder       string // force-release: the holder of the claim it ends (raw, unsanitised)
-	assignee     string // claim: the identity a member is assigned to (raw, unsanitised)
+	identity     string // claim: the identity a member is claimed for (raw, unsanitised)
 	size, from   int    // resize: new and old size
 }
 
@@ -47,7 +47,7 @@ func (r actionRequest) describe() string {
 	case actDelete:
 		return "delete pool " + r.pool
 	case actClaim:
-		return fmt.Sprintf("assign %s to %s", r.pool, r.assignee)
+		return fmt.Sprintf("claim %s for %s", r.pool, r.identity)
 	case actConsole:
 		return "console " + r.member
 	case actLogs:
@@ -98,7 +98,7 @@ func actionCmd(ctx context.Context, a Actions, pool string, timeout time.Duratio
 			res, err := a.Delete(ctx, pool)
 			return done(deleteText(res), err)
 		case actClaim:
-			res, err := a.Claim(ctx, pool, req.assignee)
+			res, err := a.Claim(ctx, pool, req.identity)
 			return done(claimText(req, res), err)
 		}
 		return done("", fmt.Errorf("unknown action %q", req.kind))
@@ -194,8 +194,8 @@ func (m *Model) actionKey(msg tea.KeyMsg, pool string, mm *engine.Member) tea.Cm
 		return m.openConsole(pool, mm)
 	case &k.Logs:
 		return m.openLogs(pool, mm)
-	case &k.Assign:
-		return m.openAssign(pool)
+	case &k.Claim:
+		return m.openClaim(pool)
 	case &k.Reconcile:
 		return m.startAction(actionRequest{kind: actReconcile, pool: pool})
 	case &k.Resize:

@@ -37,7 +37,7 @@ type Actions interface {
 	ForceRelease(ctx context.Context, pool, member string) (engine.ReleaseResult, error)
 	Resize(ctx context.Context, pool string, size int) (engine.ReconcileResult, error)
 	Delete(ctx context.Context, pool string) (engine.DeleteResult, error)
-	// Claim gives a free member of pool to identity (assign, key a).
+	// Claim gives a free member of pool to identity (key a).
 	Claim(ctx context.Context, pool, identity string) (engine.ClaimResult, error)
 }
 

@@ -24,7 +24,7 @@ const (
 	dlgResizeInput                     // type the new size
 	dlgResizeConfirm                   // confirm the resize
 	dlgDelete                          // type the pool name
-	dlgAssign                          // type the identity to assign a member to (assign.go)
+	dlgClaim                           // type the identity to claim a member for (claim.go)
 )
 
 // dialogModel is a modal dialog. Confirmation dialogs start on Cancel.
@@ -195,7 +195,7 @@ func (d *dialogModel) update(ctx viewContext, msg tea.Msg) (intent, tea.Cmd) {
 			d.resizeConfirm(size)
 			return nil, nil
 		}
-	case dlgAssign:
+	case dlgClaim:
 		if key.Matches(km, k.Confirm) {
 			// The identity is checked as the claim command checks it; an
 			// invalid one stays in the dialog with the reason.
@@ -205,7 +205,7 @@ func (d *dialogModel) update(ctx viewContext, msg tea.Msg) (intent, tea.Cmd) {
 				return nil, nil
 			}
 			req := d.req
-			req.assignee = identity
+			req.identity = identity
 			return dialogDone{req: req, confirmed: true}, nil
 		}
 	case dlgDelete:

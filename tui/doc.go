@@ -64,7 +64,7 @@
 // the same view and selection when the shell exits; the session is logged
 // like an action. Logs (l) stream in a Cmd that re-arms on a channel fed by
 // a reader goroutine, into a ring of at most 5,000 lines or 2 MiB of
-// sanitised text; leaving the view cancels the stream. Assign (a) claims a
+// sanitised text; leaving the view cancels the stream. Claim (a) takes a
 // free member for a typed identity through Actions.Claim. Members whose
 // backend serves no exec or logs (sandboxd) show both keys as unavailable.
 //
