@@ -19,7 +19,7 @@ import (
 const realNodeTimeout = 90 * time.Second
 
 // The dashboard on a real desktop (the plane's real node: a kubelet and
-// containerd): assign the member with a, open a console with c and run a
+// containerd): claim the member with a, open a console with c and run a
 // command in the image's real shell, exit, force-release with f, and see the
 // member come back fresh: a new Pod and PVC, and the file written in the
 // console gone.
@@ -45,10 +45,10 @@ func TestE2ERealNodeDesktop(t *testing.T) {
 	term := start(t, 120, 30, []string{"KUBECONFIG=" + kubeconfig(env, "admin"), "TERM=xterm-256color"}, "-n", ns)
 	term.waitText(startTimeout, "ns: "+ns, "desk", "enter members")
 
-	// a: assign desk's free member to bob (once the program takes keys).
+	// a: claim desk's free member for bob (once the program takes keys).
 	term.syncKeys("the start")
 	term.send("a")
-	term.waitText(keyTimeout, "Assign a desktop of desk")
+	term.waitText(keyTimeout, "Claim a desktop of desk")
 	term.send("bob@example.com")
 	term.waitText(keyTimeout, "> bob@example.com")
 	term.send("\r")

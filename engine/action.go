@@ -11,7 +11,7 @@ import (
 // capability gating and action requests.
 type Action string
 
-// The actions. Assigning a member in the dashboard is a claim on behalf of
+// The actions. The dashboard's claim (key a) is a claim on behalf of
 // someone else; a forced release is a release of another identity's claim.
 const (
 	ActionWatch        Action = "watch" // the dashboard, --once and status

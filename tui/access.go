@@ -181,7 +181,7 @@ func (k *keyMap) actionBindings() []struct {
 	}{
 		{&k.Reconcile, actReconcile}, {&k.Resize, actResize}, {&k.Delete, actDelete},
 		{&k.Release, actForceRelease}, {&k.ForceRelease, actForceRelease},
-		{&k.Assign, actClaim}, {&k.Console, actConsole}, {&k.Logs, actLogs},
+		{&k.Claim, actClaim}, {&k.Console, actConsole}, {&k.Logs, actLogs},
 	}
 }
 

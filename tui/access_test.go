@@ -73,16 +73,24 @@ func (auditSource) Events(_ context.Context, _, kind, name string) ([]corev1.Eve
 
 // operatorCaps is what the API server answers for the operator role.
 var operatorCaps = []Capability{
-	{Action: "reconcile", Allowed: true}, {Action: "release", Allowed: true}, {Action: "resize", Allowed: true},
+	{Action: "reconcile", Allowed: true}, {Action: "resize", Allowed: true},
 	{Action: "force-release", Missing: "force-release leases.coordination.k8s.io"},
 	{Action: "delete", Missing: "delete configmaps"},
 }
 
 type fakeAccess struct{ asked []engine.Action }
 
+// Capabilities answers operatorCaps for the actions asked, as the API
+// server answers only what it is asked.
 func (f *fakeAccess) Capabilities(_ context.Context, actions []engine.Action) ([]Capability, error) {
 	f.asked = actions
-	return operatorCaps, nil
+	var out []Capability
+	for _, c := range operatorCaps {
+		if slices.Contains(actions, c.Action) {
+			out = append(out, c)
+		}
+	}
+	return out, nil
 }
 
 // drive sends keys, feeding back Events answers.
@@ -168,6 +176,8 @@ func TestCapabilitiesAskedAtStartNotInReadOnly(t *testing.T) {
 		t.Fatalf("asked %v, want %v", fa.asked, ActionNames)
 	}
 	m.Update(msg)
+	// fakeAccess answers only what it was asked: force-release (x and f) is
+	// refused because ActionNames asks for it.
 	if why := m.refusal(actForceRelease, "desk"); !strings.Contains(why, "needs force-release leases.coordination.k8s.io") {
 		t.Fatalf("refusal = %q", why)
 	}
@@ -180,6 +190,27 @@ func TestCapabilitiesAskedAtStartNotInReadOnly(t *testing.T) {
 	for _, c := range m.startCmds() {
 		if _, ok := c().(capsMsg); ok {
 			t.Fatal("read-only mode asked for capabilities")
+		}
+	}
+}
+
+// ActionNames asks for exactly the kinds of the action keys: no key goes
+// unchecked, and no action the dashboard does not offer is asked.
+func TestActionNamesAreTheActionKeys(t *testing.T) {
+	k := newKeyMap(false)
+	var kinds []engine.Action
+	for _, ab := range k.actionBindings() {
+		if !slices.Contains(kinds, ab.kind) {
+			kinds = append(kinds, ab.kind)
+		}
+	}
+	want, got := slices.Sorted(slices.Values(kinds)), slices.Sorted(slices.Values(ActionNames))
+	if !slices.Equal(got, want) {
+		t.Fatalf("ActionNames %v, the action keys' kinds %v", got, want)
+	}
+	for _, name := range []string{"x", "f"} {
+		if _, kind := k.actionFor(keyMsg(name)); kind != actForceRelease {
+			t.Errorf("%s is a %q, want a force-release", name, kind)
 		}
 	}
 }

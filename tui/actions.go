@@ -17,11 +17,10 @@ type actionKind = engine.Action
 
 const (
 	actReconcile    = engine.ActionReconcile
-	actRelease      = engine.ActionRelease
 	actForceRelease = engine.ActionForceRelease
 	actResize       = engine.ActionResize
 	actDelete       = engine.ActionDelete
-	actClaim        = engine.ActionClaim   // assign a free member to an identity (assign.go)
+	actClaim        = engine.ActionClaim   // claim a free member for an identity (claim.go)
 	actConsole      = engine.ActionConsole // a terminal in a member (console.go)
 	actLogs         = engine.ActionLogs    // a member's log (logs.go); a read, never logged
 )
@@ -30,16 +29,14 @@ const (
 type actionRequest struct {
 	kind         actionKind
 	pool, member string
-	holder       string // release, force-release: the holder of the claim it ends (raw, unsanitised)
-	assignee     string // claim: the identity a member is assigned to (raw, unsanitised)
+	holder       string // force-release: the holder of the claim it ends (raw, unsanitised)
+	identity     string // claim: the identity a member is claimed for (raw, unsanitised)
 	size, from   int    // resize: new and old size
 }
 
 // describe names the action for the status line and the log.
 func (r actionRequest) describe() string {
 	switch r.kind {
-	case actRelease:
-		return fmt.Sprintf("release %s (%s)", r.member, r.holder)
 	case actForceRelease:
 		if r.holder != "" {
 			return fmt.Sprintf("force-release %s (%s)", r.member, r.holder)
@@ -50,7 +47,7 @@ func (r actionRequest) describe() string {
 	case actDelete:
 		return "delete pool " + r.pool
 	case actClaim:
-		return fmt.Sprintf("assign %s to %s", r.pool, r.assignee)
+		return fmt.Sprintf("claim %s for %s", r.pool, r.identity)
 	case actConsole:
 		return "console " + r.member
 	case actLogs:
@@ -91,9 +88,6 @@ func actionCmd(ctx context.Context, a Actions, pool string, timeout time.Duratio
 		case actReconcile:
 			res, err := a.Reconcile(ctx, pool)
 			return done(reconcileText(res), err)
-		case actRelease:
-			res, err := a.Release(ctx, pool, req.member, req.holder)
-			return done(releaseText(req, res), err)
 		case actForceRelease:
 			res, err := a.ForceRelease(ctx, pool, req.member)
 			return done(releaseText(req, res), err)
@@ -104,7 +98,7 @@ func actionCmd(ctx context.Context, a Actions, pool string, timeout time.Duratio
 			res, err := a.Delete(ctx, pool)
 			return done(deleteText(res), err)
 		case actClaim:
-			res, err := a.Claim(ctx, pool, req.assignee)
+			res, err := a.Claim(ctx, pool, req.identity)
 			return done(claimText(req, res), err)
 		}
 		return done("", fmt.Errorf("unknown action %q", req.kind))
@@ -200,8 +194,8 @@ func (m *Model) actionKey(msg tea.KeyMsg, pool string, mm *engine.Member) tea.Cm
 		return m.openConsole(pool, mm)
 	case &k.Logs:
 		return m.openLogs(pool, mm)
-	case &k.Assign:
-		return m.openAssign(pool)
+	case &k.Claim:
+		return m.openClaim(pool)
 	case &k.Reconcile:
 		return m.startAction(actionRequest{kind: actReconcile, pool: pool})
 	case &k.Resize:
@@ -233,7 +227,7 @@ func (m *Model) actionKey(msg tea.KeyMsg, pool string, mm *engine.Member) tea.Cm
 		// from it always releases another identity's claim, which is a
 		// force-release (the same permission check, confirmation and audit
 		// as f and release --force).
-		m.dialog = newReleaseDialog(v, mm, true, m.now)
+		m.dialog = newReleaseDialog(v, mm, m.now)
 		m.dialog.req.pool = pool
 	}
 	return nil

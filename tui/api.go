@@ -32,13 +32,12 @@ type DataSource interface {
 // satisfies it. In read-only mode it may be nil and is never called.
 type Actions interface {
 	Reconcile(ctx context.Context, pool string) (engine.ReconcileResult, error)
-	// Release ends identity's claim (the dashboard releases as the holder).
-	Release(ctx context.Context, pool, member, identity string) (engine.ReleaseResult, error)
-	// ForceRelease ends a claim whoever holds it (administrators).
+	// ForceRelease ends a claim whoever holds it (administrators; keys x
+	// and f: the dashboard is never a claim's holder).
 	ForceRelease(ctx context.Context, pool, member string) (engine.ReleaseResult, error)
 	Resize(ctx context.Context, pool string, size int) (engine.ReconcileResult, error)
 	Delete(ctx context.Context, pool string) (engine.DeleteResult, error)
-	// Claim gives a free member of pool to identity (assign, key a).
+	// Claim gives a free member of pool to identity (key a).
 	Claim(ctx context.Context, pool, identity string) (engine.ClaimResult, error)
 }
 
@@ -84,9 +83,10 @@ type Access interface {
 	Capabilities(ctx context.Context, actions []engine.Action) ([]Capability, error)
 }
 
-// ActionNames are the actions the dashboard offers.
+// ActionNames are the actions the dashboard offers: the kinds of its action
+// keys (x and f are both a force-release: the dashboard holds no claim).
 var ActionNames = []engine.Action{
-	engine.ActionReconcile, engine.ActionRelease, engine.ActionForceRelease, engine.ActionResize,
+	engine.ActionReconcile, engine.ActionForceRelease, engine.ActionResize,
 	engine.ActionDelete, engine.ActionClaim, engine.ActionConsole, engine.ActionLogs,
 }
 

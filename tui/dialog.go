@@ -20,11 +20,11 @@ import (
 type dialogKind int
 
 const (
-	dlgRelease       dialogKind = iota // confirm a release or a force-release
+	dlgRelease       dialogKind = iota // confirm a force-release (x and f)
 	dlgResizeInput                     // type the new size
 	dlgResizeConfirm                   // confirm the resize
 	dlgDelete                          // type the pool name
-	dlgAssign                          // type the identity to assign a member to (assign.go)
+	dlgClaim                           // type the identity to claim a member for (claim.go)
 )
 
 // dialogModel is a modal dialog. Confirmation dialogs start on Cancel.
@@ -52,19 +52,14 @@ func newInput(st themes.Styles, placeholder string, limit int) textinput.Model {
 	return ti
 }
 
-func newReleaseDialog(v *engine.PoolView, mm *engine.Member, force bool, now time.Time) *dialogModel {
+func newReleaseDialog(v *engine.PoolView, mm *engine.Member, now time.Time) *dialogModel {
 	holder := ""
 	if mm.Claim != nil {
 		holder = mm.Claim.Holder
 	}
-	d := &dialogModel{kind: dlgRelease, confirm: "Release"}
-	d.req = actionRequest{kind: actRelease, pool: v.Name, member: mm.Name, holder: holder}
-	d.title = fmt.Sprintf("Release %s?", mm.Name)
-	if force {
-		d.req.kind = actForceRelease
-		d.title = fmt.Sprintf("Force-release %s?", mm.Name)
-		d.confirm = "Force release"
-	}
+	d := &dialogModel{kind: dlgRelease, confirm: "Force release"}
+	d.req = actionRequest{kind: actForceRelease, pool: v.Name, member: mm.Name, holder: holder}
+	d.title = fmt.Sprintf("Force-release %s?", mm.Name)
 	claim := ""
 	if c := mm.Claim; c != nil {
 		claim = " (claimed " + clock(now, c.Acquired)
@@ -78,9 +73,6 @@ func newReleaseDialog(v *engine.PoolView, mm *engine.Member, force bool, now tim
 		}
 	}
 	d.lines = append(d.lines, "Holder: "+orWord(holder, "(none)")+claim)
-	if !force {
-		d.lines = append(d.lines, "This ends the claim as if the holder released it.")
-	}
 	d.lines = append(d.lines, "This deletes the Pod, the console Service and the data PVC "+engine.PVCName(mm.Name))
 	if mm.AboveSize {
 		d.lines = append(d.lines, "and does not rebuild it: "+mm.Name+" is above the pool size.")
@@ -203,7 +195,7 @@ func (d *dialogModel) update(ctx viewContext, msg tea.Msg) (intent, tea.Cmd) {
 			d.resizeConfirm(size)
 			return nil, nil
 		}
-	case dlgAssign:
+	case dlgClaim:
 		if key.Matches(km, k.Confirm) {
 			// The identity is checked as the claim command checks it; an
 			// invalid one stays in the dialog with the reason.
@@ -213,7 +205,7 @@ func (d *dialogModel) update(ctx viewContext, msg tea.Msg) (intent, tea.Cmd) {
 				return nil, nil
 			}
 			req := d.req
-			req.assignee = identity
+			req.identity = identity
 			return dialogDone{req: req, confirmed: true}, nil
 		}
 	case dlgDelete:

@@ -298,10 +298,6 @@ func (f *fakeActions) Reconcile(_ context.Context, pool string) (engine.Reconcil
 	err := f.record(call{op: "reconcile", pool: pool})
 	return engine.ReconcileResult{Actions: []engine.MemberAction{{Member: pool + "-1"}}}, err
 }
-func (f *fakeActions) Release(_ context.Context, pool, member, identity string) (engine.ReleaseResult, error) {
-	err := f.record(call{op: "release", pool: pool, member: member, identity: identity})
-	return engine.ReleaseResult{Member: member, PreviousHolder: "bob@example.com", Recreated: true}, err
-}
 func (f *fakeActions) ForceRelease(_ context.Context, pool, member string) (engine.ReleaseResult, error) {
 	err := f.record(call{op: "force-release", pool: pool, member: member})
 	return engine.ReleaseResult{Member: member, PreviousHolder: "bob@example.com", Recreated: true}, err

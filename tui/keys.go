@@ -22,7 +22,7 @@ type keyMap struct {
 	ApplyFilter, ClearFilter key.Binding
 
 	Reconcile, Resize, Delete, Release, ForceRelease key.Binding
-	Console, Logs, Assign                            key.Binding
+	Console, Logs, Claim                             key.Binding
 
 	// The log view (logs_view.go).
 	Scroll, Follow, Previous, Wrap, Search, NextMatch, PrevMatch key.Binding
@@ -60,7 +60,7 @@ func newKeyMap(readOnly bool) keyMap {
 		ForceRelease: key.NewBinding(key.WithKeys("f"), key.WithHelp("f", "force-release")),
 		Console:      key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "console")),
 		Logs:         key.NewBinding(key.WithKeys("l"), key.WithHelp("l", "logs")),
-		Assign:       key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "assign")),
+		Claim:        key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "claim")),
 
 		Scroll:    key.NewBinding(key.WithKeys("up", "down"), key.WithHelp("↑/↓", "scroll")),
 		Follow:    key.NewBinding(key.WithKeys("f"), key.WithHelp("f/G", "follow")),
@@ -75,8 +75,8 @@ func newKeyMap(readOnly bool) keyMap {
 		NextButton: key.NewBinding(key.WithKeys("tab", "left", "right", "h", "l"), key.WithHelp("tab/←/→", "switch button")),
 	}
 	if readOnly {
-		// Console (pods/exec create) and assign are writes; logs are a read.
-		for _, b := range []*key.Binding{&k.Reconcile, &k.Resize, &k.Delete, &k.Release, &k.ForceRelease, &k.Console, &k.Assign,
+		// Console (pods/exec create) and claim are writes; logs are a read.
+		for _, b := range []*key.Binding{&k.Reconcile, &k.Resize, &k.Delete, &k.Release, &k.ForceRelease, &k.Console, &k.Claim,
 			&k.Confirm, &k.NextButton} {
 			b.SetEnabled(false)
 		}
@@ -94,7 +94,7 @@ func (k keyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom},
 		{k.Open, k.Back, k.Filter, k.ApplyFilter, k.ClearFilter, k.Sort, k.Wall, k.Audit},
-		{k.Reconcile, k.Resize, k.Delete, k.Release, k.ForceRelease, k.Assign, k.Console, k.Logs,
+		{k.Reconcile, k.Resize, k.Delete, k.Release, k.ForceRelease, k.Claim, k.Console, k.Logs,
 			k.Follow, k.Previous, k.Wrap, k.Search, k.NextMatch},
 		{k.Log, k.Command, k.Help, k.Quit, k.NextButton, k.Confirm, k.Cancel},
 	}
@@ -118,9 +118,9 @@ func (k keyMap) helpFor(s screen, filtering bool) screenHelp {
 	case s == screenWall:
 		short = []key.Binding{k.Wall, k.Command, k.Help, k.Quit}
 	case s == screenPools:
-		short = []key.Binding{withHelp(k.Open, "members"), k.Reconcile, k.Resize, k.Delete, k.Assign, k.Filter, k.Wall, k.Log, k.Help, k.Quit}
+		short = []key.Binding{withHelp(k.Open, "members"), k.Reconcile, k.Resize, k.Delete, k.Claim, k.Filter, k.Wall, k.Log, k.Help, k.Quit}
 	case s == screenMembers:
-		short = []key.Binding{withHelp(k.Open, "details"), k.Logs, k.Console, k.Assign, k.ForceRelease, k.Release, k.Reconcile, k.Resize, k.Filter, k.Sort, k.Audit, k.Back, k.Help}
+		short = []key.Binding{withHelp(k.Open, "details"), k.Logs, k.Console, k.Claim, k.ForceRelease, k.Release, k.Reconcile, k.Resize, k.Filter, k.Sort, k.Audit, k.Back, k.Help}
 	case s == screenDetail:
 		short = []key.Binding{k.Logs, k.Console, k.ForceRelease, k.Release, k.Reconcile, k.Back, k.Help, k.Quit}
 	case s == screenLogs:

@@ -278,7 +278,7 @@ func fleetOptions(conn *connection, w *kube.Watcher, readOnly bool) tui.Options 
 // more. The Lease
 // create stays the authority: a member the cache shows free but someone has
 // just claimed answers AlreadyExists and the claim moves on to the next free
-// member. Everything else (reconcile, release, resize, delete) reads fresh.
+// member. Everything else (reconcile, force-release, resize, delete) reads fresh.
 type dashboardActions struct {
 	*engine.Engine
 	claims *engine.Engine

@@ -35,10 +35,15 @@ func TestDashboardOptionsWireNodesAndAccess(t *testing.T) {
 	if len(caps) != len(tui.ActionNames) {
 		t.Fatalf("%d capabilities for %d actions", len(caps), len(tui.ActionNames))
 	}
+	force := false
 	for _, c := range caps {
 		want := c.Action != "force-release"
+		force = force || !want
 		if c.Allowed != want || (!want && c.Missing != "force-release leases.coordination.k8s.io") {
 			t.Errorf("%s: allowed %v, missing %q", c.Action, c.Allowed, c.Missing)
 		}
+	}
+	if !force {
+		t.Errorf("force-release (keys x and f) was not asked: %+v", caps)
 	}
 }

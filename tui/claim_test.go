@@ -16,14 +16,14 @@ func (f *fakeActions) Claim(_ context.Context, pool, identity string) (engine.Cl
 	return engine.ClaimResult{Member: pool + "-3"}, nil
 }
 
-func TestAssignValidatesThenClaims(t *testing.T) {
+func TestClaimDialogValidatesThenClaims(t *testing.T) {
 	acts := &fakeActions{}
 	m, _ := newTestModel(t, demoCluster(), testOpts{actions: acts})
 	press(m, "down", "a")
-	if m.dialog == nil || m.dialog.kind != dlgAssign {
-		t.Fatalf("a did not open the assign dialog (note %q)", m.acts.note)
+	if m.dialog == nil || m.dialog.kind != dlgClaim {
+		t.Fatalf("a did not open the claim dialog (note %q)", m.acts.note)
 	}
-	golden(t, "assign_120x40", m.View())
+	golden(t, "claim_120x40", m.View())
 	for _, bad := range []struct{ typed, want string }{
 		{"", "must not be empty"},
 		{engine.ReconcilerIdentity, "reserved"},
@@ -53,12 +53,12 @@ func TestAssignValidatesThenClaims(t *testing.T) {
 		t.Fatalf("calls %+v", calls)
 	}
 	last := m.actlog.entries[len(m.actlog.entries)-1]
-	if !last.done || last.req.describe() != "assign desk to carol@example.com" || last.text != "desk-3 assigned to carol@example.com" {
+	if !last.done || last.req.describe() != "claim desk for carol@example.com" || last.text != "desk-3 claimed for carol@example.com" {
 		t.Errorf("log entry %+v", last)
 	}
 }
 
-func TestAssignNoFreeMemberShowsError(t *testing.T) {
+func TestClaimNoFreeMemberShowsError(t *testing.T) {
 	acts := &fakeActions{err: &engine.NoFreeMembersError{Desired: 5, Claimed: 5}}
 	m, _ := newTestModel(t, demoCluster(), testOpts{actions: acts})
 	press(m, "down", "enter", "a")
@@ -69,7 +69,7 @@ func TestAssignNoFreeMemberShowsError(t *testing.T) {
 	}
 }
 
-func TestReadOnlyIgnoresConsoleAndAssign(t *testing.T) {
+func TestReadOnlyIgnoresConsoleAndClaim(t *testing.T) {
 	m, _ := newTestModel(t, demoCluster(), testOpts{readOnly: true})
 	m.opts.Console = &fakeConsole{}
 	m.opts.Logs = &fakeLogs{text: "ok\n"}
@@ -82,8 +82,8 @@ func TestReadOnlyIgnoresConsoleAndAssign(t *testing.T) {
 			t.Errorf("read-only %s: cmd %v dialog %v screen %v", k, cmd != nil, m.dialog != nil, m.screen)
 		}
 	}
-	if h := helpLine(m); strings.Contains(h, "console") || strings.Contains(h, "assign") || !strings.Contains(h, "logs") {
-		t.Errorf("read-only help line %q: want logs, no console or assign", h)
+	if h := helpLine(m); strings.Contains(h, "console") || strings.Contains(h, "claim") || !strings.Contains(h, "logs") {
+		t.Errorf("read-only help line %q: want logs, no console or claim", h)
 	}
 	// Logs are a read: offered in read-only mode.
 	drainLogs(t, m, press(m, "l"))

@@ -10,48 +10,48 @@ import (
 	"github.com/ctpool-tui/ctpool-tui/themes"
 )
 
-// newAssignDialog asks for the identity a free member of the pool is
+// newClaimDialog asks for the identity a free member of the pool is
 // claimed for (the claim command's job, from the dashboard).
-func newAssignDialog(st themes.Styles, v *engine.PoolView, pool string) *dialogModel {
-	d := &dialogModel{kind: dlgAssign, title: "Assign a desktop of " + pool, confirm: "Assign", hasInput: true}
+func newClaimDialog(st themes.Styles, v *engine.PoolView, pool string) *dialogModel {
+	d := &dialogModel{kind: dlgClaim, title: "Claim a desktop of " + pool, confirm: "Claim", hasInput: true}
 	d.req = actionRequest{kind: actClaim, pool: pool}
 	if v != nil {
 		d.lines = append(d.lines, fmt.Sprintf("%d free of %s (%d claimed).", v.Status.Free, plural(len(v.Members), "member", "members"), v.Status.Claimed))
 	}
 	d.lines = append(d.lines,
 		"Claims a free member for the identity, as `claim` does: a second",
-		"assignment to the same identity gets the same desktop. Audited.")
+		"claim for the same identity gets the same desktop. Audited.")
 	d.prompt = "Identity (e.g. alice@example.com), then enter:"
 	d.input = newInput(st, "alice@example.com", 253)
 	return d
 }
 
-// openAssign opens the assign dialog for a pool.
-func (m *Model) openAssign(pool string) tea.Cmd {
+// openClaim opens the claim dialog for a pool.
+func (m *Model) openClaim(pool string) tea.Cmd {
 	if !m.canAct() {
-		m.setNote(glyphBad+" read-only: assign is a write", levelError)
+		m.setNote(glyphBad+" read-only: claim is a write", levelError)
 		return nil
 	}
 	v := m.view(pool)
 	if v == nil || !v.Defined {
-		m.setNote(glyphBad+" "+clean(pool)+" has no definition: no member can be assigned", levelError)
+		m.setNote(glyphBad+" "+clean(pool)+" has no definition: no member can be claimed", levelError)
 		return nil
 	}
-	m.dialog = newAssignDialog(m.st, v, pool)
+	m.dialog = newClaimDialog(m.st, v, pool)
 	return m.dialog.input.Focus()
 }
 
-// claimText is the log's text for a finished assignment.
+// claimText is the log's text for a finished claim.
 func claimText(req actionRequest, r engine.ClaimResult) string {
 	switch {
 	case r.Member == "":
-		return "no member assigned"
+		return "no member claimed"
 	case r.Renewed:
-		return fmt.Sprintf("%s already held %s: its expired claim was renewed", req.assignee, r.Member)
+		return fmt.Sprintf("%s already held %s: its expired claim was renewed", req.identity, r.Member)
 	case r.Existing:
-		return fmt.Sprintf("%s already holds %s (same desktop)", req.assignee, r.Member)
+		return fmt.Sprintf("%s already holds %s (same desktop)", req.identity, r.Member)
 	}
-	s := fmt.Sprintf("%s assigned to %s", r.Member, req.assignee)
+	s := fmt.Sprintf("%s claimed for %s", r.Member, req.identity)
 	if len(r.Warnings) > 0 {
 		s += " (" + strings.Join(r.Warnings, "; ") + ")"
 	}
