@@ -21,6 +21,24 @@ func (p Permission) String() string {
 	return p.Verb + " " + p.Resource + "." + p.Group
 }
 
+// Capability is whether the caller may run one action, and the first
+// permission that is missing when not (kube asks the API server; the
+// dashboard shows it).
+type Capability struct {
+	Action  Action
+	Allowed bool
+	Missing *Permission // nil when allowed, or when the answer names none
+}
+
+// MissingText is the missing permission as the API server would name it
+// ("force-release leases.coordination.k8s.io"), or "".
+func (c Capability) MissingText() string {
+	if c.Missing == nil {
+		return ""
+	}
+	return c.Missing.String()
+}
+
 // PermForceRelease guards releasing a claim held by another identity. No
 // built-in API verb separates a holder's release from a forced one, so the
 // engine asks the API server (SelfSubjectAccessReview) for this custom verb

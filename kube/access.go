@@ -53,14 +53,6 @@ func (a *Access) Authorize(ctx context.Context, p engine.Permission) error {
 	return nil
 }
 
-// Capability is whether one action is available, and the first permission
-// that is missing when it is not.
-type Capability struct {
-	Action  engine.Action
-	Allowed bool
-	Missing *engine.Permission
-}
-
 // ReviewConcurrency bounds the SelfSubjectAccessReviews Capabilities has in
 // flight at once.
 const ReviewConcurrency = 8
@@ -69,7 +61,7 @@ const ReviewConcurrency = 8
 // a table derived at build time). Each distinct permission is asked once,
 // with up to ReviewConcurrency SelfSubjectAccessReviews in flight; the first
 // error ends the others and is returned.
-func (a *Access) Capabilities(ctx context.Context, actions []engine.Action) ([]Capability, error) {
+func (a *Access) Capabilities(ctx context.Context, actions []engine.Action) ([]engine.Capability, error) {
 	need := make([][]engine.Permission, len(actions))
 	var distinct []engine.Permission
 	seen := map[engine.Permission]bool{}
@@ -103,9 +95,9 @@ func (a *Access) Capabilities(ctx context.Context, actions []engine.Action) ([]C
 	for i, p := range distinct {
 		answer[p] = allowed[i]
 	}
-	out := make([]Capability, 0, len(actions))
+	out := make([]engine.Capability, 0, len(actions))
 	for i, act := range actions {
-		c := Capability{Action: act, Allowed: true}
+		c := engine.Capability{Action: act, Allowed: true}
 		for _, p := range need[i] {
 			if !answer[p] {
 				p := p

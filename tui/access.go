@@ -16,8 +16,8 @@ import (
 // the diagnosis and what the user may do.
 type sideState struct {
 	nodes   []*corev1.Node
-	noNodes bool                         // the user may not read nodes: not asked again
-	caps    map[engine.Action]Capability // nil until known
+	noNodes bool                                // the user may not read nodes: not asked again
+	caps    map[engine.Action]engine.Capability // nil until known
 	capsErr error
 	// inNS: the fleet's capabilities, per namespace (fleet.go).
 	inNS map[string]*nsCaps
@@ -26,7 +26,7 @@ type sideState struct {
 // capsMsg answers the capabilities request.
 type capsMsg struct {
 	namespace string // the fleet's namespace asked ("": the dashboard's)
-	caps      []Capability
+	caps      []engine.Capability
 	err       error
 }
 
@@ -89,9 +89,9 @@ func (m *Model) updateSide(msg tea.Msg) tea.Cmd {
 			m.side.nodes, m.side.noNodes = msg.nodes, msg.nodes == nil
 		}
 	case capsMsg:
-		var caps map[engine.Action]Capability
+		var caps map[engine.Action]engine.Capability
 		if msg.err == nil {
-			caps = map[engine.Action]Capability{}
+			caps = map[engine.Action]engine.Capability{}
 			for _, c := range msg.caps {
 				caps[c.Action] = c
 			}
@@ -146,7 +146,7 @@ func (m *Model) refusal(kind actionKind, pool string) string {
 	}
 	caps, _ := m.capsFor(pool)
 	if c, ok := caps[kind]; ok && !c.Allowed {
-		msg := kind.String() + " is not allowed: needs " + orWord(c.Missing, "a permission")
+		msg := kind.String() + " is not allowed: needs " + orWord(c.MissingText(), "a permission")
 		switch ns := m.namespaceOf(pool); {
 		case m.opts.Contexts:
 			if i := strings.LastIndexByte(ns, '/'); i >= 0 {
@@ -165,7 +165,7 @@ func (m *Model) refusal(kind actionKind, pool string) string {
 func (m *Model) missing(kind actionKind) (string, bool) {
 	caps, _ := m.capsFor(m.currentPool())
 	if c, ok := caps[kind]; ok && !c.Allowed {
-		return orWord(c.Missing, "a permission"), true
+		return orWord(c.MissingText(), "a permission"), true
 	}
 	return "", false
 }

@@ -72,19 +72,19 @@ func (auditSource) Events(_ context.Context, _, kind, name string) ([]corev1.Eve
 }
 
 // operatorCaps is what the API server answers for the operator role.
-var operatorCaps = []Capability{
+var operatorCaps = []engine.Capability{
 	{Action: "reconcile", Allowed: true}, {Action: "resize", Allowed: true},
-	{Action: "force-release", Missing: "force-release leases.coordination.k8s.io"},
-	{Action: "delete", Missing: "delete configmaps"},
+	{Action: "force-release", Missing: &engine.PermForceRelease},
+	{Action: "delete", Missing: &engine.Permission{Resource: "configmaps", Verb: "delete"}},
 }
 
 type fakeAccess struct{ asked []engine.Action }
 
 // Capabilities answers operatorCaps for the actions asked, as the API
 // server answers only what it is asked.
-func (f *fakeAccess) Capabilities(_ context.Context, actions []engine.Action) ([]Capability, error) {
+func (f *fakeAccess) Capabilities(_ context.Context, actions []engine.Action) ([]engine.Capability, error) {
 	f.asked = actions
-	var out []Capability
+	var out []engine.Capability
 	for _, c := range operatorCaps {
 		if slices.Contains(actions, c.Action) {
 			out = append(out, c)
@@ -319,7 +319,7 @@ func TestAuditListsOnlyAuditEventsNewestFirst(t *testing.T) {
 // failingAccess fails until ok is set.
 type failingAccess struct{ ok bool }
 
-func (f *failingAccess) Capabilities(_ context.Context, _ []engine.Action) ([]Capability, error) {
+func (f *failingAccess) Capabilities(_ context.Context, _ []engine.Action) ([]engine.Capability, error) {
 	if !f.ok {
 		return nil, errors.New("connection refused")
 	}

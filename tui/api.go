@@ -68,19 +68,10 @@ type NodeSource interface {
 	Nodes(ctx context.Context) ([]*corev1.Node, error)
 }
 
-// Capability is whether the user may run one action, and the first
-// permission that is missing when not (e.g. "force-release
-// leases.coordination.k8s.io").
-type Capability struct {
-	Action  engine.Action
-	Allowed bool
-	Missing string
-}
-
 // Access asks the API server what the user may do (optional). It is called
 // asynchronously at start, and again after an outage, with ActionNames.
 type Access interface {
-	Capabilities(ctx context.Context, actions []engine.Action) ([]Capability, error)
+	Capabilities(ctx context.Context, actions []engine.Action) ([]engine.Capability, error)
 }
 
 // ActionNames are the actions the dashboard offers: the kinds of its action

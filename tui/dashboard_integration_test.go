@@ -268,27 +268,9 @@ func TestIntegrationReadOnlyViewerMakesNoWrites(t *testing.T) {
 	}
 }
 
-// accessFor is the dashboard's Access over kube.Access, as cmd wires it.
+// accessFor is the dashboard's Access, as cmd wires it.
 func accessFor(client kubernetes.Interface, ns string) Access {
-	return accessAdapter{&kube.Access{Client: client, Namespace: ns}}
-}
-
-type accessAdapter struct{ a *kube.Access }
-
-func (a accessAdapter) Capabilities(ctx context.Context, actions []engine.Action) ([]Capability, error) {
-	caps, err := a.a.Capabilities(ctx, actions)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Capability, 0, len(caps))
-	for _, c := range caps {
-		tc := Capability{Action: c.Action, Allowed: c.Allowed}
-		if c.Missing != nil {
-			tc.Missing = c.Missing.String()
-		}
-		out = append(out, tc)
-	}
-	return out, nil
+	return &kube.Access{Client: client, Namespace: ns}
 }
 
 // The operator may reconcile and resize but not force-release: the
@@ -304,7 +286,7 @@ func TestIntegrationOperatorForceRelease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	by := map[engine.Action]kube.Capability{}
+	by := map[engine.Action]engine.Capability{}
 	for _, c := range caps {
 		by[c.Action] = c
 	}

@@ -94,13 +94,13 @@ func (m *Model) currentPool() string {
 
 // nsCaps is what the user may do in one namespace of the fleet.
 type nsCaps struct {
-	caps map[engine.Action]Capability // nil until known
+	caps map[engine.Action]engine.Capability // nil until known
 	err  error
 }
 
 // capsFor returns what is known of the user's capabilities for the pool
 // with this key.
-func (m *Model) capsFor(key string) (map[engine.Action]Capability, error) {
+func (m *Model) capsFor(key string) (map[engine.Action]engine.Capability, error) {
 	if !m.opts.Fleet {
 		return m.side.caps, m.side.capsErr
 	}

@@ -109,15 +109,15 @@ type nsAccessIn struct {
 	ns string
 }
 
-func (n nsAccessIn) Capabilities(_ context.Context, actions []engine.Action) ([]Capability, error) {
+func (n nsAccessIn) Capabilities(_ context.Context, actions []engine.Action) ([]engine.Capability, error) {
 	n.a.mu.Lock()
 	n.a.asked = append(n.a.asked, n.ns)
 	n.a.mu.Unlock()
-	out := make([]Capability, 0, len(actions))
+	out := make([]engine.Capability, 0, len(actions))
 	for _, act := range actions {
-		c := Capability{Action: act, Allowed: true}
+		c := engine.Capability{Action: act, Allowed: true}
 		if act == engine.ActionForceRelease && n.ns != "vdi-eng" && n.ns != "prod-eu/vdi-cad" {
-			c = Capability{Action: act, Missing: "force-release leases.coordination.k8s.io"}
+			c = engine.Capability{Action: act, Missing: &engine.PermForceRelease}
 		}
 		out = append(out, c)
 	}

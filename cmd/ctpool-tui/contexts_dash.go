@@ -275,7 +275,7 @@ func contextsOptions(src *contextsSource, names []string, sc scope, readOnly boo
 		if c == nil || c.conn == nil {
 			return noAccess{errNoCluster(ns)}
 		}
-		return accessAdapter{&kube.Access{Client: c.conn.client, Namespace: real}}
+		return &kube.Access{Client: c.conn.client, Namespace: real}
 	}
 	opts.Console = contextsConsole{src}
 	return opts
@@ -315,7 +315,7 @@ func (r contextsConsole) Console(ctx context.Context, ns, pod string, in io.Read
 // noAccess answers every capability question with its error.
 type noAccess struct{ err error }
 
-func (n noAccess) Capabilities(context.Context, []engine.Action) ([]tui.Capability, error) {
+func (n noAccess) Capabilities(context.Context, []engine.Action) ([]engine.Capability, error) {
 	return nil, n.err
 }
 

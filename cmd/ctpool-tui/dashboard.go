@@ -139,28 +139,9 @@ func dashboardOptions(conn *connection, data tui.DataSource, readOnly bool) tui.
 		Events: &kube.Events{Client: conn.client}, Nodes: &kube.Nodes{Client: conn.client}, Demo: conn.demo,
 	}
 	if !readOnly && !conn.demo {
-		opts.Access = accessAdapter{&kube.Access{Client: conn.client, Namespace: conn.namespace}}
+		opts.Access = &kube.Access{Client: conn.client, Namespace: conn.namespace}
 	}
 	return opts
-}
-
-// accessAdapter turns kube.Access's capabilities into the dashboard's.
-type accessAdapter struct{ a *kube.Access }
-
-func (a accessAdapter) Capabilities(ctx context.Context, actions []engine.Action) ([]tui.Capability, error) {
-	caps, err := a.a.Capabilities(ctx, actions)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]tui.Capability, 0, len(caps))
-	for _, c := range caps {
-		tc := tui.Capability{Action: c.Action, Allowed: c.Allowed}
-		if c.Missing != nil {
-			tc.Missing = c.Missing.String()
-		}
-		out = append(out, tc)
-	}
-	return out, nil
 }
 
 // engineIn is the engine behind the dashboard's actions on the pools of
@@ -265,7 +246,7 @@ func fleetOptions(conn *connection, w *kube.Watcher, readOnly bool) tui.Options 
 	opts.ActionsIn = func(ns string) tui.Actions { return cachedClaims(engineIn(conn, ns), w.In(ns)) }
 	if !conn.demo {
 		opts.AccessIn = func(ns string) tui.Access {
-			return accessAdapter{&kube.Access{Client: conn.client, Namespace: ns}}
+			return &kube.Access{Client: conn.client, Namespace: ns}
 		}
 	}
 	return opts

@@ -39,8 +39,8 @@ func TestDashboardOptionsWireNodesAndAccess(t *testing.T) {
 	for _, c := range caps {
 		want := c.Action != "force-release"
 		force = force || !want
-		if c.Allowed != want || (!want && c.Missing != "force-release leases.coordination.k8s.io") {
-			t.Errorf("%s: allowed %v, missing %q", c.Action, c.Allowed, c.Missing)
+		if c.Allowed != want || (!want && c.MissingText() != "force-release leases.coordination.k8s.io") {
+			t.Errorf("%s: allowed %v, missing %q", c.Action, c.Allowed, c.MissingText())
 		}
 	}
 	if !force {
