@@ -145,8 +145,12 @@ fuzz: ## run each fuzz target for FUZZTIME executions (default 40000x; a duratio
 	done
 
 .PHONY: golden
-golden: ## rewrite the TUI golden files after an intended change
-	$(GO) test ./tui/... -update
+golden: ## rewrite the golden files (tui screens, engine Pods) after an intended change: the tests of the packages that use internal/golden, with -update
+	@set -eo pipefail; pkgs=$$($(GO) list -f '{{.ImportPath}} {{join .TestImports " "}} {{join .XTestImports " "}}' $(PKGS) | \
+	  awk '/ github.com\/ctpool-tui\/ctpool-tui\/internal\/golden( |$$)/ {print $$1}'); \
+	if [ -z "$$pkgs" ]; then echo "make golden: no package's tests import internal/golden"; exit 1; fi; \
+	echo $(GO) test $$pkgs -update; \
+	$(GO) test $$pkgs -update
 
 BENCH_ROUNDS ?= 5
 BENCH_PKGS := engine tui kube

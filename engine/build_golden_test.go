@@ -1,16 +1,14 @@
 package engine
 
 import (
-	"flag"
-	"os"
 	"path/filepath"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
-)
 
-var updatePods = flag.Bool("update-pods", false, "rewrite engine/testdata/pods/*.yaml")
+	"github.com/ctpool-tui/ctpool-tui/internal/golden"
+)
 
 func ttl(v int64) *int64 { return &v }
 
@@ -40,22 +38,7 @@ func TestPodGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			path := filepath.Join("testdata", "pods", name+".yaml")
-			if *updatePods {
-				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(path, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test ./engine -run TestPodGolden -update-pods)", err)
-			}
-			if string(got) != string(want) {
-				t.Errorf("Pod for %s differs from %s:\n%s", name, path, got)
-			}
+			golden.Assert(t, filepath.Join("testdata", "pods", name+".yaml"), string(got))
 		})
 	}
 }

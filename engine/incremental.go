@@ -236,7 +236,7 @@ func (s *PoolState) Update(u PoolUpdate, now time.Time) ([]MemberChange, bool) {
 		if w.objs.Pod != nil {
 			podSource = w.objs.Pod.Labels[LabelSource]
 		}
-		ob.member(m, w.name, idx, ok, w.objs.Pod, podSource, w.objs.PVC, w.objs.Lease)
+		ob.member(m, w.name, idx, ok, w.objs, podSource)
 		v.Status.count(m, 1)
 		v.Status.Members[w.pos] = memberRow(m)
 		if m.Claim != nil {

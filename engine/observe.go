@@ -245,7 +245,7 @@ func Observe(snap Snapshot, now time.Time) PoolView {
 			}
 			name = MemberName(snap.Pool, n)
 		}
-		ob.member(&slots[w], name, n, true, o.Pod, o.Source, o.PVC, o.Lease)
+		ob.member(&slots[w], name, n, true, MemberObjects{Pod: o.Pod, PVC: o.PVC, Lease: o.Lease}, o.Source)
 		w++
 	}
 	clear(slots[w:])
@@ -260,7 +260,7 @@ func Observe(snap Snapshot, now time.Time) PoolView {
 			o := odd[name]
 			idx, ok := MemberIndex(snap.Pool, name)
 			v.Members = append(v.Members, Member{})
-			ob.member(&v.Members[len(v.Members)-1], name, idx, ok, o.Pod, o.Source, o.PVC, o.Lease)
+			ob.member(&v.Members[len(v.Members)-1], name, idx, ok, MemberObjects{Pod: o.Pod, PVC: o.PVC, Lease: o.Lease}, o.Source)
 		}
 	}
 
@@ -351,12 +351,11 @@ func (ob *observer) recordProblem(pvc *corev1.PersistentVolumeClaim) string {
 	return p
 }
 
-// member observes one member into m (overwritten whole); idx and ok are the
-// name's MemberIndex, podSource the Pod's source label.
-func (ob *observer) member(m *Member, name string, idx int, ok bool, pod *corev1.Pod, podSource string, pvc *corev1.PersistentVolumeClaim, lease *coordinationv1.Lease) {
+// member observes one member, of objects o, into m (overwritten whole); idx
+// and ok are the name's MemberIndex, podSource the Pod's source label.
+func (ob *observer) member(m *Member, name string, idx int, ok bool, o MemberObjects, podSource string) {
 	pool, size, source, now := ob.pool, ob.size, ob.source, ob.now
-	o := memberObjects{pod: pod, pvc: pvc, lease: lease}
-	*m = Member{Name: name, Pool: pool, Pod: pod, PVC: pvc, Lease: lease}
+	*m = Member{Name: name, Pool: pool, Pod: o.Pod, PVC: o.PVC, Lease: o.Lease}
 	if ok {
 		m.Index = idx
 	} else {
@@ -365,24 +364,24 @@ func (ob *observer) member(m *Member, name string, idx int, ok bool, pod *corev1
 	m.AboveSize = ok && idx > size
 
 	switch {
-	case o.pod != nil:
+	case o.Pod != nil:
 		m.Source = podSource
-		m.Node = o.pod.Spec.NodeName
+		m.Node = o.Pod.Spec.NodeName
 		if m.Node != "" {
 			m.NodeDown = ob.nodeDown[m.Node]
 		}
-		m.Created = o.pod.CreationTimestamp.Time
-	case o.pvc != nil:
-		m.Source = o.pvc.Labels[LabelSource]
+		m.Created = o.Pod.CreationTimestamp.Time
+	case o.PVC != nil:
+		m.Source = o.PVC.Labels[LabelSource]
 	}
-	m.State, m.Message = memberState(o.pod, o.pvc)
+	m.State, m.Message = memberState(o.Pod, o.PVC)
 	if ok {
-		m.Blocked = blockedBy(pool, name, o.pod, o.pvc, ob.blocked[name])
+		m.Blocked = blockedBy(pool, name, o.Pod, o.PVC, ob.blocked[name])
 		if m.Blocked != "" {
 			m.Problems = append(m.Problems, "blocked, left alone: "+m.Blocked)
 		}
 	}
-	if o.pod != nil && o.pvc == nil && m.State != StateTerminating {
+	if o.Pod != nil && o.PVC == nil && m.State != StateTerminating {
 		m.Problems = append(m.Problems, fmt.Sprintf("data PVC %s is missing", PVCName(name)))
 		if m.State != StateFailed {
 			m.State, m.Message = StateFailed, "data PVC "+PVCName(name)+" is missing"
@@ -390,20 +389,20 @@ func (ob *observer) member(m *Member, name string, idx int, ok bool, pod *corev1
 	}
 	m.Drift = source != "" && m.Exists() && m.Source != source
 	switch {
-	case o.pvc != nil && o.pvc.Annotations[AnnotationReleased] != "" && o.pvc.DeletionTimestamp == nil:
+	case o.PVC != nil && o.PVC.Annotations[AnnotationReleased] != "" && o.PVC.DeletionTimestamp == nil:
 		m.Drift = true
 		m.Problems = append(m.Problems, "a release of this member did not finish: its data is rebuilt, never reused")
-	case o.pvc != nil && o.pvc.DeletionTimestamp != nil && m.State != StateTerminating:
+	case o.PVC != nil && o.PVC.DeletionTimestamp != nil && m.State != StateTerminating:
 		// A Pod still runs on a data PVC that is being deleted (a Pod
 		// created while a release destroyed the member keeps the PVC
 		// Terminating): that data is going, so the member is never free and
 		// is rebuilt when unclaimed.
 		m.Drift = true
-		m.Problems = append(m.Problems, "its data PVC "+o.pvc.Name+" is being deleted while a Pod still uses it: the member is rebuilt, never handed out")
+		m.Problems = append(m.Problems, "its data PVC "+o.PVC.Name+" is being deleted while a Pod still uses it: the member is rebuilt, never handed out")
 	}
 
-	if o.lease != nil {
-		c, problems := interpretLeaseSeen(o.lease, now, ob.seen[o.lease.Name])
+	if o.Lease != nil {
+		c, problems := interpretLeaseSeen(o.Lease, now, ob.seen[o.Lease.Name])
 		ob.claims = append(ob.claims, c)
 		m.Claim = &ob.claims[len(ob.claims)-1]
 		m.Problems = append(m.Problems, problems...)
@@ -412,7 +411,7 @@ func (ob *observer) member(m *Member, name string, idx int, ok bool, pod *corev1
 		} else if c.Reconciler {
 			m.Maintenance = true
 			m.MaintenanceStale = c.Stale
-			if _, releasing := o.lease.Annotations[AnnotationReleasing]; releasing && c.Reconciler && m.Exists() && !m.Drift {
+			if _, releasing := o.Lease.Annotations[AnnotationReleasing]; releasing && c.Reconciler && m.Exists() && !m.Drift {
 				m.Drift = true
 				m.Problems = append(m.Problems, "a release of this member did not finish: its data is rebuilt, never reused")
 			}
@@ -420,20 +419,13 @@ func (ob *observer) member(m *Member, name string, idx int, ok bool, pod *corev1
 			m.Claimed = true
 		}
 	}
-	if m.Claimed && o.pvc != nil {
-		if p := ob.recordProblem(o.pvc); p != "" {
+	if m.Claimed && o.PVC != nil {
+		if p := ob.recordProblem(o.PVC); p != "" {
 			m.Problems = append(m.Problems, p)
 		}
 	}
-	m.Free = ok && o.lease == nil && m.Blocked == "" && !m.AboveSize && source != "" && !m.Drift &&
+	m.Free = ok && o.Lease == nil && m.Blocked == "" && !m.AboveSize && source != "" && !m.Drift &&
 		(m.State == StateReady || m.State == StateStarting || m.State == StateStopped)
-}
-
-// memberObjects are one member's objects.
-type memberObjects struct {
-	pod   *corev1.Pod
-	pvc   *corev1.PersistentVolumeClaim
-	lease *coordinationv1.Lease
 }
 
 // memberState applies the decision table.

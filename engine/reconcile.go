@@ -180,9 +180,43 @@ func (e *Engine) reconcile(ctx context.Context, snap Snapshot, spec Spec, size i
 		}
 		mu.Unlock()
 	}
+	timeStep := func(step Step, start, end time.Time) {
+		mu.Lock()
+		res.timeStep(step, start, end)
+		mu.Unlock()
+	}
 
-	var creates, starts, unlocks, replaces, deletes []*Member
-	var claimedCreates, claimedStarts []*Member
+	p := planReconcile(&view, blocked, add)
+	p.claimedCreates, p.claimedStarts = e.stillClaimed(ctx, snap.Pool, p.claimedCreates, p.claimedStarts, add)
+	e.runPlan(ctx, snap, spec, p, add, timeStep)
+	sort.Slice(res.Actions, func(i, j int) bool {
+		a, b := res.Actions[i], res.Actions[j]
+		if a.Step != b.Step {
+			return a.Step < b.Step
+		}
+		return a.Member < b.Member
+	})
+	sort.Strings(res.Errors)
+
+	e.recordStatus(ctx, snap, spec, view, blocked, &res)
+	if len(res.Errors) > 0 {
+		return res, &StepError{Errors: res.Errors}
+	}
+	return res, nil
+}
+
+// reconcilePlan is the members each step of a reconcile works on.
+type reconcilePlan struct {
+	creates, starts, unlocks, replaces, deletes []*Member
+	// Claimed members, started for their holder without a reconciler Lease.
+	claimedCreates, claimedStarts []*Member
+}
+
+// planReconcile sorts the members of view into the steps (memberWork). It
+// adds the members already blocked to blocked and reports a replace that
+// waits for a down node as skipped (add).
+func planReconcile(view *PoolView, blocked map[string]string, add func(MemberAction)) reconcilePlan {
+	var p reconcilePlan
 	for i := range view.Members {
 		m := &view.Members[i]
 		if m.Blocked != "" && m.Index > 0 {
@@ -190,26 +224,30 @@ func (e *Engine) reconcile(ctx context.Context, snap Snapshot, spec Spec, size i
 		}
 		switch memberWork(m) {
 		case workClaimedCreate:
-			claimedCreates = append(claimedCreates, m)
+			p.claimedCreates = append(p.claimedCreates, m)
 		case workClaimedStart:
-			claimedStarts = append(claimedStarts, m)
+			p.claimedStarts = append(p.claimedStarts, m)
 		case workDelete:
-			deletes = append(deletes, m)
+			p.deletes = append(p.deletes, m)
 		case workCreate:
-			creates = append(creates, m)
+			p.creates = append(p.creates, m)
 		case workReplace:
-			replaces = append(replaces, m)
+			p.replaces = append(p.replaces, m)
 		case workStart:
-			starts = append(starts, m)
+			p.starts = append(p.starts, m)
 		case workUnlock:
-			unlocks = append(unlocks, m)
+			p.unlocks = append(p.unlocks, m)
 		case workWaitNode:
 			add(MemberAction{Step: StepReplace, Member: m.Name, Skipped: "node " + m.Node + " is down: replaced once it is back"})
 		}
 	}
+	return p
+}
 
-	claimedCreates, claimedStarts = e.stillClaimed(ctx, snap.Pool, claimedCreates, claimedStarts, add)
-
+// runPlan runs the member steps of p in their order: create, start, unlock,
+// replace, delete (each step's claimed members right after its others). Each
+// member's outcome goes to add, each step's time to timeStep.
+func (e *Engine) runPlan(ctx context.Context, snap Snapshot, spec Spec, p reconcilePlan, add func(MemberAction), timeStep func(step Step, start, end time.Time)) {
 	ns := snap.Namespace
 	// timed runs a step when it has members and records how long it took.
 	timed := func(step Step, members []*Member, fn func(context.Context, *Member) error) {
@@ -219,9 +257,7 @@ func (e *Engine) reconcile(ctx context.Context, snap Snapshot, spec Spec, size i
 		start := e.Now()
 		e.runStep(ctx, step, members, add, fn)
 		end := e.Now()
-		mu.Lock()
-		res.timeStep(step, start, end)
-		mu.Unlock()
+		timeStep(step, start, end)
 	}
 	// claimed runs a step on claimed members, without a reconciler Lease.
 	claimed := func(step Step, members []*Member, fn func(context.Context, *Member) error) {
@@ -241,9 +277,7 @@ func (e *Engine) reconcile(ctx context.Context, snap Snapshot, spec Spec, size i
 			add(MemberAction{Step: step, Member: m.Name, Err: err})
 		})
 		end := e.Now()
-		mu.Lock()
-		res.timeStep(step, start, end)
-		mu.Unlock()
+		timeStep(step, start, end)
 	}
 	startPod := func(ctx context.Context, m *Member) error {
 		_, err := e.Cluster.CreatePod(ctx, BuildPod(ns, snap.Pool, m.Index, spec))
@@ -253,33 +287,29 @@ func (e *Engine) reconcile(ctx context.Context, snap Snapshot, spec Spec, size i
 	startClaimed := func(ctx context.Context, m *Member) error {
 		return e.startClaimed(ctx, ns, snap.Pool, spec, m, m.Claim.Holder)
 	}
-	timed(StepCreate, creates, func(ctx context.Context, m *Member) error {
+	timed(StepCreate, p.creates, func(ctx context.Context, m *Member) error {
 		return e.createMember(ctx, ns, snap.Pool, m.Index, spec, true)
 	})
-	claimed(StepCreate, claimedCreates, startClaimed)
-	timed(StepStart, starts, startPod)
-	claimed(StepStart, claimedStarts, startClaimed)
-	timed(StepUnlock, unlocks, func(context.Context, *Member) error { return nil })
-	timed(StepReplace, replaces, func(ctx context.Context, m *Member) error {
+	claimed(StepCreate, p.claimedCreates, startClaimed)
+	timed(StepStart, p.starts, startPod)
+	claimed(StepStart, p.claimedStarts, startClaimed)
+	timed(StepUnlock, p.unlocks, func(context.Context, *Member) error { return nil })
+	timed(StepReplace, p.replaces, func(ctx context.Context, m *Member) error {
 		if err := e.destroyMember(ctx, m); err != nil {
 			return err
 		}
 		return e.createMember(ctx, ns, snap.Pool, m.Index, spec, true)
 	})
-	timed(StepDelete, deletes, func(ctx context.Context, m *Member) error {
+	timed(StepDelete, p.deletes, func(ctx context.Context, m *Member) error {
 		return e.destroyMember(ctx, m)
 	})
-	sort.Slice(res.Actions, func(i, j int) bool {
-		a, b := res.Actions[i], res.Actions[j]
-		if a.Step != b.Step {
-			return a.Step < b.Step
-		}
-		return a.Member < b.Member
-	})
-	sort.Strings(res.Errors)
+}
 
-	// Step 5: record the status. Re-read only when something was done (or
-	// a create found a member blocked: it may have made the member's PVC).
+// recordStatus is step 5: it computes the pool's status into res (with the
+// members in blocked marked) and writes it when it changed. It re-reads the
+// pool only when something was done (or a create found a member blocked: it
+// may have made the member's PVC); view is the pool as the steps started.
+func (e *Engine) recordStatus(ctx context.Context, snap Snapshot, spec Spec, view PoolView, blocked map[string]string, res *ReconcileResult) {
 	statusStart := e.Now()
 	final := view
 	newlyBlocked := false
@@ -318,10 +348,6 @@ func (e *Engine) reconcile(ctx context.Context, snap Snapshot, spec Spec, size i
 		}
 	}
 	res.timeStep(StepStatus, statusStart, e.Now())
-	if len(res.Errors) > 0 {
-		return res, &StepError{Errors: res.Errors}
-	}
-	return res, nil
 }
 
 // work is what a reconcile does with one member.

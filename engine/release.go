@@ -55,7 +55,7 @@ func (e *Engine) release(ctx context.Context, action Action, pool, member, ident
 			return res, err
 		}
 	}
-	snap, spec, err := e.readPool(ctx, pool)
+	snap, _, err := e.readPool(ctx, pool)
 	if err != nil {
 		return res, err
 	}
@@ -68,32 +68,58 @@ func (e *Engine) release(ctx context.Context, action Action, pool, member, ident
 	if !ok {
 		return res, fmt.Errorf("%w: %q is not a member name of pool %s (%s-<n>)", ErrMemberNotFound, member, pool, pool)
 	}
+	m, err := e.claimToRelease(ctx, snap, member, identity, force, &res)
+	if err != nil || m == nil {
+		return res, err
+	}
+	held, err := e.takeClaim(ctx, m, member)
+	if err != nil {
+		return res, err
+	}
+	err = e.replaceReleased(ctx, snap.Namespace, pool, member, idx, m, held, &res)
+	return res, err
+}
+
+// claimToRelease checks the claim on member in snap that a release is to
+// end, and returns the member to take over. It returns no member, and no
+// error, when the release ends here: no claim (res.NoOp), or a Lease with no
+// holder, which force removes (res.RemovedUnheld). A member under
+// maintenance, or (without force) claimed by another identity, is an error;
+// res.PreviousHolder is the holder found.
+func (e *Engine) claimToRelease(ctx context.Context, snap Snapshot, member, identity string, force bool, res *ReleaseResult) (*Member, error) {
 	view := Observe(snap, e.Now())
 	m := view.Member(member)
 	if m == nil || m.Lease == nil {
 		res.NoOp = true
-		return res, nil
+		return nil, nil
 	}
 	if m.Unheld {
 		// A Lease with no holder is no claim: release has nothing to end;
 		// release --force removes the Lease at once (by resourceVersion).
 		if !force {
 			res.NoOp = true
-			return res, nil
+			return nil, nil
 		}
 		if err := e.Cluster.DeleteLease(ctx, m.Lease.Name, m.Lease.ResourceVersion); err != nil {
-			return res, fmt.Errorf("release %s: remove the Lease with no holder: %w", member, err)
+			return nil, fmt.Errorf("release %s: remove the Lease with no holder: %w", member, err)
 		}
 		res.RemovedUnheld = true
-		return res, nil
+		return nil, nil
 	}
 	if m.Maintenance {
-		return res, maintenanceError(m, e.Now())
+		return nil, maintenanceError(m, e.Now())
 	}
 	res.PreviousHolder = m.Claim.Holder
 	if m.Claim.Holder != identity && !force {
-		return res, fmt.Errorf("%w: %s is claimed by %q, not %q (an administrator can use --force)", ErrNotHolder, member, m.Claim.Holder, identity)
+		return nil, fmt.Errorf("%w: %s is claimed by %q, not %q (an administrator can use --force)", ErrNotHolder, member, m.Claim.Holder, identity)
 	}
+	return m, nil
+}
+
+// takeClaim passes m's Lease from its holder to the reconciler
+// (compare-and-swap), marked as a release of that holder's claim, and
+// returns the Lease now held. When it fails nothing was done.
+func (e *Engine) takeClaim(ctx context.Context, m *Member, member string) (*coordinationv1.Lease, error) {
 	take := setLeaseHolder(m.Lease, ReconcilerIdentity, ReconcilerLeaseTTL, e.Now())
 	if take.Annotations == nil {
 		take.Annotations = map[string]string{}
@@ -102,35 +128,22 @@ func (e *Engine) release(ctx context.Context, action Action, pool, member, ident
 	held, err := e.Cluster.UpdateLease(ctx, take)
 	if err != nil {
 		if errors.Is(err, ErrConflict) || errors.Is(err, ErrNotFound) {
-			return res, fmt.Errorf("release %s: the claim changed meanwhile (released or renewed by someone else); nothing was done: %w", member, err)
+			return nil, fmt.Errorf("release %s: the claim changed meanwhile (released or renewed by someone else); nothing was done: %w", member, err)
 		}
-		return res, fmt.Errorf("release %s: take lease: %w (should the API server have taken it all the same, %s is under maintenance and a reconcile rebuilds it once the Lease is stale)", member, err, member)
+		return nil, fmt.Errorf("release %s: take lease: %w (should the API server have taken it all the same, %s is under maintenance and a reconcile rebuilds it once the Lease is stale)", member, err, member)
 	}
-	// Until the data is marked released, a failure gives the claim back to
-	// its holder: nothing was destroyed. From then on the release is never
-	// undone: should a delete or a wait fail, the Lease stays with the
-	// reconciler (maintenance) and the next reconcile finishes the job once
-	// it is stale, as for a reconciler that stopped mid-step.
+	return held, nil
+}
+
+// replaceReleased does a release's writes once its claim is taken over
+// (held): mark the data released, destroy the member and wait until it is
+// gone, then build it again from the definition read now when idx is within
+// its size (res.Recreated). settleRelease then removes the Lease, or gives
+// the claim back, or leaves the member under maintenance.
+func (e *Engine) replaceReleased(ctx context.Context, namespace, pool, member string, idx int, m *Member, held *coordinationv1.Lease, res *ReleaseResult) (err error) {
 	marked, destroyed := false, false
 	defer func() {
-		switch {
-		case err == nil || destroyed:
-			// Done, or the old desktop is gone and only the new one failed:
-			// the Lease goes, so that the next reconcile creates it at once.
-			if uerr := e.unlock(ctx, held); uerr != nil && err == nil {
-				err = fmt.Errorf("release %s: remove lease: %w", member, uerr)
-			} else if uerr != nil {
-				err = fmt.Errorf("%w (removing the lease failed too: %v)", err, uerr)
-			}
-		case !marked:
-			if gerr := e.giveBack(ctx, held, m.Lease); gerr != nil {
-				err = fmt.Errorf("%w; giving the claim back failed too (%v): the reconciler Lease stays until it is stale (%s), then a reconcile rebuilds the member", err, gerr, e.Now().Add(ReconcilerLeaseTTL).UTC().Format(time.RFC3339))
-			} else {
-				err = fmt.Errorf("%w; nothing was destroyed and the claim was given back to %q", err, res.PreviousHolder)
-			}
-		default:
-			err = fmt.Errorf("%w; the release is not undone: %s stays under maintenance and a reconcile finishes it once the reconciler Lease is stale (%s)", err, member, leaseStale(held, e.Now()).UTC().Format(time.RFC3339))
-		}
+		err = e.settleRelease(ctx, err, member, held, m.Lease, res.PreviousHolder, marked, destroyed)
 	}()
 	// A claimed member is started without a Lease (Reconcile details): a
 	// start that checked the claim before this take may have created a Pod
@@ -151,33 +164,62 @@ func (e *Engine) release(ctx context.Context, action Action, pool, member, ident
 			// lost): the claim goes back only when a fresh read shows the
 			// data unmarked; marked, or unknown, the release goes on later.
 			marked = !e.pvcUnmarked(ctx, m.PVC)
-			return res, fmt.Errorf("release %s: mark PVC released: %w", member, err)
+			return fmt.Errorf("release %s: mark PVC released: %w", member, err)
 		}
 	}
 	marked = true
 	if err := e.destroyMember(ctx, m); err != nil {
-		return res, fmt.Errorf("release %s: %w", member, err)
+		return fmt.Errorf("release %s: %w", member, err)
 	}
 	// destroyMember deleted the console Service; the contract's release
 	// waits until it is gone too.
 	if err := e.wait(ctx, KindService, ConsoleServiceName(member), ""); err != nil {
-		return res, fmt.Errorf("release %s: %w", member, err)
+		return fmt.Errorf("release %s: %w", member, err)
 	}
 	destroyed = true
 	// The waits may have taken minutes, and the definition may have changed
 	// meanwhile (an apply, a resize): the new member is built from the
 	// definition read now, and only when its index is within that size.
-	_, spec, err = e.readPool(ctx, pool)
+	_, spec, err := e.readPool(ctx, pool)
 	if err != nil {
-		return res, fmt.Errorf("release %s: the old desktop is gone, but the pool definition could not be read again, so no new one was built (the next reconcile creates it): %w", member, err)
+		return fmt.Errorf("release %s: the old desktop is gone, but the pool definition could not be read again, so no new one was built (the next reconcile creates it): %w", member, err)
 	}
 	if idx <= spec.Size {
-		if err := e.createMember(ctx, snap.Namespace, pool, idx, spec, true); err != nil {
-			return res, fmt.Errorf("release %s: the old desktop is gone but a new one could not be created (the next reconcile creates it): %w", member, err)
+		if err := e.createMember(ctx, namespace, pool, idx, spec, true); err != nil {
+			return fmt.Errorf("release %s: the old desktop is gone but a new one could not be created (the next reconcile creates it): %w", member, err)
 		}
 		res.Recreated = true
 	}
-	return res, nil
+	return nil
+}
+
+// settleRelease ends a release whose claim was taken over (held; previous is
+// the Lease before, of previousHolder) and whose writes returned err, and
+// returns the release's error. Until the data is marked released, a failure
+// gives the claim back to its holder: nothing was destroyed. From then on
+// the release is never undone: should a delete or a wait fail, the Lease
+// stays with the reconciler (maintenance) and the next reconcile finishes
+// the job once it is stale, as for a reconciler that stopped mid-step.
+func (e *Engine) settleRelease(ctx context.Context, err error, member string, held, previous *coordinationv1.Lease, previousHolder string, marked, destroyed bool) error {
+	switch {
+	case err == nil || destroyed:
+		// Done, or the old desktop is gone and only the new one failed:
+		// the Lease goes, so that the next reconcile creates it at once.
+		if uerr := e.unlock(ctx, held); uerr != nil && err == nil {
+			err = fmt.Errorf("release %s: remove lease: %w", member, uerr)
+		} else if uerr != nil {
+			err = fmt.Errorf("%w (removing the lease failed too: %v)", err, uerr)
+		}
+	case !marked:
+		if gerr := e.giveBack(ctx, held, previous); gerr != nil {
+			err = fmt.Errorf("%w; giving the claim back failed too (%v): the reconciler Lease stays until it is stale (%s), then a reconcile rebuilds the member", err, gerr, e.Now().Add(ReconcilerLeaseTTL).UTC().Format(time.RFC3339))
+		} else {
+			err = fmt.Errorf("%w; nothing was destroyed and the claim was given back to %q", err, previousHolder)
+		}
+	default:
+		err = fmt.Errorf("%w; the release is not undone: %s stays under maintenance and a reconcile finishes it once the reconciler Lease is stale (%s)", err, member, leaseStale(held, e.Now()).UTC().Format(time.RFC3339))
+	}
+	return err
 }
 
 // pvcUnmarked tells, from a fresh read, that the member's data PVC (the one

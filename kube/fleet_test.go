@@ -68,7 +68,7 @@ func TestFleetWatcherMergesNamespaces(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			client := fake.NewClientset(fleetObjects()...)
-			w := NewFleetWatcher(client, tc.namespaces, WithClock(func() time.Time { return t0 }))
+			w := NewFleetWatcher(client, tc.namespaces, withClock(func() time.Time { return t0 }))
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			if err := w.Start(ctx); err != nil {

@@ -92,8 +92,9 @@ const DefaultProbeInterval = 5 * time.Second
 // WithProbeInterval sets how often /livez is probed (0 turns the probe off).
 func WithProbeInterval(d time.Duration) WatcherOption { return func(w *Watcher) { w.probeEvery = d } }
 
-// WithClock sets the clock the Watcher stamps its health with (tests).
-func WithClock(now func() time.Time) WatcherOption { return func(w *Watcher) { w.now = now } }
+// withClock sets the clock the Watcher stamps its health with. Only this
+// package's tests set it.
+func withClock(now func() time.Time) WatcherOption { return func(w *Watcher) { w.now = now } }
 
 // NewWatcher builds the informers for namespace (NewPoolInformers).
 // Nothing is read until Start.
@@ -316,6 +317,11 @@ func (w *Watcher) LastWatchError() (time.Time, error) {
 
 // Stats returns how many handler events arrived and how many of them found
 // room to signal (the others coalesced into a pending signal).
+//
+// Only tests and benchmarks read it, to know the handlers saw what they
+// sent: this package's and those of tui and cmd/ctpool-tui, which is why it
+// is exported (internal/kubetest cannot hold it: this package's own tests
+// import kubetest).
 func (w *Watcher) Stats() (events, signals int64) { return w.events.Load(), w.signals.Load() }
 
 // Snapshots returns one Snapshot per pool from the caches, sorted by pool

@@ -43,7 +43,7 @@ func startWatcher(t *testing.T, objs ...runtime.Object) (*Watcher, *fake.Clients
 // startWatcherOn starts a Watcher on client and waits for its pool caches.
 func startWatcherOn(t *testing.T, client *fake.Clientset) *Watcher {
 	t.Helper()
-	w := NewWatcher(client, ns, WithClock(func() time.Time { return t0 }))
+	w := NewWatcher(client, ns, withClock(func() time.Time { return t0 }))
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	if err := w.Start(ctx); err != nil {
@@ -201,7 +201,7 @@ func TestWatcherBurstCoalesces(t *testing.T) {
 	client.PrependWatchReactor("pods", func(k8stesting.Action) (bool, watch.Interface, error) {
 		return true, podWatch, nil
 	})
-	w := NewWatcher(client, ns, WithClock(func() time.Time { return t0 }))
+	w := NewWatcher(client, ns, withClock(func() time.Time { return t0 }))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	if err := w.Start(ctx); err != nil {
@@ -260,7 +260,7 @@ func TestWatcherRecordsWatchErrors(t *testing.T) {
 	client.PrependWatchReactor("leases", func(k8stesting.Action) (bool, watch.Interface, error) {
 		return true, nil, errors.New("connection refused")
 	})
-	w := NewWatcher(client, ns, WithClock(func() time.Time { return t0 }))
+	w := NewWatcher(client, ns, withClock(func() time.Time { return t0 }))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	if err := w.Start(ctx); err != nil {
@@ -287,7 +287,7 @@ func TestSnapshotBeforeSyncFails(t *testing.T) {
 // TestWatcherSignalsFirstSync: the end of the first sync signals the reader,
 // even in a namespace without a pool, where no object sends an event.
 func TestWatcherSignalsFirstSync(t *testing.T) {
-	w := NewWatcher(fake.NewClientset(), ns, WithClock(func() time.Time { return t0 }))
+	w := NewWatcher(fake.NewClientset(), ns, withClock(func() time.Time { return t0 }))
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	if err := w.Start(ctx); err != nil {

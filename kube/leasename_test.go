@@ -185,7 +185,7 @@ func TestFleetWatcherSeesAClaimLeaseByName(t *testing.T) {
 	objs = append(objs, unrelatedLeases("vdi-eng", 10)...)
 	for _, namespaces := range [][]string{nil, {"vdi-eng"}} {
 		client := fake.NewClientset(objs...)
-		w := NewFleetWatcher(client, namespaces, WithClock(func() time.Time { return t0 }))
+		w := NewFleetWatcher(client, namespaces, withClock(func() time.Time { return t0 }))
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		if err := w.Start(ctx); err != nil {
 			t.Fatal(err)

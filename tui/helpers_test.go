@@ -1,59 +1,26 @@
 package tui
 
 import (
-	"flag"
-	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
+
+	goldenfile "github.com/ctpool-tui/ctpool-tui/internal/golden"
 )
 
-// update rewrites the golden files: go test ./tui/ -run Golden -update
-var update = flag.Bool("update", false, "rewrite tui/testdata/*.golden with the current output")
-
-// golden compares got with testdata/name.golden.
+// golden compares got with testdata/name.golden (go test ./tui/ -update,
+// or make golden, rewrites it).
 func golden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", name+".golden")
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./tui/ -update to create it)", err)
-	}
-	if string(want) != got {
-		t.Errorf("%s differs from the golden file (go test ./tui/ -update rewrites it):\n%s", name, lineDiff(string(want), got))
-	}
+	goldenfile.Assert(t, filepath.Join("testdata", name+".golden"), got)
 }
 
-func lineDiff(want, got string) string {
-	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
-	var b strings.Builder
-	for i := 0; i < max(len(w), len(g)); i++ {
-		var wl, gl string
-		if i < len(w) {
-			wl = w[i]
-		}
-		if i < len(g) {
-			gl = g[i]
-		}
-		if wl != gl {
-			b.WriteString("line " + itoa(i+1) + ":\n  want: " + wl + "\n  got:  " + gl + "\n")
-		}
-	}
-	return b.String()
-}
-
-func itoa(i int) string { return strconv.Itoa(i) }
+// lineDiff lists the lines where got differs from want.
+func lineDiff(want, got string) string { return goldenfile.Diff(want, got) }
 
 // checkScreen asserts a rendered screen is exactly width x height cells and
 // holds no escape or control character.
