@@ -69,8 +69,8 @@ lint: ## gofmt, go.mod and go.sum tidy, a stale generated permission table, go v
 	$(GO) vet -tags integration $(PKGS)
 	$(GO) vet -tags 'integration outage' $(PKGS)
 	$(GO) vet -tags 'integration perf' $(PKGS)
-	$(GO) vet -tags e2e ./e2e/
-	$(GO) vet -tags nodemo ./cmd/ctpool-tui/
+	$(GO) vet -tags e2e $(PKGS)
+	$(GO) vet -tags nodemo $(PKGS)
 	$(GO) run ./hack/vulndb check ./...
 
 .PHONY: vulndb

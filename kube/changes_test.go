@@ -31,9 +31,9 @@ func TestWatcherChangesFollowTheCache(t *testing.T) {
 			client := fake.NewClientset(objs...)
 			var w *Watcher
 			if fleet {
-				w = NewFleetWatcher(client, nil, WithProbeInterval(0))
+				w = NewFleetWatcher(client, nil, withProbeInterval(0))
 			} else {
-				w = NewWatcher(client, ns, WithProbeInterval(0))
+				w = NewWatcher(client, ns, withProbeInterval(0))
 			}
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()

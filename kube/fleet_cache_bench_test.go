@@ -138,9 +138,9 @@ func fleetCacheBytes(b *testing.B, w wirePool, clusters, members int) float64 {
 	for range max(clusters, 1) {
 		var wt *Watcher
 		if clusters == 0 {
-			wt = NewWatcher(newClient(), ns, WithProbeInterval(0))
+			wt = NewWatcher(newClient(), ns, withProbeInterval(0))
 		} else {
-			wt = NewFleetWatcher(newClient(), nil, WithProbeInterval(0))
+			wt = NewFleetWatcher(newClient(), nil, withProbeInterval(0))
 		}
 		if err := wt.Start(ctx); err != nil {
 			b.Fatal(err)

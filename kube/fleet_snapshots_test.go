@@ -62,7 +62,7 @@ func TestFleetSnapshotsIgnoreUnlabelledObjects(t *testing.T) {
 		})
 	}
 
-	w := NewFleetWatcher(client, nil, withClock(func() time.Time { return t0 }), WithProbeInterval(0))
+	w := NewFleetWatcher(client, nil, withClock(func() time.Time { return t0 }), withProbeInterval(0))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := w.Start(ctx); err != nil {

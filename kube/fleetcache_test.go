@@ -95,7 +95,7 @@ func newFleetFixture(t *testing.T, watched, namespaces []string, seed uint64) *f
 		watches <- struct{}{}
 		return true, wi, nil
 	})
-	f.w = NewFleetWatcher(f.client, watched, WithProbeInterval(0))
+	f.w = NewFleetWatcher(f.client, watched, withProbeInterval(0))
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(func() {
 		cancel()

@@ -89,8 +89,9 @@ type WatcherOption func(*Watcher)
 // would not show until the next list fails.
 const DefaultProbeInterval = 5 * time.Second
 
-// WithProbeInterval sets how often /livez is probed (0 turns the probe off).
-func WithProbeInterval(d time.Duration) WatcherOption { return func(w *Watcher) { w.probeEvery = d } }
+// withProbeInterval sets how often /livez is probed (0 turns the probe off);
+// only this package's tests set it (export_test.go).
+func withProbeInterval(d time.Duration) WatcherOption { return func(w *Watcher) { w.probeEvery = d } }
 
 // withClock sets the clock the Watcher stamps its health with. Only this
 // package's tests set it.

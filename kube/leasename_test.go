@@ -227,7 +227,7 @@ func TestLeaseReadsAskForNoLabelAndNoNodeLeases(t *testing.T) {
 	if _, err := ListPools(ctx, client, ns); err != nil {
 		t.Fatal(err)
 	}
-	w := NewFleetWatcher(client, nil, WithProbeInterval(0))
+	w := NewFleetWatcher(client, nil, withProbeInterval(0))
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if err := w.Start(wctx); err != nil {

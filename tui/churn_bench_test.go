@@ -103,7 +103,7 @@ func newChurn(b *testing.B, n int, incremental, membersScreen bool) *churn {
 	client.PrependWatchReactor("pods", func(k8stesting.Action) (bool, watch.Interface, error) { return true, c.podW, nil })
 	ctx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
-	c.w = kube.NewWatcher(client, ns, kube.WithProbeInterval(0))
+	c.w = kube.NewWatcher(client, ns)
 	if err := c.w.Start(ctx); err != nil {
 		b.Fatal(err)
 	}

@@ -63,7 +63,7 @@ func TestContextsSourceChangesFollowTheCaches(t *testing.T) {
 			watches <- struct{}{}
 			return true, wi, nil
 		})
-		w := kube.NewFleetWatcher(f.client, nil, kube.WithProbeInterval(0))
+		w := kube.NewFleetWatcher(f.client, nil)
 		if err := w.Start(ctx); err != nil {
 			t.Fatal(err)
 		}

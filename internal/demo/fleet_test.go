@@ -55,7 +55,7 @@ func TestFleetDemoShowsSeveralNamespaces(t *testing.T) {
 		t.Errorf("the main namespace's desk has no ready member: %v", ready)
 	}
 
-	w := kube.NewFleetWatcher(s.Client(), nil, kube.WithProbeInterval(0))
+	w := kube.NewFleetWatcher(s.Client(), nil)
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := w.Start(wctx); err != nil {
