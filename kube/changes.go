@@ -21,7 +21,7 @@ const maxRecordedMembers = 4096
 // change the take returned.
 type changeLog struct {
 	all     bool // everything (the first read, or too much to list)
-	pools   map[PoolKey]*poolLog
+	pools   map[engine.PoolRef]*poolLog
 	members int
 }
 
@@ -71,11 +71,11 @@ func (w *Watcher) record(obj any) {
 	if c.all {
 		return
 	}
-	k := PoolKey{Namespace: ns, Pool: pool}
+	k := engine.PoolRef{Namespace: ns, Name: pool}
 	p := c.pools[k]
 	if p == nil {
 		if c.pools == nil {
-			c.pools = map[PoolKey]*poolLog{}
+			c.pools = map[engine.PoolRef]*poolLog{}
 		}
 		p = &poolLog{}
 		c.pools[k] = p
@@ -112,7 +112,7 @@ func (w *Watcher) TakeChanges() (all bool, pools []engine.PoolChanges) {
 		return true, nil
 	}
 	for k, p := range c.pools {
-		pc := engine.PoolChanges{Namespace: k.Namespace, Pool: k.Pool, Full: p.full, Definition: p.definition}
+		pc := engine.PoolChanges{Namespace: k.Namespace, Pool: k.Name, Full: p.full, Definition: p.definition}
 		if !p.full {
 			pc.Members = make([]string, 0, len(p.members))
 			for m := range p.members {

@@ -43,7 +43,7 @@ func TestWatcherChangesFollowTheCache(t *testing.T) {
 			if !w.WaitForSync(ctx) {
 				t.Fatal("caches did not sync")
 			}
-			d := &changeDriver{t: t, ctx: ctx, client: client, w: w, rnd: rand.New(rand.NewPCG(18, 3)), states: map[PoolKey]*engine.PoolState{}}
+			d := &changeDriver{t: t, ctx: ctx, client: client, w: w, rnd: rand.New(rand.NewPCG(18, 3)), states: map[engine.PoolRef]*engine.PoolState{}}
 			d.events = int64(len(objs)) // the initial list: one add each
 			poll(t, "the initial adds", func() bool { e, _ := w.Stats(); return e >= d.events })
 			now := t0
@@ -63,7 +63,7 @@ func TestWatcherChangesFollowTheCache(t *testing.T) {
 					incremental++
 				}
 				for _, snap := range w.Snapshots() {
-					k := PoolKey{Namespace: snap.Namespace, Pool: snap.Pool}
+					k := engine.PoolRef{Namespace: snap.Namespace, Name: snap.Pool}
 					s := d.states[k]
 					if s == nil {
 						t.Fatalf("step %d (%s): no state for pool %s", i, what, k)
@@ -87,7 +87,7 @@ type changeDriver struct {
 	client *fake.Clientset
 	w      *Watcher
 	rnd    *rand.Rand
-	states map[PoolKey]*engine.PoolState
+	states map[engine.PoolRef]*engine.PoolState
 	events int64
 }
 
@@ -98,14 +98,14 @@ func (d *changeDriver) bringUp(now time.Time) bool {
 	if all {
 		clear(d.states)
 		for _, snap := range d.w.Snapshots() {
-			d.states[PoolKey{Namespace: snap.Namespace, Pool: snap.Pool}] = engine.NewPoolState(snap, now)
+			d.states[engine.PoolRef{Namespace: snap.Namespace, Name: snap.Pool}] = engine.NewPoolState(snap, now)
 		}
 		return false
 	}
 	byDifference := true
-	changed := map[PoolKey]bool{}
+	changed := map[engine.PoolRef]bool{}
 	for _, pc := range pools {
-		changed[PoolKey{Namespace: pc.Namespace, Pool: pc.Pool}] = true
+		changed[engine.PoolRef{Namespace: pc.Namespace, Name: pc.Pool}] = true
 	}
 	for k, s := range d.states {
 		if !changed[k] {
@@ -115,7 +115,7 @@ func (d *changeDriver) bringUp(now time.Time) bool {
 		}
 	}
 	for _, pc := range pools {
-		k := PoolKey{Namespace: pc.Namespace, Pool: pc.Pool}
+		k := engine.PoolRef{Namespace: pc.Namespace, Name: pc.Pool}
 		if s := d.states[k]; s != nil && !pc.Full {
 			if _, ok := s.Update(d.w.ReadChanges(pc), now); ok {
 				continue

@@ -1187,7 +1187,7 @@ func (h *chaosHarness) liftHolds(ctx context.Context, all bool) {
 func (h *chaosHarness) startController(ctx context.Context) (stop func()) {
 	ctrl, err := controller.New(controller.Options{
 		Client: h.ctrlClient, Namespace: h.env.Namespace, Resync: time.Second, Now: h.clk.Now,
-		Report: func(_ controller.Key, _ engine.ReconcileResult, err error, _ time.Duration) {
+		Report: func(_ engine.PoolRef, _ engine.ReconcileResult, err error, _ time.Duration) {
 			h.count("reconcile (controller)", err)
 		},
 	})

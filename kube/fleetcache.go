@@ -32,14 +32,14 @@ type fleetCache struct {
 	// dirtyMu guards the marks, which handlers write.
 	dirtyMu sync.Mutex
 	all     bool // regroup everything (nothing read yet)
-	dirty   map[PoolKey]struct{}
+	dirty   map[engine.PoolRef]struct{}
 	// handled counts the handler calls done (tests wait on it).
 	handled atomic.Int64
 
 	// readMu serialises the reads; what follows is theirs.
 	readMu sync.Mutex
-	snaps  []engine.Snapshot // by namespace, then pool
-	at     map[PoolKey]int   // snaps entry of a pool
+	snaps  []engine.Snapshot      // by namespace, then pool
+	at     map[engine.PoolRef]int // snaps entry of a pool
 	// indexed: whether PoolIndex holds a label value (engine.ValidatePoolName
 	// is a regular expression; the pools of a fleet share few names).
 	indexed map[string]bool
@@ -59,9 +59,9 @@ func (c *fleetCache) markPool(obj any) {
 		c.markAll()
 		return
 	}
-	k := PoolKey{Namespace: m.GetNamespace(), Pool: m.GetLabels()[engine.LabelPool]}
+	k := engine.PoolRef{Namespace: m.GetNamespace(), Name: m.GetLabels()[engine.LabelPool]}
 	if l, ok := obj.(*coordinationv1.Lease); ok {
-		k.Pool, _ = engine.LeasePool(l) // by its name, labelled or not
+		k.Name, _ = engine.LeasePool(l) // by its name, labelled or not
 	}
 	c.dirtyMu.Lock()
 	defer c.dirtyMu.Unlock()
@@ -69,7 +69,7 @@ func (c *fleetCache) markPool(obj any) {
 		return
 	}
 	if c.dirty == nil {
-		c.dirty = map[PoolKey]struct{}{}
+		c.dirty = map[engine.PoolRef]struct{}{}
 	}
 	c.dirty[k] = struct{}{}
 }
@@ -81,7 +81,7 @@ func (c *fleetCache) markAll() {
 }
 
 // take returns the marks and forgets them.
-func (c *fleetCache) take() (all bool, dirty map[PoolKey]struct{}) {
+func (c *fleetCache) take() (all bool, dirty map[engine.PoolRef]struct{}) {
 	c.dirtyMu.Lock()
 	defer c.dirtyMu.Unlock()
 	all, dirty = c.all, c.dirty
@@ -121,21 +121,21 @@ func (c *fleetCache) read(sets []*PoolInformers, whole func() []engine.Snapshot)
 	all, dirty := c.take()
 	if all || c.at == nil {
 		c.snaps = whole()
-		c.at = make(map[PoolKey]int, len(c.snaps))
+		c.at = make(map[engine.PoolRef]int, len(c.snaps))
 		for i := range c.snaps {
-			c.at[PoolKey{Namespace: c.snaps[i].Namespace, Pool: c.snaps[i].Pool}] = i
+			c.at[engine.PoolRef{Namespace: c.snaps[i].Namespace, Name: c.snaps[i].Pool}] = i
 		}
 		return slices.Clone(c.snaps)
 	}
 	reorder := false
 	for k := range dirty {
-		indexed, known := c.indexed[k.Pool]
+		indexed, known := c.indexed[k.Name]
 		if !known {
-			indexed = k.Pool != "" && engine.ValidatePoolName(k.Pool) == nil
+			indexed = k.Name != "" && engine.ValidatePoolName(k.Name) == nil
 			if c.indexed == nil {
 				c.indexed = map[string]bool{}
 			}
-			c.indexed[k.Pool] = indexed
+			c.indexed[k.Name] = indexed
 		}
 		snap, ok := groupPool(sets, k, indexed)
 		i, had := c.at[k]
@@ -155,7 +155,7 @@ func (c *fleetCache) read(sets []*PoolInformers, whole func() []engine.Snapshot)
 	if reorder {
 		kept := c.snaps[:0]
 		for _, s := range c.snaps {
-			if _, ok := c.at[PoolKey{Namespace: s.Namespace, Pool: s.Pool}]; ok {
+			if _, ok := c.at[engine.PoolRef{Namespace: s.Namespace, Name: s.Pool}]; ok {
 				kept = append(kept, s)
 			}
 		}
@@ -168,7 +168,7 @@ func (c *fleetCache) read(sets []*PoolInformers, whole func() []engine.Snapshot)
 			return strings.Compare(a.Pool, b.Pool)
 		})
 		for i := range c.snaps {
-			c.at[PoolKey{Namespace: c.snaps[i].Namespace, Pool: c.snaps[i].Pool}] = i
+			c.at[engine.PoolRef{Namespace: c.snaps[i].Namespace, Name: c.snaps[i].Pool}] = i
 		}
 	}
 	return slices.Clone(c.snaps)
@@ -180,10 +180,10 @@ func (c *fleetCache) read(sets []*PoolInformers, whole func() []engine.Snapshot)
 // is read from the index; any other label value (which the index leaves
 // out) from a scan of the caches. Either way every object read is of the
 // pool's namespace and label value.
-func groupPool(sets []*PoolInformers, k PoolKey, indexed bool) (engine.Snapshot, bool) {
-	snap := engine.Snapshot{Namespace: k.Namespace, Pool: k.Pool}
+func groupPool(sets []*PoolInformers, k engine.PoolRef, indexed bool) (engine.Snapshot, bool) {
+	snap := engine.Snapshot{Namespace: k.Namespace, Pool: k.Name}
 	found := false
-	definition := engine.ConfigMapName(k.Pool)
+	definition := engine.ConfigMapName(k.Name)
 	key := k.String()
 	objs := func(inf cache.SharedIndexInformer) []any {
 		if indexed {
@@ -197,10 +197,10 @@ func groupPool(sets []*PoolInformers, k PoolKey, indexed bool) (engine.Snapshot,
 				continue
 			}
 			if l, ok := o.(*coordinationv1.Lease); ok {
-				if engine.LeaseInPool(l, k.Pool) {
+				if engine.LeaseInPool(l, k.Name) {
 					out = append(out, o)
 				}
-			} else if m.GetLabels()[engine.LabelPool] == k.Pool {
+			} else if m.GetLabels()[engine.LabelPool] == k.Name {
 				out = append(out, o)
 			}
 		}
@@ -212,7 +212,7 @@ func groupPool(sets []*PoolInformers, k PoolKey, indexed bool) (engine.Snapshot,
 				snap.ConfigMap, found = cm, true
 			}
 		}
-		if k.Pool == "" {
+		if k.Name == "" {
 			continue // GroupByPool groups no Pod, PVC or Lease without a pool
 		}
 		pods, pvcs, leases := objs(s.Pods), objs(s.PVCs), objs(s.Leases)
@@ -234,7 +234,7 @@ func groupPool(sets []*PoolInformers, k PoolKey, indexed bool) (engine.Snapshot,
 				// A Lease known by its name alone makes no pool appear
 				// (engine.GroupByPool): only one labelled for it does.
 				snap.Leases = append(snap.Leases, l)
-				found = found || l.Labels[engine.LabelPool] == k.Pool
+				found = found || l.Labels[engine.LabelPool] == k.Name
 			}
 		}
 	}

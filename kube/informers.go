@@ -424,7 +424,7 @@ func (w *Watcher) Snapshot(ctx context.Context, pool string) (engine.Snapshot, e
 	if w.fleet != nil {
 		return engine.Snapshot{Pool: pool}, errors.New("a fleet cache serves a namespace's pools through In(namespace)")
 	}
-	return w.withNodes(w.informers.Snapshot(ctx, PoolKey{Namespace: w.namespace, Pool: pool}))
+	return w.withNodes(w.informers.Snapshot(ctx, engine.PoolRef{Namespace: w.namespace, Name: pool}))
 }
 
 // In is the cache as an engine.Reader of one namespace's pools (a fleet
@@ -443,7 +443,7 @@ func (r namespaceReader) Snapshot(ctx context.Context, pool string) (engine.Snap
 }
 
 func (r namespaceReader) snapshot(ctx context.Context, pool string) (engine.Snapshot, error) {
-	k := PoolKey{Namespace: r.namespace, Pool: pool}
+	k := engine.PoolRef{Namespace: r.namespace, Name: pool}
 	if r.w.fleet == nil {
 		if r.namespace != r.w.namespace {
 			return engine.Snapshot{Namespace: r.namespace, Pool: pool}, fmt.Errorf("the cache holds namespace %s, not %s", r.w.namespace, r.namespace)

@@ -172,7 +172,7 @@ func TestWatcherSeesAClaimLeaseByName(t *testing.T) {
 	}
 
 	// The controller's informers key the Lease to its pool.
-	if k, ok := PoolOf(brokerLease(ns, "desk-3", "carol")); !ok || k != (PoolKey{Namespace: ns, Pool: "desk"}) {
+	if k, ok := PoolOf(brokerLease(ns, "desk-3", "carol")); !ok || k != (engine.PoolRef{Namespace: ns, Name: "desk"}) {
 		t.Fatalf("PoolOf = %v, %v; want vdi/desk", k, ok)
 	}
 }

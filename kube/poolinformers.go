@@ -130,33 +130,25 @@ func (s *PoolInformers) Synced() bool {
 	return true
 }
 
-// PoolKey names a pool in a namespace.
-type PoolKey struct {
-	Namespace string
-	Pool      string
-}
-
-func (k PoolKey) String() string { return k.Namespace + "/" + k.Pool }
-
 // PoolOf names the pool of an object from its pool label (tombstones too);
 // a Lease's is engine.LeasePool's, by its name, labelled or not. An object
 // without the label, or with a value that is no pool name, has none.
-func PoolOf(obj any) (PoolKey, bool) {
+func PoolOf(obj any) (engine.PoolRef, bool) {
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = t.Obj
 	}
 	m, err := meta.Accessor(obj)
 	if err != nil {
-		return PoolKey{}, false
+		return engine.PoolRef{}, false
 	}
 	pool := m.GetLabels()[engine.LabelPool]
 	if l, ok := obj.(*coordinationv1.Lease); ok {
 		pool, _ = engine.LeasePool(l)
 	}
 	if pool == "" || engine.ValidatePoolName(pool) != nil {
-		return PoolKey{}, false
+		return engine.PoolRef{}, false
 	}
-	return PoolKey{Namespace: m.GetNamespace(), Pool: pool}, true
+	return engine.PoolRef{Namespace: m.GetNamespace(), Name: pool}, true
 }
 
 func indexByPool(obj any) ([]string, error) {
@@ -170,8 +162,8 @@ func indexByPool(obj any) ([]string, error) {
 // Snapshot returns one pool's objects from the caches. It fails with
 // ErrNotSynced while the caches have not synced, so that nothing acts on an
 // empty cache.
-func (s *PoolInformers) Snapshot(ctx context.Context, k PoolKey) (engine.Snapshot, error) {
-	snap := engine.Snapshot{Namespace: k.Namespace, Pool: k.Pool}
+func (s *PoolInformers) Snapshot(ctx context.Context, k engine.PoolRef) (engine.Snapshot, error) {
+	snap := engine.Snapshot{Namespace: k.Namespace, Pool: k.Name}
 	if err := ctx.Err(); err != nil {
 		return snap, err
 	}
@@ -182,7 +174,7 @@ func (s *PoolInformers) Snapshot(ctx context.Context, k PoolKey) (engine.Snapsho
 		items, _ := inf.GetIndexer().ByIndex(PoolIndex, k.String())
 		return items
 	}
-	name := engine.ConfigMapName(k.Pool)
+	name := engine.ConfigMapName(k.Name)
 	for _, o := range objs(s.ConfigMaps) {
 		if cm, ok := o.(*corev1.ConfigMap); ok && cm.Name == name {
 			snap.ConfigMap = cm
@@ -208,15 +200,15 @@ func (s *PoolInformers) Snapshot(ctx context.Context, k PoolKey) (engine.Snapsho
 
 // Pools lists the pools that have a definition (their ConfigMap) in the
 // cache.
-func (s *PoolInformers) Pools() []PoolKey {
-	var out []PoolKey
+func (s *PoolInformers) Pools() []engine.PoolRef {
+	var out []engine.PoolRef
 	for _, o := range s.ConfigMaps.GetStore().List() {
 		cm, ok := o.(*corev1.ConfigMap)
 		if !ok {
 			continue
 		}
 		k, ok := PoolOf(cm)
-		if ok && cm.Name == engine.ConfigMapName(k.Pool) {
+		if ok && cm.Name == engine.ConfigMapName(k.Name) {
 			out = append(out, k)
 		}
 	}

@@ -229,7 +229,7 @@ func reconcileAllOnce(ctx context.Context, e *env, allNamespaces bool) error {
 	for _, k := range keys {
 		eng := &engine.Engine{Cluster: kube.NewCluster(cs, k.Namespace), Namespace: k.Namespace, Now: time.Now}
 		stop := e.showProgress(eng)
-		res, err := eng.Reconcile(ctx, k.Pool)
+		res, err := eng.Reconcile(ctx, k.Name)
 		stop()
 		fmt.Fprintf(e.stdout, "%s ", k)
 		printReconcile(e.stdout, res)
@@ -245,16 +245,16 @@ func reconcileAllOnce(ctx context.Context, e *env, allNamespaces bool) error {
 }
 
 // definedPools lists the pools that have a definition ConfigMap.
-func definedPools(ctx context.Context, cs kubernetes.Interface, ns string) ([]controller.Key, error) {
+func definedPools(ctx context.Context, cs kubernetes.Interface, ns string) ([]engine.PoolRef, error) {
 	list, err := cs.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{LabelSelector: engine.LabelPool})
 	if err != nil {
 		return nil, kube.MapError(err)
 	}
-	var keys []controller.Key
+	var keys []engine.PoolRef
 	for _, cm := range list.Items {
 		pool := cm.Labels[engine.LabelPool]
 		if cm.Name == engine.ConfigMapName(pool) && engine.ValidatePoolName(pool) == nil {
-			keys = append(keys, controller.Key{Namespace: cm.Namespace, Pool: pool})
+			keys = append(keys, engine.PoolRef{Namespace: cm.Namespace, Name: pool})
 		}
 	}
 	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })

@@ -75,28 +75,18 @@ func newInformerSet(client kubernetes.Interface, namespace string, h cache.Resou
 }
 
 // keyOf names the pool of an object from its pool label (kube.PoolOf).
-func keyOf(obj any) (Key, bool) {
-	k, ok := kube.PoolOf(obj)
-	return Key(k), ok
-}
+func keyOf(obj any) (engine.PoolRef, bool) { return kube.PoolOf(obj) }
 
 // snapshot returns one pool's objects from the caches (kube.ErrNotSynced
 // while they have not synced).
-func (s *informerSet) snapshot(ctx context.Context, k Key) (engine.Snapshot, error) {
-	snap, err := s.Snapshot(ctx, kube.PoolKey(k))
+func (s *informerSet) snapshot(ctx context.Context, k engine.PoolRef) (engine.Snapshot, error) {
+	snap, err := s.Snapshot(ctx, k)
 	snap.NodeDown = s.nodes.Down()
 	return snap, err
 }
 
 // pools lists the pools that have a definition in the cache.
-func (s *informerSet) pools() []Key {
-	ks := s.Pools()
-	out := make([]Key, len(ks))
-	for i, k := range ks {
-		out[i] = Key(k)
-	}
-	return out
-}
+func (s *informerSet) pools() []engine.PoolRef { return s.Pools() }
 
 // cacheReader is an engine.Reader of one namespace served by the caches.
 type cacheReader struct {
@@ -105,7 +95,7 @@ type cacheReader struct {
 }
 
 func (r cacheReader) Snapshot(ctx context.Context, pool string) (engine.Snapshot, error) {
-	return r.set.snapshot(ctx, Key{Namespace: r.namespace, Pool: pool})
+	return r.set.snapshot(ctx, engine.PoolRef{Namespace: r.namespace, Name: pool})
 }
 
 // recordingReader hands out a first snapshot already read (when set), then

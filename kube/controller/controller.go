@@ -20,14 +20,6 @@ import (
 	"github.com/ctpool-tui/ctpool-tui/kube"
 )
 
-// Key names one pool: the work queue's item.
-type Key struct {
-	Namespace string
-	Pool      string
-}
-
-func (k Key) String() string { return kube.PoolKey(k).String() }
-
 // ReadMode says where a reconcile reads the pool from.
 type ReadMode int
 
@@ -71,14 +63,14 @@ type Options struct {
 	Reads  ReadMode
 	// RateLimiter spaces the retries of a failing pool (default: exponential
 	// per pool from 500ms up to Resync, and 10/s with a burst of 100 overall).
-	RateLimiter workqueue.TypedRateLimiter[Key]
+	RateLimiter workqueue.TypedRateLimiter[engine.PoolRef]
 	// Now is the engine's clock (default time.Now).
 	Now func() time.Time
 	// LeaderElection, when set, runs the workers only while this instance
 	// holds the election Lease.
 	LeaderElection *LeaderElection
 	// Report is told of every reconcile (from the worker goroutines).
-	Report func(k Key, res engine.ReconcileResult, err error, took time.Duration)
+	Report func(k engine.PoolRef, res engine.ReconcileResult, err error, took time.Duration)
 	// Recorder, when set, gets a Warning Event on the pool ConfigMap for each
 	// failed step (see NewRecorder).
 	Recorder record.EventRecorder
@@ -97,7 +89,7 @@ type Controller struct {
 	opts    Options
 	client  kubernetes.Interface
 	set     *informerSet
-	queue   workqueue.TypedRateLimitingInterface[Key]
+	queue   workqueue.TypedRateLimitingInterface[engine.PoolRef]
 	metrics *metrics
 
 	started atomic.Bool
@@ -148,7 +140,7 @@ func New(opts Options) (*Controller, error) {
 	}
 	c := &Controller{opts: opts, client: opts.Client}
 	c.metrics = newMetrics(c)
-	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(opts.RateLimiter, workqueue.TypedRateLimitingQueueConfig[Key]{
+	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(opts.RateLimiter, workqueue.TypedRateLimitingQueueConfig[engine.PoolRef]{
 		Name: queueName, MetricsProvider: c.metrics.queue,
 	})
 	c.set = newInformerSet(opts.Client, opts.Namespace, cache.ResourceEventHandlerFuncs{
@@ -167,10 +159,10 @@ func New(opts Options) (*Controller, error) {
 
 // DefaultRateLimiter retries a failing pool after 500ms, doubling up to max
 // (at least a second), with an overall limit of 10 retries a second.
-func DefaultRateLimiter(maxDelay time.Duration) workqueue.TypedRateLimiter[Key] {
+func DefaultRateLimiter(maxDelay time.Duration) workqueue.TypedRateLimiter[engine.PoolRef] {
 	return workqueue.NewTypedMaxOfRateLimiter(
-		workqueue.NewTypedItemExponentialFailureRateLimiter[Key](500*time.Millisecond, max(maxDelay, time.Second)),
-		&workqueue.TypedBucketRateLimiter[Key]{Limiter: rate.NewLimiter(rate.Limit(10), 100)},
+		workqueue.NewTypedItemExponentialFailureRateLimiter[engine.PoolRef](500*time.Millisecond, max(maxDelay, time.Second)),
+		&workqueue.TypedBucketRateLimiter[engine.PoolRef]{Limiter: rate.NewLimiter(rate.Limit(10), 100)},
 	)
 }
 
@@ -195,8 +187,8 @@ func (c *Controller) enqueueObject(obj any) {
 	}
 }
 
-func (c *Controller) enqueue(k Key, after time.Duration) {
-	if c.opts.Pool != "" && (k.Pool != c.opts.Pool || k.Namespace != c.opts.Namespace) {
+func (c *Controller) enqueue(k engine.PoolRef, after time.Duration) {
+	if c.opts.Pool != "" && (k.Name != c.opts.Pool || k.Namespace != c.opts.Namespace) {
 		return
 	}
 	if after > 0 {
@@ -210,7 +202,7 @@ func (c *Controller) enqueue(k Key, after time.Duration) {
 // pool, defined or not).
 func (c *Controller) enqueueAll() {
 	if c.opts.Pool != "" {
-		c.queue.Add(Key{Namespace: c.opts.Namespace, Pool: c.opts.Pool})
+		c.queue.Add(engine.PoolRef{Namespace: c.opts.Namespace, Name: c.opts.Pool})
 		return
 	}
 	for _, k := range c.set.pools() {
@@ -280,7 +272,7 @@ func (c *Controller) Run(ctx context.Context) error {
 func (c *Controller) scope() string {
 	switch {
 	case c.opts.Pool != "":
-		return "pool " + Key{c.opts.Namespace, c.opts.Pool}.String()
+		return "pool " + engine.PoolRef{Namespace: c.opts.Namespace, Name: c.opts.Pool}.String()
 	case c.opts.Namespace == "":
 		return "all namespaces"
 	}
@@ -341,7 +333,7 @@ func (c *Controller) processNext(ctx context.Context) bool {
 }
 
 // sync reconciles one pool and records its metrics.
-func (c *Controller) sync(ctx context.Context, k Key) (engine.ReconcileResult, error) {
+func (c *Controller) sync(ctx context.Context, k engine.PoolRef) (engine.ReconcileResult, error) {
 	start := time.Now()
 	rd := &recordingReader{seen: &c.seen, now: c.opts.Now}
 	var seen *engine.PoolView // the cached view, when the engine reconciles on it
@@ -353,7 +345,7 @@ func (c *Controller) sync(ctx context.Context, k Key) (engine.ReconcileResult, e
 	default:
 		snap, err := c.set.snapshot(ctx, k)
 		if err != nil {
-			err = fmt.Errorf("read pool %s: %w", k.Pool, err)
+			err = fmt.Errorf("read pool %s: %w", k.Name, err)
 			c.done(ctx, k, engine.ReconcileResult{}, err, nil, nil, start)
 			return engine.ReconcileResult{}, err
 		}
@@ -372,7 +364,7 @@ func (c *Controller) sync(ctx context.Context, k Key) (engine.ReconcileResult, e
 		Namespace: k.Namespace,
 		Now:       c.opts.Now,
 	}
-	res, err := eng.Reconcile(ctx, k.Pool)
+	res, err := eng.Reconcile(ctx, k.Name)
 	if rd.reads != 1 {
 		seen = nil // the engine read again: its last read is newer
 	}
@@ -382,7 +374,7 @@ func (c *Controller) sync(ctx context.Context, k Key) (engine.ReconcileResult, e
 
 // done records a reconcile: the metrics are computed from the engine's last
 // read (seen, when already observed) and the report is made.
-func (c *Controller) done(ctx context.Context, k Key, res engine.ReconcileResult, err error, last *engine.Snapshot, seen *engine.PoolView, start time.Time) {
+func (c *Controller) done(ctx context.Context, k engine.PoolRef, res engine.ReconcileResult, err error, last *engine.Snapshot, seen *engine.PoolView, start time.Time) {
 	took := time.Since(start)
 	if ctx.Err() != nil {
 		return // abandoned at shutdown: neither a result nor an error

@@ -27,20 +27,20 @@ func TestHandlersEnqueueThePoolOfTheObject(t *testing.T) {
 	bogus := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: testNS, Labels: map[string]string{engine.LabelPool: "Not_A_Pool"}}}
 	moved := pod.DeepCopy()
 	moved.Labels[engine.LabelPool] = "art"
-	desk, art := Key{testNS, "desk"}, Key{testNS, "art"}
+	desk, art := engine.PoolRef{Namespace: testNS, Name: "desk"}, engine.PoolRef{Namespace: testNS, Name: "art"}
 
 	cases := []struct {
 		name  string
 		fire  func()
-		want  []Key
+		want  []engine.PoolRef
 		extra string
 	}{
-		{"a Pod update enqueues its pool once", func() { c.onUpdate(pod, pod); c.onUpdate(pod, pod) }, []Key{desk}, ""},
-		{"events on several kinds of one pool coalesce", func() { c.onAdd(pod); c.onAdd(pvc); c.onDelete(pod) }, []Key{desk}, ""},
+		{"a Pod update enqueues its pool once", func() { c.onUpdate(pod, pod); c.onUpdate(pod, pod) }, []engine.PoolRef{desk}, ""},
+		{"events on several kinds of one pool coalesce", func() { c.onAdd(pod); c.onAdd(pvc); c.onDelete(pod) }, []engine.PoolRef{desk}, ""},
 		{"an unlabelled object enqueues nothing", func() { c.onAdd(unlabelled); c.onUpdate(unlabelled, unlabelled); c.onDelete(unlabelled) }, nil, ""},
 		{"a label that is no pool name enqueues nothing", func() { c.onAdd(bogus) }, nil, ""},
-		{"a tombstone enqueues its pool", func() { c.onDelete(cache.DeletedFinalStateUnknown{Key: "vdi/desk-1", Obj: pod}) }, []Key{desk}, ""},
-		{"a relabelled object enqueues both pools", func() { c.onUpdate(pod, moved) }, []Key{art, desk}, ""},
+		{"a tombstone enqueues its pool", func() { c.onDelete(cache.DeletedFinalStateUnknown{Key: "vdi/desk-1", Obj: pod}) }, []engine.PoolRef{desk}, ""},
+		{"a relabelled object enqueues both pools", func() { c.onUpdate(pod, moved) }, []engine.PoolRef{art, desk}, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -49,7 +49,7 @@ func TestHandlersEnqueueThePoolOfTheObject(t *testing.T) {
 			if len(got) != len(tc.want) {
 				t.Fatalf("queued %v, want %v", got, tc.want)
 			}
-			seen := map[Key]bool{}
+			seen := map[engine.PoolRef]bool{}
 			for _, k := range got {
 				seen[k] = true
 			}
@@ -70,7 +70,7 @@ func TestSinglePoolControllerIgnoresOtherPools(t *testing.T) {
 		t.Fatalf("queued %d keys of other pools", n)
 	}
 	c.enqueueAll() // the single pool is resynced even without a definition
-	if got := drainQueue(c); len(got) != 1 || got[0] != (Key{testNS, "desk"}) {
+	if got := drainQueue(c); len(got) != 1 || got[0] != (engine.PoolRef{Namespace: testNS, Name: "desk"}) {
 		t.Fatalf("resync queued %v", got)
 	}
 }
@@ -91,7 +91,7 @@ func TestPodChangeOnTheAPIEnqueuesItsPoolOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 5*time.Second, "the pool to be queued", func() bool { return c.queue.Len() > 0 })
-	if got := drainQueue(c); len(got) != 1 || got[0] != (Key{testNS, "desk"}) {
+	if got := drainQueue(c); len(got) != 1 || got[0] != (engine.PoolRef{Namespace: testNS, Name: "desk"}) {
 		t.Fatalf("queued %v, want [vdi/desk]", got)
 	}
 	// An object without the pool label: nothing.
@@ -102,19 +102,19 @@ func TestPodChangeOnTheAPIEnqueuesItsPoolOnce(t *testing.T) {
 		t.Fatal(err) // a sentinel after the unlabelled Pod: once it is queued, so would the other be
 	}
 	waitFor(t, 5*time.Second, "the sentinel", func() bool { return c.queue.Len() > 0 })
-	if got := drainQueue(c); len(got) != 1 || got[0] != (Key{testNS, "desk"}) {
+	if got := drainQueue(c); len(got) != 1 || got[0] != (engine.PoolRef{Namespace: testNS, Name: "desk"}) {
 		t.Fatalf("queued %v, want only vdi/desk", got)
 	}
 }
 
 // recordingLimiter records the delays it hands out.
 type recordingLimiter struct {
-	workqueue.TypedRateLimiter[Key]
+	workqueue.TypedRateLimiter[engine.PoolRef]
 	mu     sync.Mutex
-	delays map[Key][]time.Duration
+	delays map[engine.PoolRef][]time.Duration
 }
 
-func (r *recordingLimiter) When(k Key) time.Duration {
+func (r *recordingLimiter) When(k engine.PoolRef) time.Duration {
 	d := r.TypedRateLimiter.When(k)
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -132,13 +132,13 @@ func TestFailingPoolRequeuesWithBackoffAndOthersGoOn(t *testing.T) {
 		return false, nil, nil
 	})
 	lim := &recordingLimiter{
-		TypedRateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[Key](time.Millisecond, time.Second),
-		delays:           map[Key][]time.Duration{},
+		TypedRateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[engine.PoolRef](time.Millisecond, time.Second),
+		delays:           map[engine.PoolRef][]time.Duration{},
 	}
 	c := newTestController(t, client, func(o *Options) { o.RateLimiter = lim })
 	srv := serve(t, c)
 	drainQueue(c)
-	bad, good := Key{testNS, "bad"}, Key{testNS, "good"}
+	bad, good := engine.PoolRef{Namespace: testNS, Name: "bad"}, engine.PoolRef{Namespace: testNS, Name: "good"}
 	c.queue.Add(bad)
 	c.queue.Add(good)
 	ctx := context.Background()
@@ -267,13 +267,13 @@ func TestNeedsWorkAgreesWithTheEngine(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			client := fake.NewClientset(tc.objs...)
 			c := newTestController(t, client, func(o *Options) { o.Reads = ReadCache })
-			snap, err := c.set.snapshot(context.Background(), Key{testNS, "desk"})
+			snap, err := c.set.snapshot(context.Background(), engine.PoolRef{Namespace: testNS, Name: "desk"})
 			if err != nil {
 				t.Fatal(err)
 			}
 			got := needsWork(engine.Observe(snap, testNow))
 			client.ClearActions()
-			if _, err := c.sync(context.Background(), Key{testNS, "desk"}); err != nil {
+			if _, err := c.sync(context.Background(), engine.PoolRef{Namespace: testNS, Name: "desk"}); err != nil {
 				t.Fatalf("reconcile: %v", err)
 			}
 			writes := memberWrites(client)
@@ -290,21 +290,21 @@ func TestHybridReadsGoFreshOnlyForWork(t *testing.T) {
 	client := fake.NewClientset(append(convergedPool("desk", 2), engine.BuildConfigMap(testNS, "art", testSpec("img:1", 1)))...)
 	c := newTestController(t, client, nil)
 	ctx := context.Background()
-	if _, err := c.sync(ctx, Key{testNS, "desk"}); err != nil { // records the status once
+	if _, err := c.sync(ctx, engine.PoolRef{Namespace: testNS, Name: "desk"}); err != nil { // records the status once
 		t.Fatal(err)
 	}
 	waitFor(t, 5*time.Second, "the status in the cache", func() bool {
-		s, _ := c.set.snapshot(ctx, Key{testNS, "desk"})
+		s, _ := c.set.snapshot(ctx, engine.PoolRef{Namespace: testNS, Name: "desk"})
 		return s.ConfigMap != nil && s.ConfigMap.Data[engine.KeyStatus] != ""
 	})
 	client.ClearActions()
-	if _, err := c.sync(ctx, Key{testNS, "desk"}); err != nil {
+	if _, err := c.sync(ctx, engine.PoolRef{Namespace: testNS, Name: "desk"}); err != nil {
 		t.Fatal(err)
 	}
 	if a := client.Actions(); len(a) != 0 {
 		t.Fatalf("a reconcile of a pool in line made %d requests: %v", len(a), a)
 	}
-	if _, err := c.sync(ctx, Key{testNS, "art"}); err != nil {
+	if _, err := c.sync(ctx, engine.PoolRef{Namespace: testNS, Name: "art"}); err != nil {
 		t.Fatal(err)
 	}
 	reads := map[string]int{}
@@ -325,7 +325,7 @@ func TestHybridReadsGoFreshOnlyForWork(t *testing.T) {
 	}{{time.Second, true}, {suspectWindow - time.Second, true}, {suspectWindow + time.Second, false}} {
 		c.set.watchFailed(time.Now().Add(-tc.failedAgo))
 		client.ClearActions()
-		if _, err := c.sync(ctx, Key{testNS, "desk"}); err != nil {
+		if _, err := c.sync(ctx, engine.PoolRef{Namespace: testNS, Name: "desk"}); err != nil {
 			t.Fatal(err)
 		}
 		if fresh := len(client.Actions()) > 0; fresh != tc.fresh {

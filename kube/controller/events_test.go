@@ -54,7 +54,7 @@ func TestFailuresAreLoggedAndRecorded(t *testing.T) {
 		o.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
 		o.Recorder = rec
 	})
-	_, err := c.sync(context.Background(), Key{testNS, "desk"})
+	_, err := c.sync(context.Background(), engine.PoolRef{Namespace: testNS, Name: "desk"})
 	if err == nil {
 		t.Fatal("the sync did not fail")
 	}
@@ -94,7 +94,7 @@ func TestFailuresAreLoggedAndRecorded(t *testing.T) {
 	logs.mu.Lock()
 	logs.b.Reset()
 	logs.mu.Unlock()
-	if _, err := c.sync(context.Background(), Key{testNS, "desk"}); err != nil {
+	if _, err := c.sync(context.Background(), engine.PoolRef{Namespace: testNS, Name: "desk"}); err != nil {
 		t.Fatal(err)
 	}
 	if s := logs.String(); !strings.Contains(s, `"msg":"reconciled"`) || !strings.Contains(s, `"actions":"1 start"`) || !strings.Contains(s, `"duration":`) {

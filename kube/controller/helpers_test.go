@@ -76,8 +76,8 @@ func newTestController(t testing.TB, client *fake.Clientset, mod func(*Options))
 }
 
 // drainQueue takes every queued key (without waiting) and marks it done.
-func drainQueue(c *Controller) []Key {
-	var keys []Key
+func drainQueue(c *Controller) []engine.PoolRef {
+	var keys []engine.PoolRef
 	for c.queue.Len() > 0 {
 		k, _ := c.queue.Get()
 		c.queue.Done(k)

@@ -27,7 +27,7 @@ func unlabelledLease(member, holder string, at time.Time, secs int32) *coordinat
 func TestHandlersEnqueueThePoolOfAnUnlabelledLease(t *testing.T) {
 	c := newTestController(t, fake.NewClientset(), nil)
 	c.onAdd(unlabelledLease("desk-2-1", "bob", testNow, 3600))
-	if got := drainQueue(c); len(got) != 1 || got[0] != (Key{testNS, "desk-2"}) {
+	if got := drainQueue(c); len(got) != 1 || got[0] != (engine.PoolRef{Namespace: testNS, Name: "desk-2"}) {
 		t.Fatalf("queued %v, want vdi/desk-2", got)
 	}
 }

@@ -13,7 +13,7 @@ import (
 
 // logResult logs one reconcile: a failure with its pool and steps, a change
 // with its actions and duration, and (at verbosity 2) a pool in line.
-func (c *Controller) logResult(k Key, res engine.ReconcileResult, err error, took time.Duration) {
+func (c *Controller) logResult(k engine.PoolRef, res engine.ReconcileResult, err error, took time.Duration) {
 	log := c.opts.Logger
 	pool := slog.String("pool", k.String())
 	if err != nil {

@@ -137,23 +137,23 @@ func b2f(b bool) float64 {
 // engine read last (nil when it read none) and seen its view when already
 // observed: the gauges are engine.Observe's status of it. A pool whose
 // definition is gone loses its series.
-func (m *metrics) record(k Key, res engine.ReconcileResult, err error, last *engine.Snapshot, seen *engine.PoolView, now time.Time, took time.Duration) {
+func (m *metrics) record(k engine.PoolRef, res engine.ReconcileResult, err error, last *engine.Snapshot, seen *engine.PoolView, now time.Time, took time.Duration) {
 	if errors.Is(err, engine.ErrPoolNotFound) {
 		m.forget(k)
 		return
 	}
-	m.duration.WithLabelValues(k.Namespace, k.Pool).Observe(took.Seconds())
+	m.duration.WithLabelValues(k.Namespace, k.Name).Observe(took.Seconds())
 	for _, st := range res.Timings {
-		m.steps.WithLabelValues(k.Namespace, k.Pool, st.Step.String()).Observe(st.Took.Seconds())
+		m.steps.WithLabelValues(k.Namespace, k.Name, st.Step.String()).Observe(st.Took.Seconds())
 	}
 	counted := false
 	for _, a := range res.Actions {
 		switch {
 		case a.Err != nil:
-			m.errors.WithLabelValues(k.Namespace, k.Pool, a.Step.String()).Inc()
+			m.errors.WithLabelValues(k.Namespace, k.Name, a.Step.String()).Inc()
 			counted = true
 		case a.Skipped == "":
-			m.actions.WithLabelValues(k.Namespace, k.Pool, a.Step.String()).Inc()
+			m.actions.WithLabelValues(k.Namespace, k.Name, a.Step.String()).Inc()
 		}
 	}
 	if err != nil && !counted {
@@ -164,7 +164,7 @@ func (m *metrics) record(k Key, res engine.ReconcileResult, err error, last *eng
 		case errors.As(err, new(*engine.StepError)):
 			step = engine.StepStatus.String() // the status re-read failed
 		}
-		m.errors.WithLabelValues(k.Namespace, k.Pool, step).Inc()
+		m.errors.WithLabelValues(k.Namespace, k.Name, step).Inc()
 	}
 	if last == nil {
 		return
@@ -181,15 +181,15 @@ func (m *metrics) record(k Key, res engine.ReconcileResult, err error, last *eng
 	}
 	st := v.Status
 	for _, ms := range memberStates(st) {
-		m.members.WithLabelValues(k.Namespace, k.Pool, ms.state).Set(float64(ms.n))
+		m.members.WithLabelValues(k.Namespace, k.Name, ms.state).Set(float64(ms.n))
 	}
-	m.desired.WithLabelValues(k.Namespace, k.Pool).Set(float64(st.Desired))
-	m.exhaust.WithLabelValues(k.Namespace, k.Pool).Set(b2f(st.Exhausted))
-	m.expiring.WithLabelValues(k.Namespace, k.Pool).Set(float64(ClaimsExpiring(v, now)))
+	m.desired.WithLabelValues(k.Namespace, k.Name).Set(float64(st.Desired))
+	m.exhaust.WithLabelValues(k.Namespace, k.Name).Set(b2f(st.Exhausted))
+	m.expiring.WithLabelValues(k.Namespace, k.Name).Set(float64(ClaimsExpiring(v, now)))
 	for _, ms := range memberStates(st) {
-		m.deprecated[ms.state].WithLabelValues(k.Namespace, k.Pool).Set(float64(ms.n))
+		m.deprecated[ms.state].WithLabelValues(k.Namespace, k.Name).Set(float64(ms.n))
 	}
-	m.deprecatedDesired.WithLabelValues(k.Namespace, k.Pool).Set(float64(st.Desired))
+	m.deprecatedDesired.WithLabelValues(k.Namespace, k.Name).Set(float64(st.Desired))
 }
 
 // ClaimsExpiring counts the user claims of a view that have not expired but
@@ -206,8 +206,8 @@ func ClaimsExpiring(v engine.PoolView, now time.Time) int {
 }
 
 // forget removes every series of a pool.
-func (m *metrics) forget(k Key) {
-	l := prometheus.Labels{"namespace": k.Namespace, "pool": k.Pool}
+func (m *metrics) forget(k engine.PoolRef) {
+	l := prometheus.Labels{"namespace": k.Namespace, "pool": k.Name}
 	gauges := []*prometheus.GaugeVec{m.members, m.desired, m.exhaust, m.expiring, m.deprecatedDesired}
 	for _, g := range append(gauges, slices.Collect(maps.Values(m.deprecated))...) {
 		g.DeletePartialMatch(l)

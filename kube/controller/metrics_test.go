@@ -50,7 +50,7 @@ func TestMetricsGaugesEqualObserve(t *testing.T) {
 	c := newTestController(t, client, nil)
 	srv := serve(t, c)
 	ctx := context.Background()
-	if _, err := c.sync(ctx, Key{testNS, "desk"}); err != nil {
+	if _, err := c.sync(ctx, engine.PoolRef{Namespace: testNS, Name: "desk"}); err != nil {
 		t.Fatalf("reconcile: %v", err)
 	}
 	snap, err := kube.NewCluster(client, testNS).Snapshot(ctx, "desk")
@@ -127,10 +127,10 @@ func TestMetricsGaugesEqualObserve(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 5*time.Second, "the cache to lose the definition", func() bool {
-		s, _ := c.set.snapshot(ctx, Key{testNS, "desk"})
+		s, _ := c.set.snapshot(ctx, engine.PoolRef{Namespace: testNS, Name: "desk"})
 		return s.ConfigMap == nil
 	})
-	if _, err := c.sync(ctx, Key{testNS, "desk"}); err == nil {
+	if _, err := c.sync(ctx, engine.PoolRef{Namespace: testNS, Name: "desk"}); err == nil {
 		t.Fatal("reconcile of a deleted pool succeeded")
 	}
 	for k := range scrape(t, srv.URL+"/metrics") {
@@ -174,7 +174,7 @@ func TestHealthAndReadiness(t *testing.T) {
 // HELP that marks it deprecated and names a metric the registry exports.
 func TestDeprecatedGaugesSayWhatReplacesThem(t *testing.T) {
 	c := newTestController(t, fake.NewClientset(seededPool()...), nil)
-	if _, err := c.sync(context.Background(), Key{testNS, "desk"}); err != nil {
+	if _, err := c.sync(context.Background(), engine.PoolRef{Namespace: testNS, Name: "desk"}); err != nil {
 		t.Fatalf("reconcile: %v", err)
 	}
 	fams, err := c.metrics.reg.Gather()
@@ -233,8 +233,8 @@ func TestWorkQueueMetrics(t *testing.T) {
 	var failed, reconciled atomic.Int64
 	c, err := New(Options{
 		Client: client, Namespace: testNS, Workers: 2, Resync: time.Hour, Settle: -1,
-		RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[Key](time.Millisecond, time.Second),
-		Report: func(_ Key, _ engine.ReconcileResult, err error, _ time.Duration) {
+		RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[engine.PoolRef](time.Millisecond, time.Second),
+		Report: func(_ engine.PoolRef, _ engine.ReconcileResult, err error, _ time.Duration) {
 			reconciled.Add(1)
 			if err != nil {
 				failed.Add(1)

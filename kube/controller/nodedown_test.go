@@ -36,7 +36,7 @@ func TestControllerWaitsForADownNode(t *testing.T) {
 			ctx := context.Background()
 			drainQueue(c)
 			client.ClearActions()
-			if _, err := c.sync(ctx, Key{testNS, "desk"}); err != nil {
+			if _, err := c.sync(ctx, engine.PoolRef{Namespace: testNS, Name: "desk"}); err != nil {
 				t.Fatal(err)
 			}
 			if w := memberWrites(client); len(w) != 0 {
@@ -51,7 +51,7 @@ func TestControllerWaitsForADownNode(t *testing.T) {
 				t.Fatal(err)
 			}
 			waitFor(t, 5*time.Second, "the cache to hold the pool's status", func() bool {
-				s, _ := c.set.snapshot(ctx, Key{testNS, "desk"})
+				s, _ := c.set.snapshot(ctx, engine.PoolRef{Namespace: testNS, Name: "desk"})
 				return s.ConfigMap != nil && s.ConfigMap.ResourceVersion == cm.ResourceVersion && c.queue.Len() > 0
 			})
 			drainQueue(c)
@@ -63,16 +63,16 @@ func TestControllerWaitsForADownNode(t *testing.T) {
 			waitFor(t, 5*time.Second, "desk queued again when its node is back", func() bool {
 				return c.set.nodes.Down() != nil && len(c.set.nodes.Down()) == 0 && c.queue.Len() > 0
 			})
-			if keys := drainQueue(c); !slices.Contains(keys, Key{testNS, "desk"}) {
+			if keys := drainQueue(c); !slices.Contains(keys, engine.PoolRef{Namespace: testNS, Name: "desk"}) {
 				t.Fatalf("queued %v; want desk", keys)
 			}
 			if mode != ReadFresh {
 				waitFor(t, 5*time.Second, "the cache to see the node back", func() bool {
-					s, _ := c.set.snapshot(ctx, Key{testNS, "desk"})
+					s, _ := c.set.snapshot(ctx, engine.PoolRef{Namespace: testNS, Name: "desk"})
 					return s.NodeDown != nil && len(s.NodeDown) == 0
 				})
 			}
-			if _, err := c.sync(ctx, Key{testNS, "desk"}); err != nil {
+			if _, err := c.sync(ctx, engine.PoolRef{Namespace: testNS, Name: "desk"}); err != nil {
 				t.Fatal(err)
 			}
 			if w := strings.Join(memberWrites(client), "; "); !strings.Contains(w, "delete pods desk-1") {

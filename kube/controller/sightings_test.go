@@ -21,7 +21,7 @@ func TestSkewedLeaseIsStaleTenMinutesAfterFirstSight(t *testing.T) {
 	client := fake.NewClientset(append(convergedPool("desk", 1), ahead)...)
 	now := testNow
 	c := newTestController(t, client, func(o *Options) { o.Now = func() time.Time { return now } })
-	ctx, k := context.Background(), Key{testNS, "desk"}
+	ctx, k := context.Background(), engine.PoolRef{Namespace: testNS, Name: "desk"}
 	leaseThere := func() bool {
 		_, err := client.CoordinationV1().Leases(testNS).Get(ctx, engine.LeaseName("desk-1"), metav1.GetOptions{})
 		return err == nil

@@ -19,7 +19,7 @@ func BenchmarkSyncIdle(b *testing.B) {
 			client := fake.NewClientset(convergedPool("desk", size)...)
 			c := newTestController(b, client, nil)
 			ctx := context.Background()
-			k := Key{testNS, "desk"}
+			k := engine.PoolRef{Namespace: testNS, Name: "desk"}
 			if _, err := c.sync(ctx, k); err != nil { // record the status once
 				b.Fatal(err)
 			}
