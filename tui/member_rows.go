@@ -3,10 +3,10 @@ package tui
 import (
 	"cmp"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/internal/render"
 	"github.com/ctpool-tui/ctpool-tui/tui/sanitize"
 )
 
@@ -132,67 +132,8 @@ func expiry(mm *engine.Member) time.Time {
 	return time.Time{}
 }
 
-// searchText is what the filter matches, lower-cased once per snapshot.
-func searchText(mm *engine.Member) string {
-	parts := []string{mm.Name, string(mm.State), mm.Holder(), mm.Node, mm.Message, marksText(mm)}
-	parts = append(parts, mm.Problems...)
-	if mm.Claimed && mm.Claim != nil && mm.Claim.Expired {
-		parts = append(parts, "expired")
-	}
-	if mm.Free {
-		parts = append(parts, "free")
-	}
-	if mm.Claimed {
-		parts = append(parts, "claimed")
-	}
-	return strings.ToLower(clean(strings.Join(parts, " ")))
-}
-
 // marksText lists a member's markers, each a glyph and a word.
-func marksText(mm *engine.Member) string {
-	var marks []string
-	if mm.Drift {
-		marks = append(marks, glyphDrift+" drift")
-	}
-	if mm.Maintenance {
-		if mm.MaintenanceStale {
-			marks = append(marks, glyphMaint+" stale maint")
-		} else {
-			marks = append(marks, glyphMaint+" maint")
-		}
-	}
-	if mm.AboveSize {
-		marks = append(marks, glyphAbove+" above size")
-	}
-	if mm.Blocked != "" {
-		marks = append(marks, glyphProblem+" blocked")
-	}
-	if mm.NodeDown != "" {
-		marks = append(marks, glyphBad+" node down")
-	}
-	if n := len(mm.Problems); n > 0 {
-		marks = append(marks, glyphProblem+" "+plural(n, "problem", "problems"))
-	}
-	return strings.Join(marks, " ")
-}
-
-// claimCells returns the CLAIMED and LEFT cells and how urgent the claim is.
-func claimCells(mm *engine.Member, now time.Time) (claimed, left string, level int) {
-	if !mm.Claimed || mm.Claim == nil {
-		return "", "", levelNone
-	}
-	c := mm.Claim
-	if !c.Acquired.IsZero() {
-		claimed = short(now.Sub(c.Acquired))
-	}
-	switch {
-	case c.Expires.IsZero() || !now.Before(c.Expires):
-		return claimed, glyphBad + " expired", levelError
-	case c.Expires.Sub(now) <= engine.ExpiringSoon:
-		return claimed, glyphWarn + " " + short(c.Expires.Sub(now)), levelWarn
-	}
-	return claimed, short(c.Expires.Sub(now)), levelNone
-}
+func marksText(mm *engine.Member) string { return render.MarksText(mm) }
 
 // colWidths are the widths the data needs, measured once per snapshot.
 type colWidths struct{ name, holder, marks, node int }
@@ -222,7 +163,7 @@ func (c *widthCounts) add(mm *engine.Member, n int) {
 		}
 	}
 	bump(c.name, sanitize.Width(mm.Name))
-	bump(c.holder, sanitize.Width(holderCell(mm)))
+	bump(c.holder, sanitize.Width(render.HolderCell(mm)))
 	bump(c.marks, sanitize.Width(marksText(mm)))
 	bump(c.node, sanitize.Width(mm.Node))
 }
@@ -253,23 +194,5 @@ func memberColumns(width int, w colWidths) []column {
 	}, width, 2)
 }
 
-// holderCell is the HOLDER cell: the claim holder, the reconciler, or a dash.
-func holderCell(mm *engine.Member) string {
-	switch {
-	case mm.Maintenance:
-		return glyphMaint + " reconciler"
-	case mm.Holder() == "":
-		return glyphNone
-	}
-	return mm.Holder()
-}
-
-func memberLevel(mm *engine.Member) int {
-	switch {
-	case mm.State == engine.StateFailed || len(mm.Problems) > 0:
-		return levelError
-	case mm.State == engine.StateUnschedulable || mm.MaintenanceStale || mm.NodeDown != "":
-		return levelWarn
-	}
-	return levelNone
-}
+// memberLevel is how urgent a member's own state is.
+func memberLevel(mm *engine.Member) int { return int(render.MemberLevel(mm)) }

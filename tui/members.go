@@ -10,6 +10,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/internal/render"
 	"github.com/ctpool-tui/ctpool-tui/themes"
 )
 
@@ -58,7 +59,7 @@ func (l *membersView) setData(v *engine.PoolView) {
 		mm := &l.all[i]
 		l.counts.add(mm, 1)
 		l.names = append(l.names, mm.Name)
-		l.hay = append(l.hay, searchText(mm))
+		l.hay = append(l.hay, render.SearchText(mm))
 		l.index[mm.Name] = i
 	}
 	l.widths = l.counts.widths()
@@ -104,7 +105,7 @@ func (l *membersView) applyChanges(v *engine.PoolView, changes []engine.MemberCh
 		l.all[c.Pos] = cur[i]
 		mm := &l.all[c.Pos]
 		l.counts.add(mm, 1)
-		l.hay[c.Pos] = searchText(mm)
+		l.hay[c.Pos] = render.SearchText(mm)
 		is := q == "" || strings.Contains(l.hay[c.Pos], q)
 		switch {
 		case was && is:
@@ -281,13 +282,14 @@ func (l *membersView) view(ctx viewContext) string {
 
 // row renders one member's line.
 func (l *membersView) row(ctx viewContext, cols []column, mm *engine.Member, selected bool) string {
-	holder := holderCell(mm)
-	claimed, left, level := claimCells(mm, ctx.now)
+	holder := render.HolderCell(mm)
+	claimed, left, claimLevel := render.ClaimCells(mm, ctx.now)
+	level := int(claimLevel)
 	age := ""
 	if !mm.Created.IsZero() {
 		age = short(ctx.now.Sub(mm.Created))
 	}
-	msg := reasonCell(l.pv, mm, ctx.nodes)
+	msg := render.Reason(l.pv, mm, ctx.nodes)
 	line := cells(cols, map[string]string{
 		"MEMBER": mm.Name, "STATE": string(mm.State), "HOLDER": holder, "CLAIMED": claimed,
 		"LEFT": left, "MARKS": marksText(mm), "NODE": mm.Node, "AGE": age, "MESSAGE": msg,
