@@ -1,6 +1,7 @@
 // Package tui is the ctpool-tui dashboard: bubbletea models for the pools
 // view (home), a pool's members, a member's details, confirmation dialogs,
-// the action log, the wall display, and the headless --once renderer.
+// the action log and the wall display. The headless --once renderer is
+// internal/render's.
 //
 // # API for cmd/ctpool-tui
 //
@@ -9,8 +10,7 @@
 //
 //	func New(opts Options) tea.Model
 //	func Run(ctx context.Context, opts Options) error
-//	func RenderOnce(w io.Writer, views []engine.PoolView, opts OnceOptions) int
-//	func Report(views []engine.PoolView, opts OnceOptions) (OnceReport, int)
+//	func render.RenderOnce(w io.Writer, views []engine.PoolView, opts render.OnceOptions) int
 //
 // Typical wiring:
 //
@@ -24,7 +24,7 @@
 // write into the terminal the dashboard owns: cmd routes it into its own
 // logger before anything logs.
 //
-// RenderOnce writes a table, or with OnceOptions.Format "json" the
+// render.RenderOnce writes a table, or with OnceOptions.Format "json" the
 // OnceReport document (schemaVersion 1), without colour, and returns 0 when
 // every pool has a free member and no recorded errors or problems, 3
 // otherwise (also when OnceOptions.Pool names no pool). Exit codes 1 (the

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/ctpool-tui/ctpool-tui/internal/render"
 )
 
 // TestRenderOnceNodeDown: a member on a down node carries the node's
@@ -28,7 +30,7 @@ func TestRenderOnceNodeDown(t *testing.T) {
 				cl.nodeDown = nil
 			}
 			var js bytes.Buffer
-			RenderOnce(&js, cl.views(), OnceOptions{Format: "json", Namespace: ns, Now: t0})
+			render.RenderOnce(&js, cl.views(), render.OnceOptions{Format: "json", Namespace: ns, Now: t0})
 			if strings.Contains(js.String(), "\x1b") || strings.Contains(js.String(), `\u001b`) {
 				t.Errorf("the JSON document holds an escape sequence:\n%s", js.String())
 			}
@@ -48,7 +50,7 @@ func TestRenderOnceNodeDown(t *testing.T) {
 				}
 			}
 			var tb bytes.Buffer
-			RenderOnce(&tb, cl.views(), OnceOptions{Namespace: ns, Now: t0})
+			render.RenderOnce(&tb, cl.views(), render.OnceOptions{Namespace: ns, Now: t0})
 			for _, line := range strings.Split(tb.String(), "\n") {
 				f := strings.Fields(line)
 				if len(f) == 0 || !strings.HasPrefix(f[0], "desk-") {

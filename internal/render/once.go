@@ -1,4 +1,4 @@
-package tui
+package render
 
 import (
 	"encoding/json"
@@ -168,7 +168,7 @@ func Report(views []engine.PoolView, opts OnceOptions) (OnceReport, int) {
 			Ready: v.Status.Ready, Claimed: v.Status.Claimed, Free: v.Status.Free, Unschedulable: v.Status.Unschedulable,
 			Drifted: v.Status.Drifted, Failed: v.Status.Failed, Exhausted: v.Status.Exhausted, Status: status,
 			LastReconcile: v.Recorded.UpdatedAt,
-			Errors:        cleanAll(recordedErrors(v)), Problems: cleanAll(v.Problems),
+			Errors:        cleanAll(RecordedErrors(v)), Problems: cleanAll(v.Problems),
 			Members: make([]OnceMember, 0, len(v.Members)),
 		}
 		if opts.Fleet {
@@ -176,7 +176,7 @@ func Report(views []engine.PoolView, opts OnceOptions) (OnceReport, int) {
 		}
 		for j := range v.Members {
 			om := onceMember(&v.Members[j], now)
-			if d := diagnose(v, &v.Members[j], nil, nil); d.Reason != "" {
+			if d := Diagnose(v, &v.Members[j], nil, nil); d.Reason != "" {
 				om.Diagnosis = &OnceDiagnosis{Reason: clean(d.Reason), Fix: clean(d.Fix)}
 			}
 			p.Members = append(p.Members, om)
@@ -295,9 +295,9 @@ func writeTable(w io.Writer, r OnceReport, wide bool) {
 	for _, p := range r.Pools {
 		last := "never"
 		if p.LastReconcile != nil {
-			last = ago(r.ObservedAt, *p.LastReconcile)
+			last = Ago(r.ObservedAt, *p.LastReconcile)
 		}
-		row := []string{p.Name, orWord(p.Backend, "-"), fmt.Sprint(p.Size), fmt.Sprint(p.Ready), fmt.Sprint(p.Claimed),
+		row := []string{p.Name, OrWord(p.Backend, "-"), fmt.Sprint(p.Size), fmt.Sprint(p.Ready), fmt.Sprint(p.Claimed),
 			fmt.Sprint(p.Free), fmt.Sprint(p.Unschedulable), fmt.Sprint(p.Drifted), fmt.Sprint(p.Failed), p.Status, last}
 		if fleet {
 			row = append([]string{p.Namespace}, row...)
@@ -316,7 +316,7 @@ func writeTable(w io.Writer, r OnceReport, wide bool) {
 		if clusters {
 			name = p.Context + ": " + name
 		}
-		fmt.Fprintf(w, "\n%s (%s, image %s)\n", sanitize.Sanitize(name), sanitize.Sanitize(orWord(p.Backend, "no definition")), sanitize.Sanitize(orWord(p.Image, "-")))
+		fmt.Fprintf(w, "\n%s (%s, image %s)\n", sanitize.Sanitize(name), sanitize.Sanitize(OrWord(p.Backend, "no definition")), sanitize.Sanitize(OrWord(p.Image, "-")))
 		for _, e := range p.Problems {
 			fmt.Fprintf(w, "  problem: %s\n", sanitize.Sanitize(e))
 		}

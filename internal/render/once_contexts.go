@@ -1,4 +1,4 @@
-package tui
+package render
 
 import (
 	"encoding/json"
@@ -120,7 +120,7 @@ func writeContexts(w io.Writer, cs []OnceContext, wide bool) {
 		case len(c.Namespaces) > 0:
 			ns = strings.Join(c.Namespaces, ",")
 		}
-		rows = append(rows, []string{c.Context, ns, c.State, orWord(c.Error, "-")})
+		rows = append(rows, []string{c.Context, ns, c.State, OrWord(c.Error, "-")})
 	}
 	writeRows(w, rows, wide)
 }
