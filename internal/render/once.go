@@ -252,7 +252,13 @@ func cleanAll(in []string) []string {
 // text is sanitised, in the table and in the JSON document alike.
 func RenderOnce(w io.Writer, views []engine.PoolView, opts OnceOptions) int {
 	r, code := Report(views, opts)
-	if strings.EqualFold(opts.Format, "json") {
+	return writeReport(w, r, code, opts.Format)
+}
+
+// writeReport writes r in format ("table", "wide" or "json") and returns
+// code, or 1 when the JSON document could not be written.
+func writeReport(w io.Writer, r OnceReport, code int, format string) int {
+	if strings.EqualFold(format, "json") {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(r); err != nil {
@@ -260,7 +266,7 @@ func RenderOnce(w io.Writer, views []engine.PoolView, opts OnceOptions) int {
 		}
 		return code
 	}
-	writeTable(w, r, strings.EqualFold(opts.Format, "wide"))
+	writeTable(w, r, strings.EqualFold(format, "wide"))
 	return code
 }
 
