@@ -280,27 +280,18 @@ func (l *membersView) view(ctx viewContext) string {
 	return b.String()
 }
 
-// row renders one member's line.
+// row renders one member's line: render's row of the member, styled.
 func (l *membersView) row(ctx viewContext, cols []column, mm *engine.Member, selected bool) string {
-	holder := render.HolderCell(mm)
-	claimed, left, claimLevel := render.ClaimCells(mm, ctx.now)
-	level := int(claimLevel)
-	age := ""
-	if !mm.Created.IsZero() {
-		age = short(ctx.now.Sub(mm.Created))
-	}
+	r := render.MemberRow(mm, ctx.now)
 	msg := render.Reason(l.pv, mm, ctx.nodes)
 	line := cells(cols, map[string]string{
-		"MEMBER": mm.Name, "STATE": string(mm.State), "HOLDER": holder, "CLAIMED": claimed,
-		"LEFT": left, "MARKS": marksText(mm), "NODE": mm.Node, "AGE": age, "MESSAGE": msg,
+		"MEMBER": r.Name, "STATE": r.State, "HOLDER": r.Holder.Cell(), "CLAIMED": r.Claim.Claimed,
+		"LEFT": r.Claim.Left, "MARKS": r.Marks.Short(), "NODE": r.Node, "AGE": r.Age, "MESSAGE": msg,
 	})
 	if selected {
 		return ctx.st.Selected.Render(glyphCursor + " " + line)
 	}
-	if l := memberLevel(mm); l > level {
-		level = l
-	}
-	if level >= levelWarn {
+	if level := int(r.Level); level >= levelWarn {
 		return "  " + ctx.level(level).Render(line)
 	}
 	return "  " + line

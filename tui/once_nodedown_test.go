@@ -11,7 +11,7 @@ import (
 
 // TestRenderOnceNodeDown: a member on a down node carries the node's
 // evidence, sanitised, as nodeDown in the JSON document (absent for the
-// others) and as the node-down mark, diagnosis and message in the table;
+// others) and as the node down mark, diagnosis and message in the table;
 // with the nodes unknown nothing says so.
 func TestRenderOnceNodeDown(t *testing.T) {
 	const evidence = "Ready=Unknown since 2026-03-02T08:57:30Z: Kubelet stopped posting node status.; node.kubernetes.io/unreachable:NoSchedule"
@@ -57,7 +57,7 @@ func TestRenderOnceNodeDown(t *testing.T) {
 					continue
 				}
 				down := c.want[f[0]] != ""
-				if got := strings.Contains(line, "node-down") && strings.Contains(line, "node node-b is down"); got != down {
+				if got := strings.Contains(line, "node down  ") && strings.Contains(line, "node node-b is down"); got != down {
 					t.Errorf("table row %q: node down shown %v, want %v", line, got, down)
 				}
 			}

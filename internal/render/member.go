@@ -9,6 +9,34 @@ import (
 	"github.com/ctpool-tui/ctpool-tui/engine"
 )
 
+// Row is one member as a table shows it: sanitised text without styling,
+// its marks and how urgent it is. The dashboard styles its cells; --once
+// prints them. Both take it from MemberRow, so that they say the same.
+type Row struct {
+	Name   string
+	State  string
+	Holder Holder
+	Claim  Claim // zero when the member is not claimed
+	Marks  Marks
+	Node   string
+	Age    string // since the member was created ("" unknown)
+	// Level is the worse of the member's own (MemberLevel) and its claim's.
+	Level Level
+}
+
+// MemberRow is mm's row at now.
+func MemberRow(mm *engine.Member, now time.Time) Row {
+	r := Row{
+		Name: clean(mm.Name), State: string(mm.State), Holder: HolderOf(mm), Claim: ClaimOf(mm, now),
+		Marks: MarksOf(mm), Node: clean(mm.Node), Level: MemberLevel(mm),
+	}
+	if !mm.Created.IsZero() {
+		r.Age = Duration(now.Sub(mm.Created))
+	}
+	r.Level = max(r.Level, r.Claim.Level)
+	return r
+}
+
 // SearchText is what a filter matches, lower-cased once per snapshot.
 func SearchText(mm *engine.Member) string {
 	parts := []string{mm.Name, string(mm.State), mm.Holder(), mm.Node, mm.Message, MarksText(mm)}
@@ -25,62 +53,141 @@ func SearchText(mm *engine.Member) string {
 	return strings.ToLower(clean(strings.Join(parts, " ")))
 }
 
-// MarksText lists a member's markers, each a glyph and a word.
-func MarksText(mm *engine.Member) string {
-	var marks []string
+// Mark is one marker a member carries: its glyph and its words, Short for
+// the dashboard's narrow MARKS column, Long for the --once table.
+type Mark struct {
+	Glyph, Short, Long string
+}
+
+// The marks, in the order a member lists them (a member with problems also
+// gets the mark problemsMark makes).
+var (
+	markDrift      = Mark{Glyph: GlyphDrift, Short: "drift", Long: "drift"}
+	markMaint      = Mark{Glyph: GlyphMaint, Short: "maint", Long: "maintenance"}
+	markStaleMaint = Mark{Glyph: GlyphMaint, Short: "stale maint", Long: "stale maintenance"}
+	markAboveSize  = Mark{Glyph: GlyphAbove, Short: "above size", Long: "above size"}
+	markBlocked    = Mark{Glyph: GlyphProblem, Short: "blocked", Long: "blocked"}
+	markNodeDown   = Mark{Glyph: GlyphBad, Short: "node down", Long: "node down"}
+)
+
+// problemsMark is the mark of a member with n problems.
+func problemsMark(n int) Mark {
+	w := Plural(n, "problem", "problems")
+	return Mark{Glyph: GlyphProblem, Short: w, Long: w}
+}
+
+// Marks are a member's marks, in order.
+type Marks []Mark
+
+// MarksOf lists mm's marks.
+func MarksOf(mm *engine.Member) Marks {
+	var marks Marks
 	if mm.Drift {
-		marks = append(marks, GlyphDrift+" drift")
+		marks = append(marks, markDrift)
 	}
 	if mm.Maintenance {
 		if mm.MaintenanceStale {
-			marks = append(marks, GlyphMaint+" stale maint")
+			marks = append(marks, markStaleMaint)
 		} else {
-			marks = append(marks, GlyphMaint+" maint")
+			marks = append(marks, markMaint)
 		}
 	}
 	if mm.AboveSize {
-		marks = append(marks, GlyphAbove+" above size")
+		marks = append(marks, markAboveSize)
 	}
 	if mm.Blocked != "" {
-		marks = append(marks, GlyphProblem+" blocked")
+		marks = append(marks, markBlocked)
 	}
 	if mm.NodeDown != "" {
-		marks = append(marks, GlyphBad+" node down")
+		marks = append(marks, markNodeDown)
 	}
 	if n := len(mm.Problems); n > 0 {
-		marks = append(marks, GlyphProblem+" "+Plural(n, "problem", "problems"))
+		marks = append(marks, problemsMark(n))
 	}
-	return strings.Join(marks, " ")
+	return marks
 }
 
-// ClaimCells returns the CLAIMED and LEFT cells and how urgent the claim is.
-func ClaimCells(mm *engine.Member, now time.Time) (claimed, left string, level Level) {
+// Short is the dashboard's MARKS cell: each mark's glyph and short word.
+func (m Marks) Short() string {
+	parts := make([]string, len(m))
+	for i, mk := range m {
+		parts[i] = mk.Glyph + " " + mk.Short
+	}
+	return strings.Join(parts, " ")
+}
+
+// Long is the --once table's MARKS cell: the long words, comma-separated.
+func (m Marks) Long() string {
+	parts := make([]string, len(m))
+	for i, mk := range m {
+		parts[i] = mk.Long
+	}
+	return strings.Join(parts, ",")
+}
+
+// MarksText is mm's MARKS cell as the dashboard shows it (Marks.Short).
+func MarksText(mm *engine.Member) string { return MarksOf(mm).Short() }
+
+// Claim is a claim's cells: how long ago it was taken, how long it has
+// left, and how urgent that is.
+type Claim struct {
+	Claimed string // since the claim was taken ("" unknown)
+	Left    string // "1h05m"; "⚠ 4m" when expiring soon; "✗ expired"
+	Level   Level  // LevelWarn expiring soon, LevelError expired
+	// Expired: the claim has no expiry or it has passed.
+	Expired bool
+}
+
+// ClaimOf is mm's claim at now (zero when mm is not claimed).
+func ClaimOf(mm *engine.Member, now time.Time) Claim {
 	if !mm.Claimed || mm.Claim == nil {
-		return "", "", LevelNone
+		return Claim{}
 	}
 	c := mm.Claim
+	var out Claim
 	if !c.Acquired.IsZero() {
-		claimed = Duration(now.Sub(c.Acquired))
+		out.Claimed = Duration(now.Sub(c.Acquired))
 	}
 	switch {
 	case c.Expires.IsZero() || !now.Before(c.Expires):
-		return claimed, GlyphBad + " expired", LevelError
+		out.Left, out.Level, out.Expired = GlyphBad+" expired", LevelError, true
 	case c.Expires.Sub(now) <= engine.ExpiringSoon:
-		return claimed, GlyphWarn + " " + Duration(c.Expires.Sub(now)), LevelWarn
+		out.Left, out.Level = GlyphWarn+" "+Duration(c.Expires.Sub(now)), LevelWarn
+	default:
+		out.Left = Duration(c.Expires.Sub(now))
 	}
-	return claimed, Duration(c.Expires.Sub(now)), LevelNone
+	return out
 }
 
-// HolderCell is the HOLDER cell: the claim holder, the reconciler, or a dash.
-func HolderCell(mm *engine.Member) string {
+// Holder is who holds a member: a user's claim, the reconciler (a
+// maintenance Lease), or nobody.
+type Holder struct {
+	// Glyph is GlyphMaint for the reconciler, GlyphNone for nobody, and ""
+	// for a user.
+	Glyph string
+	// Name is the claim's identity (sanitised), "reconciler", or "".
+	Name string
+}
+
+// HolderOf is who holds mm.
+func HolderOf(mm *engine.Member) Holder {
 	switch {
 	case mm.Maintenance:
-		return GlyphMaint + " reconciler"
+		return Holder{Glyph: GlyphMaint, Name: "reconciler"}
 	case mm.Holder() == "":
-		return GlyphNone
+		return Holder{Glyph: GlyphNone}
 	}
-	return mm.Holder()
+	return Holder{Name: clean(mm.Holder())}
 }
+
+// Cell is the dashboard's HOLDER cell: "alice@example.com", "⚙ reconciler", "—".
+func (h Holder) Cell() string { return JoinNonEmpty(" ", h.Glyph, h.Name) }
+
+// Plain is the --once table's HOLDER cell, without glyphs: the name, or "-".
+func (h Holder) Plain() string { return OrWord(h.Name, "-") }
+
+// HolderCell is mm's HOLDER cell as the dashboard shows it (Holder.Cell).
+func HolderCell(mm *engine.Member) string { return HolderOf(mm).Cell() }
 
 // MemberLevel is how urgent a member's own state is.
 func MemberLevel(mm *engine.Member) Level {

@@ -108,7 +108,9 @@ type OnceMember struct {
 	// before sanitising turns line breaks into spaces: the narrow table's
 	// MESSAGE.
 	headline string
-	Node     string `json:"node,omitempty"`
+	// row is the member's row (MemberRow): the table's HOLDER and MARKS.
+	row  Row
+	Node string `json:"node,omitempty"`
 	// NodeDown is the evidence that the member's node is down (its Ready
 	// condition, its unreachable or not-ready taint); absent when it is not,
 	// or when the nodes cannot be read.
@@ -194,14 +196,14 @@ func onceMember(mm *engine.Member, now time.Time) OnceMember {
 	o := OnceMember{
 		Name: clean(mm.Name), State: string(mm.State), Free: mm.Free, Holder: clean(mm.Holder()), Maintenance: mm.Maintenance,
 		Drift: mm.Drift, AboveSize: mm.AboveSize, Message: clean(mm.Message), Node: clean(mm.Node), NodeDown: clean(mm.NodeDown),
-		headline: clean(engine.FirstSentence(mm.Message)),
+		headline: clean(engine.FirstSentence(mm.Message)), row: MemberRow(mm, now),
 	}
 	if len(mm.Problems) > 0 {
 		o.Problems = cleanAll(mm.Problems)
 	}
 	if mm.Claimed && mm.Claim != nil {
 		c := mm.Claim
-		o.ClaimExpired = c.Expires.IsZero() || !now.Before(c.Expires)
+		o.ClaimExpired = o.row.Claim.Expired
 		if !c.Acquired.IsZero() {
 			t := c.Acquired
 			o.ClaimedAt = &t
@@ -335,31 +337,12 @@ func writeTable(w io.Writer, r OnceReport, wide bool) {
 		}
 		rows := [][]string{{"  MEMBER", "STATE", "HOLDER", "EXPIRES", "MARKS", "NODE", "DIAGNOSIS", "MESSAGE"}}
 		for _, m := range p.Members {
-			holder, expires := "-", ""
-			if m.Holder != "" {
-				holder = m.Holder
-			}
+			expires := ""
 			if m.ClaimExpires != nil {
 				expires = m.ClaimExpires.UTC().Format(time.RFC3339)
 			}
 			if m.ClaimExpired {
 				expires = "expired"
-			}
-			var marks []string
-			if m.Drift {
-				marks = append(marks, "drift")
-			}
-			if m.Maintenance {
-				marks = append(marks, "maintenance")
-			}
-			if m.AboveSize {
-				marks = append(marks, "above-size")
-			}
-			if m.NodeDown != "" {
-				marks = append(marks, "node-down")
-			}
-			if len(m.Problems) > 0 {
-				marks = append(marks, "problems")
 			}
 			diagnosis := ""
 			if m.Diagnosis != nil {
@@ -375,7 +358,7 @@ func writeTable(w io.Writer, r OnceReport, wide bool) {
 			if msg == "" {
 				msg = strings.Join(m.Problems, "; ")
 			}
-			rows = append(rows, []string{"  " + m.Name, m.State, holder, expires, strings.Join(marks, ","), m.Node, diagnosis, msg})
+			rows = append(rows, []string{"  " + m.Name, m.State, m.row.Holder.Plain(), expires, m.row.Marks.Long(), m.Node, diagnosis, msg})
 		}
 		writeRows(w, rows, wide)
 	}
