@@ -109,20 +109,26 @@ func MarksOf(mm *engine.Member) Marks {
 
 // Short is the dashboard's MARKS cell: each mark's glyph and short word.
 func (m Marks) Short() string {
-	parts := make([]string, len(m))
+	var b strings.Builder
 	for i, mk := range m {
-		parts[i] = mk.Glyph + " " + mk.Short
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(mk.Glyph + " " + mk.Short)
 	}
-	return strings.Join(parts, " ")
+	return b.String()
 }
 
 // Long is the --once table's MARKS cell: the long words, comma-separated.
 func (m Marks) Long() string {
-	parts := make([]string, len(m))
+	var b strings.Builder
 	for i, mk := range m {
-		parts[i] = mk.Long
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(mk.Long)
 	}
-	return strings.Join(parts, ",")
+	return b.String()
 }
 
 // MarksText is mm's MARKS cell as the dashboard shows it (Marks.Short).
@@ -181,7 +187,15 @@ func HolderOf(mm *engine.Member) Holder {
 }
 
 // Cell is the dashboard's HOLDER cell: "alice@example.com", "⚙ reconciler", "—".
-func (h Holder) Cell() string { return JoinNonEmpty(" ", h.Glyph, h.Name) }
+func (h Holder) Cell() string {
+	switch {
+	case h.Glyph == "":
+		return h.Name
+	case h.Name == "":
+		return h.Glyph
+	}
+	return h.Glyph + " " + h.Name
+}
 
 // Plain is the --once table's HOLDER cell, without glyphs: the name, or "-".
 func (h Holder) Plain() string { return OrWord(h.Name, "-") }
