@@ -55,6 +55,9 @@ type column struct {
 	flex  bool // grows to fill the line (min is width)
 	max   int  // a flex column's maximum (0: none)
 	drop  int  // 0: never dropped
+	// of is the index of the column's definition in its table's column set
+	// (memberCols), so that a fitted column finds its cells.
+	of int
 }
 
 // fitColumns returns the columns that fit in total cells (one space between
@@ -100,14 +103,21 @@ func fitColumns(cols []column, total, prefix int) []column {
 	}
 }
 
-// cells renders sanitised, fitted cells separated by a space.
+// cells renders sanitised, fitted cells separated by a space, each the
+// value of its column's title.
 func cells(cols []column, values map[string]string) string {
+	return cellsBy(cols, func(c column) string { return values[c.title] })
+}
+
+// cellsBy renders sanitised, fitted cells separated by a space, each
+// value(its column).
+func cellsBy(cols []column, value func(c column) string) string {
 	var b strings.Builder
 	for i, c := range cols {
 		if i > 0 {
 			b.WriteByte(' ')
 		}
-		v := values[c.title]
+		v := value(c)
 		if c.right {
 			b.WriteString(sanitize.FitRight(v, c.width))
 		} else {
@@ -119,11 +129,7 @@ func cells(cols []column, values map[string]string) string {
 
 // headerCells renders column titles.
 func headerCells(cols []column) string {
-	vals := make(map[string]string, len(cols))
-	for _, c := range cols {
-		vals[c.title] = c.title
-	}
-	return cells(cols, vals)
+	return cellsBy(cols, func(c column) string { return c.title })
 }
 
 // cut cuts an already rendered line (which may hold styling) to width cells.

@@ -7,7 +7,6 @@ import (
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
 	"github.com/ctpool-tui/ctpool-tui/internal/render"
-	"github.com/ctpool-tui/ctpool-tui/tui/sanitize"
 )
 
 // sortKey is a column the members view can sort by (S cycles).
@@ -134,65 +133,6 @@ func expiry(mm *engine.Member) time.Time {
 
 // marksText lists a member's markers, each a glyph and a word.
 func marksText(mm *engine.Member) string { return render.MarksText(mm) }
-
-// colWidths are the widths the data needs, measured once per snapshot.
-type colWidths struct{ name, holder, marks, node int }
-
-// widthCounts counts the members that need each width of each measured
-// column, so that the widths follow a change of a few members.
-type widthCounts struct{ name, holder, marks, node map[int]int }
-
-func (c *widthCounts) reset() {
-	if c.name == nil {
-		c.name, c.holder, c.marks, c.node = map[int]int{}, map[int]int{}, map[int]int{}, map[int]int{}
-	}
-	clear(c.name)
-	clear(c.holder)
-	clear(c.marks)
-	clear(c.node)
-}
-
-// add counts a member's widths (n = 1), or takes them away (n = -1).
-func (c *widthCounts) add(mm *engine.Member, n int) {
-	if c.name == nil {
-		c.reset()
-	}
-	bump := func(m map[int]int, w int) {
-		if m[w] += n; m[w] <= 0 {
-			delete(m, w)
-		}
-	}
-	bump(c.name, sanitize.Width(mm.Name))
-	bump(c.holder, sanitize.Width(render.HolderCell(mm)))
-	bump(c.marks, sanitize.Width(marksText(mm)))
-	bump(c.node, sanitize.Width(mm.Node))
-}
-
-// widths are the largest widths counted (0 for none).
-func (c *widthCounts) widths() colWidths {
-	widest := func(m map[int]int) int {
-		w := 0
-		for k := range m {
-			w = max(w, k)
-		}
-		return w
-	}
-	return colWidths{name: widest(c.name), holder: widest(c.holder), marks: widest(c.marks), node: widest(c.node)}
-}
-
-func memberColumns(width int, w colWidths) []column {
-	return fitColumns([]column{
-		{title: "MEMBER", width: min(max(w.name, 6), 22)},
-		{title: "STATE", width: 13},
-		{title: "HOLDER", width: min(max(w.holder, 6), 16), flex: true, max: min(max(w.holder, 6), 30)},
-		{title: "CLAIMED", width: 7, right: true, drop: 4},
-		{title: "LEFT", width: 9},
-		{title: "MARKS", width: min(max(w.marks, 5), 24), drop: 1},
-		{title: "NODE", width: min(max(w.node, 4), 10), flex: true, max: min(max(w.node, 4), 20), drop: 2},
-		{title: "AGE", width: 5, right: true, drop: 3},
-		{title: "MESSAGE", width: 12, flex: true, drop: 5},
-	}, width, 2)
-}
 
 // memberLevel is how urgent a member's own state is.
 func memberLevel(mm *engine.Member) int { return int(render.MemberLevel(mm)) }

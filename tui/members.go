@@ -27,7 +27,7 @@ type membersView struct {
 	pv     *engine.PoolView // the pool (nil: gone)
 	all    []engine.Member
 	index  map[string]int
-	widths colWidths
+	widths []int       // the widest measured text of each column (memberCols)
 	counts widthCounts // how many members need each width (applyChanges)
 	sort   sortKey
 }
@@ -282,12 +282,8 @@ func (l *membersView) view(ctx viewContext) string {
 
 // row renders one member's line: render's row of the member, styled.
 func (l *membersView) row(ctx viewContext, cols []column, mm *engine.Member, selected bool) string {
-	r := render.MemberRow(mm, ctx.now)
-	msg := render.Reason(l.pv, mm, ctx.nodes)
-	line := cells(cols, map[string]string{
-		"MEMBER": r.Name, "STATE": r.State, "HOLDER": r.Holder.Cell(), "CLAIMED": r.Claim.Claimed,
-		"LEFT": r.Claim.Left, "MARKS": r.Marks.Short(), "NODE": r.Node, "AGE": r.Age, "MESSAGE": msg,
-	})
+	r := memberCells{Row: render.MemberRow(mm, ctx.now), message: render.Reason(l.pv, mm, ctx.nodes)}
+	line := memberLine(cols, &r)
 	if selected {
 		return ctx.st.Selected.Render(glyphCursor + " " + line)
 	}
