@@ -36,7 +36,29 @@ const (
 // Pod pinned to a virtual node by spec.nodeName, a provider CreatePod failure
 // (missing annotation, runtime mismatch, no warm capacity), a Pod marked
 // Failed under restartPolicy Never, and a create denied by cocoon-webhook.
+// Its fixes name no key of any user interface (DiagnoseWith adds them).
 func Diagnose(m *Member, events []corev1.Event, nodes []*corev1.Node, reconcileErrors []string) Diagnosis {
+	return DiagnoseWith(m, events, nodes, reconcileErrors, Hints{})
+}
+
+// Hints are how a user interface runs the actions a diagnosis's fix
+// points at, added after the action's name: Reconcile "ctrl+r" makes "run
+// reconcile (ctrl+r)". The zero Hints adds nothing, for a reader with no
+// keys (--once, the CLI).
+type Hints struct {
+	Reconcile string
+}
+
+// reconcile is the hint after "reconcile": " (key)", or "".
+func (h Hints) reconcile() string {
+	if h.Reconcile == "" {
+		return ""
+	}
+	return " (" + h.Reconcile + ")"
+}
+
+// DiagnoseWith is Diagnose with the fixes pointing at the actions by h.
+func DiagnoseWith(m *Member, events []corev1.Event, nodes []*corev1.Node, reconcileErrors []string, h Hints) Diagnosis {
 	var d Diagnosis
 	if m == nil {
 		return d
@@ -72,14 +94,14 @@ func Diagnose(m *Member, events []corev1.Event, nodes []*corev1.Node, reconcileE
 			return Diagnosis{Reason: "create failed", Evidence: msg, Fix: "see the error; the next reconcile tries again"}
 		}
 		if m.Claimed {
-			return Diagnosis{Reason: "claimed, but its Pod and data PVC are gone", Fix: "the next reconcile (r) builds it again for its user; the claim is kept"}
+			return Diagnosis{Reason: "claimed, but its Pod and data PVC are gone", Fix: "the next reconcile" + h.reconcile() + " builds it again for its user; the claim is kept"}
 		}
-		return Diagnosis{Reason: "not created yet", Fix: "run reconcile (r)"}
+		return Diagnosis{Reason: "not created yet", Fix: "run reconcile" + h.reconcile()}
 	case StateStopped:
 		if m.Claimed {
-			return Diagnosis{Reason: "stopped: the PVC exists but no Pod", Fix: "the next reconcile (r) starts it with its user's data PVC; the claim is kept"}
+			return Diagnosis{Reason: "stopped: the PVC exists but no Pod", Fix: "the next reconcile" + h.reconcile() + " starts it with its user's data PVC; the claim is kept"}
 		}
-		return Diagnosis{Reason: "stopped: the PVC exists but no Pod", Fix: "the next reconcile (r) starts it"}
+		return Diagnosis{Reason: "stopped: the PVC exists but no Pod", Fix: "the next reconcile" + h.reconcile() + " starts it"}
 	case StateTerminating:
 		r := Diagnosis{Reason: "being deleted"}
 		if m.Pod != nil && len(m.Pod.Finalizers) > 0 {
