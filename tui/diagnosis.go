@@ -12,9 +12,10 @@ import (
 )
 
 // diagnose is the engine's diagnosis of a member of v (which may be nil),
-// with the Events read for the detail pane and the nodes when readable.
-func diagnose(v *engine.PoolView, mm *engine.Member, events []corev1.Event, nodes []*corev1.Node) engine.Diagnosis {
-	return render.Diagnose(v, mm, events, nodes)
+// with the Events read for the detail pane and the nodes when readable, its
+// fix naming the keys of hints.
+func diagnose(v *engine.PoolView, mm *engine.Member, events []corev1.Event, nodes []*corev1.Node, hints keyHints) engine.Diagnosis {
+	return render.Diagnose(v, mm, events, nodes, hints.engine())
 }
 
 // nodesMsg answers a nodes request. nodes is nil when they are not readable.

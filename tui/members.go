@@ -257,7 +257,7 @@ func (l *membersView) view(ctx viewContext) string {
 	case mm != nil:
 		lead := glyphCursor + " " + clean(mm.Name) + ": "
 		why := explainMember(v, mm, ctx.now, ctx.hints)
-		if d := diagnose(v, mm, nil, ctx.nodes); d.Reason != "" {
+		if d := diagnose(v, mm, nil, ctx.nodes, ctx.hints); d.Reason != "" {
 			why = d.Reason + "; " + why
 		}
 		text := wrapIndent(lead+clean(why), ctx.width, 2)

@@ -215,19 +215,20 @@ func MemberLevel(mm *engine.Member) Level {
 }
 
 // Diagnose is the engine's diagnosis of a member of v (which may be nil),
-// with the Events read for a detail pane and the nodes when readable.
-func Diagnose(v *engine.PoolView, mm *engine.Member, events []corev1.Event, nodes []*corev1.Node) engine.Diagnosis {
+// with the Events read for a detail pane and the nodes when readable, its
+// fix pointing at actions by hints (none for --once).
+func Diagnose(v *engine.PoolView, mm *engine.Member, events []corev1.Event, nodes []*corev1.Node, hints engine.Hints) engine.Diagnosis {
 	var errs []string
 	if v != nil {
 		errs = v.Recorded.Errors
 	}
-	return engine.Diagnose(mm, events, nodes, errs)
+	return engine.DiagnoseWith(mm, events, nodes, errs, hints)
 }
 
 // Reason is the short reason a table shows for a member that is not
 // Ready and fine: the diagnosis, else the cluster's message, else problems.
 func Reason(v *engine.PoolView, mm *engine.Member, nodes []*corev1.Node) string {
-	if d := Diagnose(v, mm, nil, nodes); d.Reason != "" {
+	if d := Diagnose(v, mm, nil, nodes, engine.Hints{}); d.Reason != "" {
 		return d.Reason
 	}
 	if mm.Message != "" {

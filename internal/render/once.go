@@ -178,7 +178,7 @@ func Report(views []engine.PoolView, opts OnceOptions) (OnceReport, int) {
 		}
 		for j := range v.Members {
 			om := onceMember(&v.Members[j], now)
-			if d := Diagnose(v, &v.Members[j], nil, nil); d.Reason != "" {
+			if d := Diagnose(v, &v.Members[j], nil, nil, engine.Hints{}); d.Reason != "" {
 				om.Diagnosis = &OnceDiagnosis{Reason: clean(d.Reason), Fix: clean(d.Fix)}
 			}
 			p.Members = append(p.Members, om)
