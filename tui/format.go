@@ -132,25 +132,12 @@ func headerCells(cols []column) string {
 	return cellsBy(cols, func(c column) string { return c.title })
 }
 
-// cut cuts an already rendered line (which may hold styling) to width cells.
-func cut(s string, width int) string {
-	if width <= 0 {
-		return ""
-	}
-	if ansi.StringWidth(s) <= width {
-		return s
-	}
-	return ansi.Truncate(s, width, glyphEllipsis)
-}
+// cut cuts an already rendered line (which may hold styling) to width cells
+// (sanitize.Cut).
+func cut(s string, width int) string { return sanitize.Cut(s, width) }
 
-// pad pads an already rendered line with spaces to width cells.
-func pad(s string, width int) string {
-	s = cut(s, width)
-	if w := ansi.StringWidth(s); w < width {
-		s += strings.Repeat(" ", width-w)
-	}
-	return s
-}
+// pad pads an already rendered line with spaces to width cells (sanitize.Pad).
+func pad(s string, width int) string { return sanitize.Pad(s, width) }
 
 // spread puts left and right on one line of width cells.
 func spread(left, right string, width int) string {
