@@ -36,7 +36,29 @@ const (
 // Pod pinned to a virtual node by spec.nodeName, a provider CreatePod failure
 // (missing annotation, runtime mismatch, no warm capacity), a Pod marked
 // Failed under restartPolicy Never, and a create denied by cocoon-webhook.
+// Its fixes name no key of any user interface (DiagnoseWith adds them).
 func Diagnose(m *Member, events []corev1.Event, nodes []*corev1.Node, reconcileErrors []string) Diagnosis {
+	return DiagnoseWith(m, events, nodes, reconcileErrors, Hints{})
+}
+
+// Hints are how a user interface runs the actions a diagnosis's fix
+// points at, added after the action's name: Reconcile "ctrl+r" makes "run
+// reconcile (ctrl+r)". The zero Hints adds nothing, for a reader with no
+// keys (--once, the CLI).
+type Hints struct {
+	Reconcile string
+}
+
+// reconcile is the hint after "reconcile": " (key)", or "".
+func (h Hints) reconcile() string {
+	if h.Reconcile == "" {
+		return ""
+	}
+	return " (" + h.Reconcile + ")"
+}
+
+// DiagnoseWith is Diagnose with the fixes pointing at the actions by h.
+func DiagnoseWith(m *Member, events []corev1.Event, nodes []*corev1.Node, reconcileErrors []string, h Hints) Diagnosis {
 	var d Diagnosis
 	if m == nil {
 		return d
@@ -47,39 +69,53 @@ func Diagnose(m *Member, events []corev1.Event, nodes []*corev1.Node, reconcileE
 	if r, ok := diagnoseNodeDown(m, d.ClaimID); ok {
 		return r
 	}
-	ev := latestWarning(events)
-	switch {
-	case m.Claimed && m.Claim.Expired:
+	if m.Claimed && m.Claim.Expired {
 		d.Reason = "claim expired"
 		d.Fix = "nobody else can take this desktop until it is released; force-release it to recover it"
 		if m.State == StateReady {
 			return d
 		}
 	}
-	if denied := webhookDenial(m.Name, reconcileErrors); denied != "" && m.Pod == nil {
-		d.Reason, d.Evidence = "create denied by cocoon-webhook", denied
-		d.Fix = "the identity that creates member Pods is not in cocoon-webhook's POD_CREATORS: add this reconciler's user or service account to POD_CREATORS, or run the pool on another backend"
+	if r, ok := diagnoseLifecycle(m, reconcileErrors, h, d.ClaimID); ok {
+		return r
+	}
+	if m.Pod == nil {
 		return d
+	}
+	if r, ok := diagnosePod(m, latestWarning(events), nodes, d.ClaimID); ok {
+		return r
+	}
+	return d
+}
+
+// diagnoseLifecycle explains what the member's objects, or their absence,
+// say before its Pod is read: a create denied by cocoon-webhook, a Ready
+// member (drifted or fine), a Missing or Stopped one (reconcile's work),
+// and one being deleted.
+func diagnoseLifecycle(m *Member, reconcileErrors []string, h Hints, claimID string) (Diagnosis, bool) {
+	if denied := webhookDenial(m.Name, reconcileErrors); denied != "" && m.Pod == nil {
+		return Diagnosis{Reason: "create denied by cocoon-webhook", Evidence: denied,
+			Fix: "the identity that creates member Pods is not in cocoon-webhook's POD_CREATORS: add this reconciler's user or service account to POD_CREATORS, or run the pool on another backend"}, true
 	}
 	switch m.State {
 	case StateReady:
 		if m.Drift {
-			return Diagnosis{Reason: "drifted from the pool definition", Fix: "replaced by the next reconcile when unclaimed, or at release", ClaimID: d.ClaimID}
+			return Diagnosis{Reason: "drifted from the pool definition", Fix: "replaced by the next reconcile when unclaimed, or at release", ClaimID: claimID}, true
 		}
-		return d
+		return Diagnosis{ClaimID: claimID}, true
 	case StateMissing:
 		if msg := memberError(m.Name, reconcileErrors); msg != "" {
-			return Diagnosis{Reason: "create failed", Evidence: msg, Fix: "see the error; the next reconcile tries again"}
+			return Diagnosis{Reason: "create failed", Evidence: msg, Fix: "see the error; the next reconcile tries again"}, true
 		}
 		if m.Claimed {
-			return Diagnosis{Reason: "claimed, but its Pod and data PVC are gone", Fix: "the next reconcile (r) builds it again for its user; the claim is kept"}
+			return Diagnosis{Reason: "claimed, but its Pod and data PVC are gone", Fix: "the next reconcile" + h.reconcile() + " builds it again for its user; the claim is kept"}, true
 		}
-		return Diagnosis{Reason: "not created yet", Fix: "run reconcile (r)"}
+		return Diagnosis{Reason: "not created yet", Fix: "run reconcile" + h.reconcile()}, true
 	case StateStopped:
 		if m.Claimed {
-			return Diagnosis{Reason: "stopped: the PVC exists but no Pod", Fix: "the next reconcile (r) starts it with its user's data PVC; the claim is kept"}
+			return Diagnosis{Reason: "stopped: the PVC exists but no Pod", Fix: "the next reconcile" + h.reconcile() + " starts it with its user's data PVC; the claim is kept"}, true
 		}
-		return Diagnosis{Reason: "stopped: the PVC exists but no Pod", Fix: "the next reconcile (r) starts it"}
+		return Diagnosis{Reason: "stopped: the PVC exists but no Pod", Fix: "the next reconcile" + h.reconcile() + " starts it"}, true
 	case StateTerminating:
 		r := Diagnosis{Reason: "being deleted"}
 		if m.Pod != nil && len(m.Pod.Finalizers) > 0 {
@@ -87,88 +123,38 @@ func Diagnose(m *Member, events []corev1.Event, nodes []*corev1.Node, reconcileE
 		} else if m.PVC != nil && len(m.PVC.Finalizers) > 0 {
 			r.Fix = "a PVC stays Terminating while a Pod still uses it (finalizers: " + strings.Join(m.PVC.Finalizers, ", ") + ")"
 		}
-		return r
+		return r, true
 	}
+	return Diagnosis{}, false
+}
+
+// diagnosePod explains a member from its Pod (not nil) and the latest
+// Warning Event ev (nil for none): a Pod pinned to a virtual node, a
+// provider's failure, then its state (Unschedulable, Failed, Starting).
+func diagnosePod(m *Member, ev *corev1.Event, nodes []*corev1.Node, claimID string) (Diagnosis, bool) {
 	pod := m.Pod
-	if pod == nil {
-		return d
-	}
 	backend := podBackend(pod)
 	node := findNode(nodes, pod.Spec.NodeName)
 
 	// A Pod pinned to a virtual node bypasses the scheduler.
 	if pod.Spec.NodeName != "" && isVirtualNode(node, pod.Spec.NodeName) && !toleratesProvider(pod) {
-		r := Diagnosis{ClaimID: d.ClaimID, Reason: "pinned to virtual node " + pod.Spec.NodeName + " by spec.nodeName",
+		r := Diagnosis{ClaimID: claimID, Reason: "pinned to virtual node " + pod.Spec.NodeName + " by spec.nodeName",
 			Fix: "the scheduler was bypassed: the Pod succeeds or fails on its annotations alone; remove spec.nodeName and use the backend's node selector and toleration"}
 		if f := providerFailure(pod, ev); f != "" {
 			r.Evidence = f
 		}
-		return r
+		return r, true
 	}
-
 	if f := providerFailure(pod, ev); f != "" {
-		r := Diagnosis{ClaimID: d.ClaimID, Evidence: f}
-		low := strings.ToLower(f)
-		switch {
-		case backend == BackendSandboxd && pod.Annotations[SandboxdAnnotationRuntime] != "" && pod.Annotations[SandboxdAnnotationRuntime] != sandboxdRuntimeValue:
-			r.Reason = fmt.Sprintf("runtime annotation is %q, not sandboxd", pod.Annotations[SandboxdAnnotationRuntime])
-			r.Fix = "a vk-sandbox node serves one runtime: set " + SandboxdAnnotationRuntime + "=sandboxd (re-apply the pool)"
-		case backend == BackendSandboxd && pod.Annotations[SandboxdAnnotationTemplate] == "":
-			r.Reason = "missing annotation " + SandboxdAnnotationTemplate
-			r.Fix = "sandboxd needs the pool template: apply the pool with --template"
-		case backend == BackendCocoon && pod.Annotations[CocoonAnnotationVMName] == "":
-			r.Reason = "missing annotation " + CocoonAnnotationVMName
-			r.Fix = "vk-cocoon needs a per-member VM name: re-apply the pool so members are rebuilt"
-		case strings.Contains(low, "annotation"):
-			r.Reason = "the provider refused a missing or wrong annotation"
-			r.Fix = "compare the Pod's annotations with the backend's contract and re-apply the pool"
-		case strings.Contains(low, "warm") || strings.Contains(low, "capacity") || strings.Contains(low, "no available") || strings.Contains(low, "exhausted"):
-			r.Reason = "no warm capacity for " + warmKey(pod)
-			r.Fix = "raise the SandboxWarmPool replicas for this (template, net, size) key, or use a key that is provisioned"
-		default:
-			r.Reason = "the provider failed to create the Pod"
-			r.Fix = "read the provider's message; the Pod is retried while Pending"
-		}
-		if pod.Status.Phase == corev1.PodFailed && pod.Spec.RestartPolicy == corev1.RestartPolicyNever {
-			r.Fix += "; under restartPolicy Never the Pod was marked Failed and is not retried: the reconciler replaces it when unclaimed"
-		}
-		return r
+		return diagnoseProvider(pod, backend, f, claimID), true
 	}
-
 	switch m.State {
 	case StateUnschedulable:
-		return diagnoseUnschedulable(pod, m.Message, nodes, backend, d.ClaimID)
+		return diagnoseUnschedulable(pod, m.Message, nodes, backend, claimID), true
 	case StateFailed:
-		r := Diagnosis{ClaimID: d.ClaimID, Evidence: m.Message}
-		switch {
-		case strings.Contains(m.Message, "ImagePullBackOff") || strings.Contains(m.Message, "ErrImagePull"):
-			r.Reason = "image cannot be pulled"
-			r.Fix = "check the image name and that every node that can run a member can pull it (registry, credentials)"
-		case strings.Contains(m.Message, "ErrImageNeverPull"):
-			r.Reason = "image is not on the node, and its pull policy is Never"
-			r.Fix = "load the image onto every node that can run a member, or let the Pods pull it"
-		case strings.Contains(m.Message, "InvalidImageName"):
-			r.Reason = "the image name does not parse"
-			r.Fix = "apply the pool again with a valid --image"
-		case strings.Contains(m.Message, "CrashLoopBackOff"):
-			r.Reason = "the desktop container keeps crashing"
-			r.Fix = "read its logs; with --init the image's entrypoint must not exit"
-		case strings.Contains(m.Message, "CreateContainerError"):
-			r.Reason = "the container cannot be created"
-			r.Fix = "see the message; often a bad command or mount"
-		case strings.Contains(m.Message, "PVC") && strings.Contains(m.Message, "missing"):
-			r.Reason = "the data PVC is missing"
-			r.Fix = "replaced by the next reconcile when unclaimed"
-		case pod.Spec.RestartPolicy == corev1.RestartPolicyNever:
-			r.Reason = "the Pod failed under restartPolicy Never"
-			r.Fix = "it is never retried; the reconciler replaces it when unclaimed"
-		default:
-			r.Reason = "the Pod failed"
-			r.Fix = "the reconciler replaces it when unclaimed"
-		}
-		return r
+		return diagnoseFailed(pod, m.Message, claimID), true
 	case StateStarting:
-		r := Diagnosis{ClaimID: d.ClaimID, Reason: "starting"}
+		r := Diagnosis{ClaimID: claimID, Reason: "starting"}
 		if pod.Spec.NodeName == "" {
 			r.Reason = "waiting for the scheduler"
 		} else if pod.Status.Phase == corev1.PodRunning {
@@ -177,9 +163,72 @@ func Diagnose(m *Member, events []corev1.Event, nodes []*corev1.Node, reconcileE
 		if ev != nil {
 			r.Evidence = ev.Reason + ": " + ev.Message
 		}
-		return r
+		return r, true
 	}
-	return d
+	return Diagnosis{}, false
+}
+
+// diagnoseProvider explains the provider's CreatePod failure f on its
+// backend: a wrong or missing annotation, or no warm capacity.
+func diagnoseProvider(pod *corev1.Pod, backend, f, claimID string) Diagnosis {
+	r := Diagnosis{ClaimID: claimID, Evidence: f}
+	low := strings.ToLower(f)
+	switch {
+	case backend == BackendSandboxd && pod.Annotations[SandboxdAnnotationRuntime] != "" && pod.Annotations[SandboxdAnnotationRuntime] != sandboxdRuntimeValue:
+		r.Reason = fmt.Sprintf("runtime annotation is %q, not sandboxd", pod.Annotations[SandboxdAnnotationRuntime])
+		r.Fix = "a vk-sandbox node serves one runtime: set " + SandboxdAnnotationRuntime + "=sandboxd (re-apply the pool)"
+	case backend == BackendSandboxd && pod.Annotations[SandboxdAnnotationTemplate] == "":
+		r.Reason = "missing annotation " + SandboxdAnnotationTemplate
+		r.Fix = "sandboxd needs the pool template: apply the pool with --template"
+	case backend == BackendCocoon && pod.Annotations[CocoonAnnotationVMName] == "":
+		r.Reason = "missing annotation " + CocoonAnnotationVMName
+		r.Fix = "vk-cocoon needs a per-member VM name: re-apply the pool so members are rebuilt"
+	case strings.Contains(low, "annotation"):
+		r.Reason = "the provider refused a missing or wrong annotation"
+		r.Fix = "compare the Pod's annotations with the backend's contract and re-apply the pool"
+	case strings.Contains(low, "warm") || strings.Contains(low, "capacity") || strings.Contains(low, "no available") || strings.Contains(low, "exhausted"):
+		r.Reason = "no warm capacity for " + warmKey(pod)
+		r.Fix = "raise the SandboxWarmPool replicas for this (template, net, size) key, or use a key that is provisioned"
+	default:
+		r.Reason = "the provider failed to create the Pod"
+		r.Fix = "read the provider's message; the Pod is retried while Pending"
+	}
+	if pod.Status.Phase == corev1.PodFailed && pod.Spec.RestartPolicy == corev1.RestartPolicyNever {
+		r.Fix += "; under restartPolicy Never the Pod was marked Failed and is not retried: the reconciler replaces it when unclaimed"
+	}
+	return r
+}
+
+// diagnoseFailed explains a Failed member from the kubelet's message.
+func diagnoseFailed(pod *corev1.Pod, msg, claimID string) Diagnosis {
+	r := Diagnosis{ClaimID: claimID, Evidence: msg}
+	switch {
+	case strings.Contains(msg, "ImagePullBackOff") || strings.Contains(msg, "ErrImagePull"):
+		r.Reason = "image cannot be pulled"
+		r.Fix = "check the image name and that every node that can run a member can pull it (registry, credentials)"
+	case strings.Contains(msg, "ErrImageNeverPull"):
+		r.Reason = "image is not on the node, and its pull policy is Never"
+		r.Fix = "load the image onto every node that can run a member, or let the Pods pull it"
+	case strings.Contains(msg, "InvalidImageName"):
+		r.Reason = "the image name does not parse"
+		r.Fix = "apply the pool again with a valid --image"
+	case strings.Contains(msg, "CrashLoopBackOff"):
+		r.Reason = "the desktop container keeps crashing"
+		r.Fix = "read its logs; with --init the image's entrypoint must not exit"
+	case strings.Contains(msg, "CreateContainerError"):
+		r.Reason = "the container cannot be created"
+		r.Fix = "see the message; often a bad command or mount"
+	case strings.Contains(msg, "PVC") && strings.Contains(msg, "missing"):
+		r.Reason = "the data PVC is missing"
+		r.Fix = "replaced by the next reconcile when unclaimed"
+	case pod.Spec.RestartPolicy == corev1.RestartPolicyNever:
+		r.Reason = "the Pod failed under restartPolicy Never"
+		r.Fix = "it is never retried; the reconciler replaces it when unclaimed"
+	default:
+		r.Reason = "the Pod failed"
+		r.Fix = "the reconciler replaces it when unclaimed"
+	}
+	return r
 }
 
 // diagnoseNodeDown explains a member whose Pod's node is down

@@ -21,6 +21,7 @@ import (
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
 	"github.com/ctpool-tui/ctpool-tui/internal/kubetest"
+	"github.com/ctpool-tui/ctpool-tui/internal/render"
 	"github.com/ctpool-tui/ctpool-tui/kube"
 	"github.com/ctpool-tui/ctpool-tui/themes"
 )
@@ -253,7 +254,7 @@ func TestIntegrationReadOnlyViewerMakesNoWrites(t *testing.T) {
 		t.Fatalf("ListPools as viewer: %v", err)
 	}
 	var b strings.Builder
-	RenderOnce(&b, engine.ObserveAll(snaps, time.Now()), OnceOptions{Format: "json", Namespace: env.Namespace, Now: time.Now()})
+	render.RenderOnce(&b, engine.ObserveAll(snaps, time.Now()), render.OnceOptions{Format: "json", Namespace: env.Namespace, Now: time.Now()})
 	if !strings.Contains(b.String(), `"name": "ro"`) {
 		t.Errorf("--once does not list the pool:\n%s", b.String())
 	}

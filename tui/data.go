@@ -6,6 +6,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/internal/render"
 )
 
 // coalesceDelay is the least time between two rebuilds: a storm of change
@@ -317,11 +318,11 @@ func (h health) connState(now, started time.Time, loaded bool) (text string, lev
 	return glyphLive + " live · synced " + ago(now, h.lastSync), levelOK
 }
 
-// Levels of a status, mapped onto styles.
+// Levels of a status (render's), mapped onto styles.
 const (
-	levelNone = iota
-	levelOK
-	levelInfo
-	levelWarn
-	levelError
+	levelNone  = int(render.LevelNone)
+	levelOK    = int(render.LevelOK)
+	levelInfo  = int(render.LevelInfo)
+	levelWarn  = int(render.LevelWarn)
+	levelError = int(render.LevelError)
 )

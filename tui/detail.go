@@ -197,7 +197,7 @@ func (d *detailView) view(ctx viewContext) string {
 	// The cluster's own words come first and whole (for an Unschedulable
 	// member, the scheduler's message); the diagnosis follows on lines of its
 	// own, and its evidence only when it is not that same message.
-	dg := diagnose(v, mm, d.events, ctx.nodes)
+	dg := diagnose(v, mm, d.events, ctx.nodes, ctx.hints)
 	if mm.Message != "" {
 		add("Message", mm.Message)
 	}

@@ -8,28 +8,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/internal/render"
 )
 
 // diagnose is the engine's diagnosis of a member of v (which may be nil),
-// with the Events read for the detail pane and the nodes when readable.
-func diagnose(v *engine.PoolView, mm *engine.Member, events []corev1.Event, nodes []*corev1.Node) engine.Diagnosis {
-	var errs []string
-	if v != nil {
-		errs = v.Recorded.Errors
-	}
-	return engine.Diagnose(mm, events, nodes, errs)
-}
-
-// reasonCell is the short reason the table shows for a member that is not
-// Ready and fine: the diagnosis, else the cluster's message, else problems.
-func reasonCell(v *engine.PoolView, mm *engine.Member, nodes []*corev1.Node) string {
-	if d := diagnose(v, mm, nil, nodes); d.Reason != "" {
-		return d.Reason
-	}
-	if mm.Message != "" {
-		return mm.Message
-	}
-	return joinNonEmpty("; ", mm.Problems...)
+// with the Events read for the detail pane and the nodes when readable, its
+// fix naming the keys of hints.
+func diagnose(v *engine.PoolView, mm *engine.Member, events []corev1.Event, nodes []*corev1.Node, hints keyHints) engine.Diagnosis {
+	return render.Diagnose(v, mm, events, nodes, hints.engine())
 }
 
 // nodesMsg answers a nodes request. nodes is nil when they are not readable.

@@ -1,8 +1,8 @@
 // Package tui is the ctpool-tui dashboard: a bubbletea program over the
 // engine's pool views (pools, a pool's members, a member's details and logs,
-// dialogs, the action log, the wall display), and the headless --once
-// renderer. cmd/ctpool-tui wires it with Options (api.go) and calls Run, or
-// for --once RenderOnce and RenderContexts (once.go, once_contexts.go).
+// dialogs, the action log, the wall display). cmd/ctpool-tui wires it with
+// Options (api.go) and calls Run. The rows' words and the headless --once
+// report are internal/render's, shared by both.
 //
 // Where to start reading:
 //
@@ -11,7 +11,7 @@
 //   - keys.go: every key binding and the help lines; access.go pairs the
 //     action keys with the engine's actions for the permission check.
 //   - members.go: the members view and the drawing of its table rows;
-//     member_rows.go: its columns, cells and sort.
+//     member_rows.go: its columns, cells and sort, over render.MemberRow.
 //   - actions.go: the action keys, the requests they build and actionCmd,
 //     which calls the engine through the Actions interface; dialog.go and
 //     claim.go are the confirmations and the claim dialog.

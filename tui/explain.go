@@ -12,14 +12,8 @@ import (
 
 // explainMember says in plain language why a member is in its state and what
 // happens next. It is the one hook a fuller engine diagnosis will replace.
-// hints adds the dashboard keys that act on the situation.
-func explainMember(v *engine.PoolView, mm *engine.Member, now time.Time, hints bool) string {
-	key := func(k string) string {
-		if hints {
-			return " (" + k + ")"
-		}
-		return ""
-	}
+// hints are the dashboard keys that act on the situation, named after it.
+func explainMember(v *engine.PoolView, mm *engine.Member, now time.Time, hints keyHints) string {
 	var parts []string
 	if v != nil && !v.Defined {
 		parts = append(parts, "the pool has no definition, so nothing reconciles this member (apply the pool again, or delete its objects)")
@@ -27,7 +21,7 @@ func explainMember(v *engine.PoolView, mm *engine.Member, now time.Time, hints b
 	// The diagnosis (shown beside this text) already quotes the cluster's
 	// message: do not repeat it.
 	msg := func(word string) string {
-		if d := diagnose(v, mm, nil, nil); d.Reason != "" && d.Evidence == mm.Message {
+		if d := diagnose(v, mm, nil, nil, keyHints{}); d.Reason != "" && d.Evidence == mm.Message {
 			return ""
 		}
 		return ": " + orWord(mm.Message, word)
@@ -40,9 +34,9 @@ func explainMember(v *engine.PoolView, mm *engine.Member, now time.Time, hints b
 	case engine.StateFailed:
 		p := "failed" + msg("no reason given")
 		if mm.Claimed {
-			p += "; " + claimedBy + ", so it stays until released" + key("x release, f force-release")
+			p += "; " + claimedBy + ", so it stays until released" + hint(hints.forceRelease)
 		} else {
-			p += "; the next reconcile replaces it" + key("r reconcile")
+			p += "; the next reconcile replaces it" + hint(hints.reconcile)
 		}
 		parts = append(parts, p)
 	case engine.StateUnschedulable:
@@ -51,7 +45,7 @@ func explainMember(v *engine.PoolView, mm *engine.Member, now time.Time, hints b
 	case engine.StateTerminating:
 		parts = append(parts, "being deleted")
 	case engine.StateMissing:
-		parts = append(parts, "has no Pod and no PVC; the next reconcile creates it"+key("r reconcile"))
+		parts = append(parts, "has no Pod and no PVC; the next reconcile creates it"+hint(hints.reconcile))
 	case engine.StateStopped:
 		parts = append(parts, "stopped (data PVC kept, no Pod); a claim or the next reconcile starts it")
 	case engine.StateStarting:
@@ -66,14 +60,14 @@ func explainMember(v *engine.PoolView, mm *engine.Member, now time.Time, hints b
 		switch {
 		case c.Expires.IsZero() || !now.Before(c.Expires):
 			parts = append(parts, fmt.Sprintf("claim by %s expired %s ago; nobody else can take this desktop until it is released%s",
-				c.Holder, short(now.Sub(c.Expires)), key("f force-release")))
+				c.Holder, short(now.Sub(c.Expires)), hint(hints.forceRelease)))
 		case mm.State != engine.StateFailed:
 			parts = append(parts, fmt.Sprintf("%s, %s left on the claim", claimedBy, short(c.Expires.Sub(now))))
 		}
 	}
 	if mm.Maintenance && mm.Claim != nil {
 		if mm.MaintenanceStale {
-			parts = append(parts, "a reconciler Lease was left behind (stale); the next reconcile takes it over"+key("r reconcile"))
+			parts = append(parts, "a reconciler Lease was left behind (stale); the next reconcile takes it over"+hint(hints.reconcile))
 		} else {
 			parts = append(parts, "the reconciler is working on it (its Lease expires "+ago(now, mm.Claim.Expires)+")")
 		}

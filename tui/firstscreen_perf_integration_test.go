@@ -17,6 +17,7 @@ import (
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
 	"github.com/ctpool-tui/ctpool-tui/internal/kubetest"
+	"github.com/ctpool-tui/ctpool-tui/internal/render"
 	"github.com/ctpool-tui/ctpool-tui/kube"
 	"github.com/ctpool-tui/ctpool-tui/themes"
 )
@@ -50,7 +51,7 @@ func timeOnce(t *testing.T, cfg *rest.Config, ns string) time.Duration {
 		t.Fatal(err)
 	}
 	views := engine.ObserveAll(snaps, time.Now())
-	RenderOnce(io.Discard, views, OnceOptions{Format: "json", Namespace: ns, Context: "perf", Now: time.Now()})
+	render.RenderOnce(io.Discard, views, render.OnceOptions{Format: "json", Namespace: ns, Context: "perf", Now: time.Now()})
 	d := time.Since(start)
 	if len(views) != 1 || len(views[0].Members) != firstScreenMembers {
 		t.Fatalf("--once read %d pools", len(views))

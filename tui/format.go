@@ -1,64 +1,37 @@
 package tui
 
 import (
-	"fmt"
 	"strings"
 	"time"
 
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/ctpool-tui/ctpool-tui/internal/render"
 	"github.com/ctpool-tui/ctpool-tui/tui/sanitize"
 )
 
-// Glyphs. Each status has a glyph and a word; colour only adds to them.
+// Glyphs (render's). Each status has a glyph and a word; colour only adds
+// to them.
 const (
-	glyphLive     = "●"
-	glyphSyncing  = "◌"
-	glyphBad      = "✗"
-	glyphOK       = "✓"
-	glyphWarn     = "⚠"
-	glyphDrift    = "⟳"
-	glyphMaint    = "⚙"
-	glyphAbove    = "↑"
-	glyphProblem  = "!"
-	glyphCursor   = "▸"
-	glyphNone     = "—"
-	glyphEllipsis = "…"
+	glyphLive     = render.GlyphLive
+	glyphSyncing  = render.GlyphSyncing
+	glyphBad      = render.GlyphBad
+	glyphOK       = render.GlyphOK
+	glyphWarn     = render.GlyphWarn
+	glyphDrift    = render.GlyphDrift
+	glyphMaint    = render.GlyphMaint
+	glyphAbove    = render.GlyphAbove
+	glyphProblem  = render.GlyphProblem
+	glyphCursor   = render.GlyphCursor
+	glyphNone     = render.GlyphNone
+	glyphEllipsis = render.GlyphEllipsis
 )
 
 // short formats a duration compactly: 12s, 42m, 1h05m, 3h, 2d.
-func short(d time.Duration) string {
-	if d < 0 {
-		d = -d
-	}
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d/time.Second))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm", int(d/time.Minute))
-	case d < 10*time.Hour:
-		h := int(d / time.Hour)
-		m := int((d % time.Hour) / time.Minute)
-		if m == 0 {
-			return fmt.Sprintf("%dh", h)
-		}
-		return fmt.Sprintf("%dh%02dm", h, m)
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh", int(d/time.Hour))
-	}
-	return fmt.Sprintf("%dd", int(d/(24*time.Hour)))
-}
+func short(d time.Duration) string { return render.Duration(d) }
 
 // ago formats the time since t ("12s ago"), or "never" for a zero time.
-func ago(now, t time.Time) string {
-	if t.IsZero() {
-		return "never"
-	}
-	if t.After(now) {
-		return "in " + short(t.Sub(now))
-	}
-	return short(now.Sub(t)) + " ago"
-}
+func ago(now, t time.Time) string { return render.Ago(now, t) }
 
 // clock formats a time of day; the date is added when it is not today.
 func clock(now, t time.Time) string {
@@ -71,12 +44,7 @@ func clock(now, t time.Time) string {
 	return t.Format("Jan 2 15:04")
 }
 
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return fmt.Sprintf("%d %s", n, one)
-	}
-	return fmt.Sprintf("%d %s", n, many)
-}
+func plural(n int, one, many string) string { return render.Plural(n, one, many) }
 
 // column is one table column. Columns with a drop rank are removed, the
 // highest rank first, until the table fits; a flex column takes what is left.
@@ -87,6 +55,9 @@ type column struct {
 	flex  bool // grows to fill the line (min is width)
 	max   int  // a flex column's maximum (0: none)
 	drop  int  // 0: never dropped
+	// of is the index of the column's definition in its table's column set
+	// (memberCols), so that a fitted column finds its cells.
+	of int
 }
 
 // fitColumns returns the columns that fit in total cells (one space between
@@ -132,14 +103,21 @@ func fitColumns(cols []column, total, prefix int) []column {
 	}
 }
 
-// cells renders sanitised, fitted cells separated by a space.
+// cells renders sanitised, fitted cells separated by a space, each the
+// value of its column's title.
 func cells(cols []column, values map[string]string) string {
+	return cellsBy(cols, func(c column) string { return values[c.title] })
+}
+
+// cellsBy renders sanitised, fitted cells separated by a space, each
+// value(its column).
+func cellsBy(cols []column, value func(c column) string) string {
 	var b strings.Builder
 	for i, c := range cols {
 		if i > 0 {
 			b.WriteByte(' ')
 		}
-		v := values[c.title]
+		v := value(c)
 		if c.right {
 			b.WriteString(sanitize.FitRight(v, c.width))
 		} else {
@@ -151,32 +129,15 @@ func cells(cols []column, values map[string]string) string {
 
 // headerCells renders column titles.
 func headerCells(cols []column) string {
-	vals := make(map[string]string, len(cols))
-	for _, c := range cols {
-		vals[c.title] = c.title
-	}
-	return cells(cols, vals)
+	return cellsBy(cols, func(c column) string { return c.title })
 }
 
-// cut cuts an already rendered line (which may hold styling) to width cells.
-func cut(s string, width int) string {
-	if width <= 0 {
-		return ""
-	}
-	if ansi.StringWidth(s) <= width {
-		return s
-	}
-	return ansi.Truncate(s, width, glyphEllipsis)
-}
+// cut cuts an already rendered line (which may hold styling) to width cells
+// (sanitize.Cut).
+func cut(s string, width int) string { return sanitize.Cut(s, width) }
 
-// pad pads an already rendered line with spaces to width cells.
-func pad(s string, width int) string {
-	s = cut(s, width)
-	if w := ansi.StringWidth(s); w < width {
-		s += strings.Repeat(" ", width-w)
-	}
-	return s
-}
+// pad pads an already rendered line with spaces to width cells (sanitize.Pad).
+func pad(s string, width int) string { return sanitize.Pad(s, width) }
 
 // spread puts left and right on one line of width cells.
 func spread(left, right string, width int) string {
@@ -234,20 +195,7 @@ func wrapIndent(s string, width, indent int) []string {
 }
 
 // orWord is s, or word when s is blank.
-func orWord(s, word string) string {
-	if strings.TrimSpace(s) == "" {
-		return word
-	}
-	return s
-}
+func orWord(s, word string) string { return render.OrWord(s, word) }
 
 // joinNonEmpty joins the parts that are not empty.
-func joinNonEmpty(sep string, parts ...string) string {
-	var out []string
-	for _, p := range parts {
-		if p != "" {
-			out = append(out, p)
-		}
-	}
-	return strings.Join(out, sep)
-}
+func joinNonEmpty(sep string, parts ...string) string { return render.JoinNonEmpty(sep, parts...) }

@@ -296,7 +296,7 @@ func sameDashboards(inc, full *Model) string {
 		return "the search texts differ"
 	case !reflect.DeepEqual(a.rows, b.rows):
 		return fmt.Sprintf("the rows differ (sort %s, filter %q):\n%v\n%v", b.sort, b.filter.Value(), a.rows, b.rows)
-	case a.widths != b.widths:
+	case !reflect.DeepEqual(a.widths, b.widths):
 		return fmt.Sprintf("the widths differ: %+v, want %+v", a.widths, b.widths)
 	case a.cursor != b.cursor || a.offset != b.offset || a.selected != b.selected:
 		return fmt.Sprintf("the selection differs: %d %d %q, want %d %d %q", a.cursor, a.offset, a.selected, b.cursor, b.offset, b.selected)

@@ -3,11 +3,10 @@ package tui
 import (
 	"cmp"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
-	"github.com/ctpool-tui/ctpool-tui/tui/sanitize"
+	"github.com/ctpool-tui/ctpool-tui/internal/render"
 )
 
 // sortKey is a column the members view can sort by (S cycles).
@@ -132,144 +131,8 @@ func expiry(mm *engine.Member) time.Time {
 	return time.Time{}
 }
 
-// searchText is what the filter matches, lower-cased once per snapshot.
-func searchText(mm *engine.Member) string {
-	parts := []string{mm.Name, string(mm.State), mm.Holder(), mm.Node, mm.Message, marksText(mm)}
-	parts = append(parts, mm.Problems...)
-	if mm.Claimed && mm.Claim != nil && mm.Claim.Expired {
-		parts = append(parts, "expired")
-	}
-	if mm.Free {
-		parts = append(parts, "free")
-	}
-	if mm.Claimed {
-		parts = append(parts, "claimed")
-	}
-	return strings.ToLower(clean(strings.Join(parts, " ")))
-}
-
 // marksText lists a member's markers, each a glyph and a word.
-func marksText(mm *engine.Member) string {
-	var marks []string
-	if mm.Drift {
-		marks = append(marks, glyphDrift+" drift")
-	}
-	if mm.Maintenance {
-		if mm.MaintenanceStale {
-			marks = append(marks, glyphMaint+" stale maint")
-		} else {
-			marks = append(marks, glyphMaint+" maint")
-		}
-	}
-	if mm.AboveSize {
-		marks = append(marks, glyphAbove+" above size")
-	}
-	if mm.Blocked != "" {
-		marks = append(marks, glyphProblem+" blocked")
-	}
-	if mm.NodeDown != "" {
-		marks = append(marks, glyphBad+" node down")
-	}
-	if n := len(mm.Problems); n > 0 {
-		marks = append(marks, glyphProblem+" "+plural(n, "problem", "problems"))
-	}
-	return strings.Join(marks, " ")
-}
+func marksText(mm *engine.Member) string { return render.MarksText(mm) }
 
-// claimCells returns the CLAIMED and LEFT cells and how urgent the claim is.
-func claimCells(mm *engine.Member, now time.Time) (claimed, left string, level int) {
-	if !mm.Claimed || mm.Claim == nil {
-		return "", "", levelNone
-	}
-	c := mm.Claim
-	if !c.Acquired.IsZero() {
-		claimed = short(now.Sub(c.Acquired))
-	}
-	switch {
-	case c.Expires.IsZero() || !now.Before(c.Expires):
-		return claimed, glyphBad + " expired", levelError
-	case c.Expires.Sub(now) <= engine.ExpiringSoon:
-		return claimed, glyphWarn + " " + short(c.Expires.Sub(now)), levelWarn
-	}
-	return claimed, short(c.Expires.Sub(now)), levelNone
-}
-
-// colWidths are the widths the data needs, measured once per snapshot.
-type colWidths struct{ name, holder, marks, node int }
-
-// widthCounts counts the members that need each width of each measured
-// column, so that the widths follow a change of a few members.
-type widthCounts struct{ name, holder, marks, node map[int]int }
-
-func (c *widthCounts) reset() {
-	if c.name == nil {
-		c.name, c.holder, c.marks, c.node = map[int]int{}, map[int]int{}, map[int]int{}, map[int]int{}
-	}
-	clear(c.name)
-	clear(c.holder)
-	clear(c.marks)
-	clear(c.node)
-}
-
-// add counts a member's widths (n = 1), or takes them away (n = -1).
-func (c *widthCounts) add(mm *engine.Member, n int) {
-	if c.name == nil {
-		c.reset()
-	}
-	bump := func(m map[int]int, w int) {
-		if m[w] += n; m[w] <= 0 {
-			delete(m, w)
-		}
-	}
-	bump(c.name, sanitize.Width(mm.Name))
-	bump(c.holder, sanitize.Width(holderCell(mm)))
-	bump(c.marks, sanitize.Width(marksText(mm)))
-	bump(c.node, sanitize.Width(mm.Node))
-}
-
-// widths are the largest widths counted (0 for none).
-func (c *widthCounts) widths() colWidths {
-	widest := func(m map[int]int) int {
-		w := 0
-		for k := range m {
-			w = max(w, k)
-		}
-		return w
-	}
-	return colWidths{name: widest(c.name), holder: widest(c.holder), marks: widest(c.marks), node: widest(c.node)}
-}
-
-func memberColumns(width int, w colWidths) []column {
-	return fitColumns([]column{
-		{title: "MEMBER", width: min(max(w.name, 6), 22)},
-		{title: "STATE", width: 13},
-		{title: "HOLDER", width: min(max(w.holder, 6), 16), flex: true, max: min(max(w.holder, 6), 30)},
-		{title: "CLAIMED", width: 7, right: true, drop: 4},
-		{title: "LEFT", width: 9},
-		{title: "MARKS", width: min(max(w.marks, 5), 24), drop: 1},
-		{title: "NODE", width: min(max(w.node, 4), 10), flex: true, max: min(max(w.node, 4), 20), drop: 2},
-		{title: "AGE", width: 5, right: true, drop: 3},
-		{title: "MESSAGE", width: 12, flex: true, drop: 5},
-	}, width, 2)
-}
-
-// holderCell is the HOLDER cell: the claim holder, the reconciler, or a dash.
-func holderCell(mm *engine.Member) string {
-	switch {
-	case mm.Maintenance:
-		return glyphMaint + " reconciler"
-	case mm.Holder() == "":
-		return glyphNone
-	}
-	return mm.Holder()
-}
-
-func memberLevel(mm *engine.Member) int {
-	switch {
-	case mm.State == engine.StateFailed || len(mm.Problems) > 0:
-		return levelError
-	case mm.State == engine.StateUnschedulable || mm.MaintenanceStale || mm.NodeDown != "":
-		return levelWarn
-	}
-	return levelNone
-}
+// memberLevel is how urgent a member's own state is.
+func memberLevel(mm *engine.Member) int { return int(render.MemberLevel(mm)) }

@@ -10,6 +10,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/internal/render"
 	"github.com/ctpool-tui/ctpool-tui/themes"
 )
 
@@ -26,7 +27,7 @@ type membersView struct {
 	pv     *engine.PoolView // the pool (nil: gone)
 	all    []engine.Member
 	index  map[string]int
-	widths colWidths
+	widths []int       // the widest measured text of each column (memberCols)
 	counts widthCounts // how many members need each width (applyChanges)
 	sort   sortKey
 }
@@ -58,7 +59,7 @@ func (l *membersView) setData(v *engine.PoolView) {
 		mm := &l.all[i]
 		l.counts.add(mm, 1)
 		l.names = append(l.names, mm.Name)
-		l.hay = append(l.hay, searchText(mm))
+		l.hay = append(l.hay, render.SearchText(mm))
 		l.index[mm.Name] = i
 	}
 	l.widths = l.counts.widths()
@@ -104,7 +105,7 @@ func (l *membersView) applyChanges(v *engine.PoolView, changes []engine.MemberCh
 		l.all[c.Pos] = cur[i]
 		mm := &l.all[c.Pos]
 		l.counts.add(mm, 1)
-		l.hay[c.Pos] = searchText(mm)
+		l.hay[c.Pos] = render.SearchText(mm)
 		is := q == "" || strings.Contains(l.hay[c.Pos], q)
 		switch {
 		case was && is:
@@ -256,7 +257,7 @@ func (l *membersView) view(ctx viewContext) string {
 	case mm != nil:
 		lead := glyphCursor + " " + clean(mm.Name) + ": "
 		why := explainMember(v, mm, ctx.now, ctx.hints)
-		if d := diagnose(v, mm, nil, ctx.nodes); d.Reason != "" {
+		if d := diagnose(v, mm, nil, ctx.nodes, ctx.hints); d.Reason != "" {
 			why = d.Reason + "; " + why
 		}
 		text := wrapIndent(lead+clean(why), ctx.width, 2)
@@ -279,26 +280,14 @@ func (l *membersView) view(ctx viewContext) string {
 	return b.String()
 }
 
-// row renders one member's line.
+// row renders one member's line: render's row of the member, styled.
 func (l *membersView) row(ctx viewContext, cols []column, mm *engine.Member, selected bool) string {
-	holder := holderCell(mm)
-	claimed, left, level := claimCells(mm, ctx.now)
-	age := ""
-	if !mm.Created.IsZero() {
-		age = short(ctx.now.Sub(mm.Created))
-	}
-	msg := reasonCell(l.pv, mm, ctx.nodes)
-	line := cells(cols, map[string]string{
-		"MEMBER": mm.Name, "STATE": string(mm.State), "HOLDER": holder, "CLAIMED": claimed,
-		"LEFT": left, "MARKS": marksText(mm), "NODE": mm.Node, "AGE": age, "MESSAGE": msg,
-	})
+	r := memberCells{Row: render.MemberRow(mm, ctx.now), message: render.Reason(l.pv, mm, ctx.nodes)}
+	line := memberLine(cols, &r)
 	if selected {
 		return ctx.st.Selected.Render(glyphCursor + " " + line)
 	}
-	if l := memberLevel(mm); l > level {
-		level = l
-	}
-	if level >= levelWarn {
+	if level := int(r.Level); level >= levelWarn {
 		return "  " + ctx.level(level).Render(line)
 	}
 	return "  " + line

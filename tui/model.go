@@ -306,7 +306,7 @@ func (m *Model) viewCtx() viewContext {
 		views: m.views, loaded: m.loaded, nodes: m.side.nodes,
 		conn: conn, connLevel: level, dataAt: dataAt,
 		kubeContext: kctx, namespace: ns, readOnly: m.opts.ReadOnly, demo: m.opts.Demo,
-		hints: m.canAct(), events: m.opts.Events != nil, fleet: m.opts.Fleet,
+		hints: hintsFrom(&m.keys, m.canAct()), events: m.opts.Events != nil, fleet: m.opts.Fleet,
 		contexts: m.opts.Contexts, clusters: m.clusterStates(),
 	}
 }

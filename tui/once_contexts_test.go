@@ -8,12 +8,13 @@ import (
 	"testing"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/internal/render"
 )
 
 // contextClusters: prod with the fleet fixture in every namespace, lab with
 // only its desk pool of vdi-eng in one namespace (healthy), and edge, which
 // did not answer or refused.
-func contextClusters(edgeState string) []ContextViews {
+func contextClusters(edgeState string) []render.ContextViews {
 	all := engine.ObserveAll(fleetSnapshots(), t0)
 	var labDesk []engine.PoolView
 	for _, v := range all {
@@ -21,16 +22,16 @@ func contextClusters(edgeState string) []ContextViews {
 			labDesk = append(labDesk, v)
 		}
 	}
-	cs := []ContextViews{
-		{Context: "prod", Fleet: true, Views: all, State: ClusterLive},
-		{Context: "lab", Namespace: "vdi-eng", Views: labDesk, State: ClusterLive},
+	cs := []render.ContextViews{
+		{Context: "prod", Fleet: true, Views: all, State: render.ClusterLive},
+		{Context: "lab", Namespace: "vdi-eng", Views: labDesk, State: render.ClusterLive},
 	}
 	switch edgeState {
-	case ClusterUnreachable:
-		cs = append(cs, ContextViews{Context: "edge", Namespace: "vdi", State: ClusterUnreachable,
+	case render.ClusterUnreachable:
+		cs = append(cs, render.ContextViews{Context: "edge", Namespace: "vdi", State: render.ClusterUnreachable,
 			Err: errors.New("cannot read namespace vdi at https://10.0.0.9:6443: connection refused")})
-	case ClusterForbidden:
-		cs = append(cs, ContextViews{Context: "edge", Namespace: "vdi", State: ClusterForbidden,
+	case render.ClusterForbidden:
+		cs = append(cs, render.ContextViews{Context: "edge", Namespace: "vdi", State: render.ClusterForbidden,
 			Err: errors.New("this identity may not list pods in namespace vdi")})
 	}
 	return cs
@@ -39,30 +40,30 @@ func contextClusters(edgeState string) []ContextViews {
 func TestRenderContexts(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
-		clusters []ContextViews
-		opts     OnceOptions
+		clusters []render.ContextViews
+		opts     render.OnceOptions
 		golden   string
 		want     []string
 		code     int
 	}{
-		{name: "one unreachable", clusters: contextClusters(ClusterUnreachable), opts: OnceOptions{Now: t0}, golden: "once_contexts_table",
+		{name: "one unreachable", clusters: contextClusters(render.ClusterUnreachable), opts: render.OnceOptions{Now: t0}, golden: "once_contexts_table",
 			want: []string{"edge     vdi         unreachable", "lab: vdi-eng/desk (", "prod: vdi-cad/gpu ("}, code: 1},
-		{name: "one forbidden", clusters: contextClusters(ClusterForbidden), opts: OnceOptions{Now: t0},
+		{name: "one forbidden", clusters: contextClusters(render.ClusterForbidden), opts: render.OnceOptions{Now: t0},
 			want: []string{"edge     vdi         forbidden  this identity may not list pods"}, code: 1},
-		{name: "all live, attention in prod", clusters: contextClusters(""), opts: OnceOptions{Now: t0},
-			want: []string{"prod     all"}, code: ExitAttention},
-		{name: "a pool in one cluster is no attention in another", clusters: contextClusters("")[1:], opts: OnceOptions{Pool: "desk", Now: t0},
-			want: []string{"lab      vdi-eng    desk"}, code: ExitOK},
-		{name: "desk in both", clusters: contextClusters(""), opts: OnceOptions{Pool: "desk", Now: t0},
-			want: []string{"prod     vdi-cad    desk", "prod     vdi-eng    desk", "lab      vdi-eng    desk"}, code: ExitOK},
-		{name: "no such pool anywhere", clusters: contextClusters(""), opts: OnceOptions{Pool: "gone", Now: t0},
-			want: []string{"no pool named gone in contexts prod, lab"}, code: ExitAttention},
-		{name: "unreachable is worse than attention", clusters: contextClusters(ClusterUnreachable), opts: OnceOptions{Pool: "gpu", Now: t0},
+		{name: "all live, attention in prod", clusters: contextClusters(""), opts: render.OnceOptions{Now: t0},
+			want: []string{"prod     all"}, code: render.ExitAttention},
+		{name: "a pool in one cluster is no attention in another", clusters: contextClusters("")[1:], opts: render.OnceOptions{Pool: "desk", Now: t0},
+			want: []string{"lab      vdi-eng    desk"}, code: render.ExitOK},
+		{name: "desk in both", clusters: contextClusters(""), opts: render.OnceOptions{Pool: "desk", Now: t0},
+			want: []string{"prod     vdi-cad    desk", "prod     vdi-eng    desk", "lab      vdi-eng    desk"}, code: render.ExitOK},
+		{name: "no such pool anywhere", clusters: contextClusters(""), opts: render.OnceOptions{Pool: "gone", Now: t0},
+			want: []string{"no pool named gone in contexts prod, lab"}, code: render.ExitAttention},
+		{name: "unreachable is worse than attention", clusters: contextClusters(render.ClusterUnreachable), opts: render.OnceOptions{Pool: "gpu", Now: t0},
 			want: []string{"prod     vdi-cad    gpu"}, code: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var b bytes.Buffer
-			if code := RenderContexts(&b, tc.clusters, tc.opts); code != tc.code {
+			if code := render.RenderContexts(&b, tc.clusters, tc.opts); code != tc.code {
 				t.Errorf("exit %d, want %d", code, tc.code)
 			}
 			if tc.golden != "" {
@@ -79,11 +80,11 @@ func TestRenderContexts(t *testing.T) {
 
 func TestRenderContextsJSONNamesContextAndNamespace(t *testing.T) {
 	var b bytes.Buffer
-	code := RenderContexts(&b, contextClusters(ClusterUnreachable), OnceOptions{Format: "json", Now: t0})
+	code := render.RenderContexts(&b, contextClusters(render.ClusterUnreachable), render.OnceOptions{Format: "json", Now: t0})
 	if code != 1 {
 		t.Errorf("exit %d, want 1", code)
 	}
-	var r OnceReport
+	var r render.OnceReport
 	if err := json.Unmarshal(b.Bytes(), &r); err != nil {
 		t.Fatal(err)
 	}

@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/ctpool-tui/ctpool-tui/internal/render"
 )
 
 // TestRenderOnceNodeDown: a member on a down node carries the node's
 // evidence, sanitised, as nodeDown in the JSON document (absent for the
-// others) and as the node-down mark, diagnosis and message in the table;
+// others) and as the node down mark, diagnosis and message in the table;
 // with the nodes unknown nothing says so.
 func TestRenderOnceNodeDown(t *testing.T) {
 	const evidence = "Ready=Unknown since 2026-03-02T08:57:30Z: Kubelet stopped posting node status.; node.kubernetes.io/unreachable:NoSchedule"
@@ -28,7 +30,7 @@ func TestRenderOnceNodeDown(t *testing.T) {
 				cl.nodeDown = nil
 			}
 			var js bytes.Buffer
-			RenderOnce(&js, cl.views(), OnceOptions{Format: "json", Namespace: ns, Now: t0})
+			render.RenderOnce(&js, cl.views(), render.OnceOptions{Format: "json", Namespace: ns, Now: t0})
 			if strings.Contains(js.String(), "\x1b") || strings.Contains(js.String(), `\u001b`) {
 				t.Errorf("the JSON document holds an escape sequence:\n%s", js.String())
 			}
@@ -48,14 +50,14 @@ func TestRenderOnceNodeDown(t *testing.T) {
 				}
 			}
 			var tb bytes.Buffer
-			RenderOnce(&tb, cl.views(), OnceOptions{Namespace: ns, Now: t0})
+			render.RenderOnce(&tb, cl.views(), render.OnceOptions{Namespace: ns, Now: t0})
 			for _, line := range strings.Split(tb.String(), "\n") {
 				f := strings.Fields(line)
 				if len(f) == 0 || !strings.HasPrefix(f[0], "desk-") {
 					continue
 				}
 				down := c.want[f[0]] != ""
-				if got := strings.Contains(line, "node-down") && strings.Contains(line, "node node-b is down"); got != down {
+				if got := strings.Contains(line, "node down  ") && strings.Contains(line, "node node-b is down"); got != down {
 					t.Errorf("table row %q: node down shown %v, want %v", line, got, down)
 				}
 			}

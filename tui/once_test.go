@@ -8,51 +8,52 @@ import (
 	"time"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/internal/render"
 )
 
 func TestRenderOnceTable(t *testing.T) {
 	var b bytes.Buffer
-	code := RenderOnce(&b, demoCluster().views(), OnceOptions{Namespace: ns, Context: "prod-eu", Now: t0})
-	if code != ExitAttention {
-		t.Errorf("exit %d, want %d (gpu is exhausted, broken and ghost have problems)", code, ExitAttention)
+	code := render.RenderOnce(&b, demoCluster().views(), render.OnceOptions{Namespace: ns, Context: "prod-eu", Now: t0})
+	if code != render.ExitAttention {
+		t.Errorf("exit %d, want %d (gpu is exhausted, broken and ghost have problems)", code, render.ExitAttention)
 	}
 	golden(t, "once_table", b.String())
 }
 
 func TestRenderOnceHealthyPool(t *testing.T) {
 	var b bytes.Buffer
-	if code := RenderOnce(&b, demoCluster().views(), OnceOptions{Namespace: ns, Pool: "desk", Now: t0}); code != ExitOK {
+	if code := render.RenderOnce(&b, demoCluster().views(), render.OnceOptions{Namespace: ns, Pool: "desk", Now: t0}); code != render.ExitOK {
 		t.Errorf("desk alone: exit %d, want 0", code)
 	}
 	if strings.Contains(b.String(), "sandboxd") || strings.Contains(b.String(), "kiosk") {
 		t.Error("--pool desk printed other pools")
 	}
 	b.Reset()
-	if code := RenderOnce(&b, demoCluster().views(), OnceOptions{Namespace: ns, Pool: "gpu", Now: t0}); code != ExitAttention {
+	if code := render.RenderOnce(&b, demoCluster().views(), render.OnceOptions{Namespace: ns, Pool: "gpu", Now: t0}); code != render.ExitAttention {
 		t.Errorf("gpu alone: exit %d, want 3", code)
 	}
 	b.Reset()
-	if code := RenderOnce(&b, demoCluster().views(), OnceOptions{Namespace: ns, Pool: "nope", Now: t0}); code != ExitAttention || !strings.Contains(b.String(), "no pool named nope") {
+	if code := render.RenderOnce(&b, demoCluster().views(), render.OnceOptions{Namespace: ns, Pool: "nope", Now: t0}); code != render.ExitAttention || !strings.Contains(b.String(), "no pool named nope") {
 		t.Errorf("unknown pool: exit %d, %q", code, b.String())
 	}
 	b.Reset()
-	if code := RenderOnce(&b, nil, OnceOptions{Namespace: ns, Now: t0}); code != ExitOK || !strings.Contains(b.String(), "no pools") {
+	if code := render.RenderOnce(&b, nil, render.OnceOptions{Namespace: ns, Now: t0}); code != render.ExitOK || !strings.Contains(b.String(), "no pools") {
 		t.Errorf("no pools: exit %d, %q", code, b.String())
 	}
 }
 
 func TestRenderOnceJSON(t *testing.T) {
 	var b bytes.Buffer
-	code := RenderOnce(&b, demoCluster().views(), OnceOptions{Format: "json", Namespace: ns, Context: "prod-eu", Now: t0})
-	if code != ExitAttention {
+	code := render.RenderOnce(&b, demoCluster().views(), render.OnceOptions{Format: "json", Namespace: ns, Context: "prod-eu", Now: t0})
+	if code != render.ExitAttention {
 		t.Errorf("exit %d", code)
 	}
 	golden(t, "once_json", b.String())
-	var r OnceReport
+	var r render.OnceReport
 	if err := json.Unmarshal(b.Bytes(), &r); err != nil {
 		t.Fatal(err)
 	}
-	if r.SchemaVersion != OnceSchemaVersion || len(r.Pools) != 5 {
+	if r.SchemaVersion != render.OnceSchemaVersion || len(r.Pools) != 5 {
 		t.Fatalf("schema %d, %d pools", r.SchemaVersion, len(r.Pools))
 	}
 	desk := r.Pools[1]
@@ -73,7 +74,7 @@ func TestRenderOnceJSON(t *testing.T) {
 func TestRenderOnceHostile(t *testing.T) {
 	for _, format := range []string{"table", "json"} {
 		var b bytes.Buffer
-		RenderOnce(&b, hostileCluster().views(), OnceOptions{Format: format, Namespace: ns, Now: t0})
+		render.RenderOnce(&b, hostileCluster().views(), render.OnceOptions{Format: format, Namespace: ns, Now: t0})
 		out := b.String()
 		for _, bad := range []string{"\x1b", "\x07", "\r", "\u202e", "\b", "\x7f", "\x9b"} {
 			if strings.Contains(out, bad) {
@@ -154,7 +155,7 @@ func TestRenderOnceShowsSchedulerMessage(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.format, func(t *testing.T) {
 			var b bytes.Buffer
-			RenderOnce(&b, unschedulableCluster().views(), OnceOptions{Format: c.format, Namespace: ns, Now: t0})
+			render.RenderOnce(&b, unschedulableCluster().views(), render.OnceOptions{Format: c.format, Namespace: ns, Now: t0})
 			out := b.String()
 			golden(t, c.golden, out)
 			for member, want := range c.want {
@@ -171,8 +172,8 @@ func TestRenderOnceShowsSchedulerMessage(t *testing.T) {
 
 func TestRenderOnceJSONCarriesMessageAndDiagnosis(t *testing.T) {
 	var b bytes.Buffer
-	RenderOnce(&b, unschedulableCluster().views(), OnceOptions{Format: "json", Namespace: ns, Now: t0})
-	var r OnceReport
+	render.RenderOnce(&b, unschedulableCluster().views(), render.OnceOptions{Format: "json", Namespace: ns, Now: t0})
+	var r render.OnceReport
 	if err := json.Unmarshal(b.Bytes(), &r); err != nil {
 		t.Fatal(err)
 	}

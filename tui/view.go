@@ -44,8 +44,9 @@ type viewContext struct {
 	// context/namespace; clusters is each one's state for the header.
 	contexts bool
 	clusters []clusterState
-	// hints: actions can run, so explanations name the keys that act.
-	hints bool
+	// hints: the keys that explanations and diagnoses name (none when
+	// actions cannot run).
+	hints keyHints
 	// events: an EventSource is wired, so Events can be shown.
 	events bool
 }

@@ -12,8 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ctpool-tui/ctpool-tui/internal/kubetest"
+	"github.com/ctpool-tui/ctpool-tui/internal/render"
 	"github.com/ctpool-tui/ctpool-tui/kube"
-	"github.com/ctpool-tui/ctpool-tui/tui"
 )
 
 // The commands end to end on the real control plane, as a script uses them.
@@ -42,7 +42,7 @@ func TestIntegrationCommands(t *testing.T) {
 	if m1 == "" || m1 != m2 {
 		t.Fatalf("same identity got %q then %q", m1, m2)
 	}
-	var rep tui.OnceReport
+	var rep render.OnceReport
 	if err := json.Unmarshal([]byte(mustRun(exitOK, "status", "desk", "-o", "json")), &rep); err != nil {
 		t.Fatal(err)
 	}

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/internal/render"
 	"github.com/ctpool-tui/ctpool-tui/kube"
-	"github.com/ctpool-tui/ctpool-tui/tui"
 )
 
 // contexts returns the kubeconfig contexts of a fleet of clusters
@@ -50,11 +50,11 @@ func (e *env) forContext(name string) *env {
 
 // readContext reads the pools of one cluster once, with the dashboard's
 // scope (-n or the context's namespace, -A, --namespaces), within timeout.
-func readContext(ctx context.Context, e *env, df dashFlags, name string, timeout time.Duration) tui.ContextViews {
-	cv := tui.ContextViews{Context: name, State: tui.ClusterLive}
+func readContext(ctx context.Context, e *env, df dashFlags, name string, timeout time.Duration) render.ContextViews {
+	cv := render.ContextViews{Context: name, State: render.ClusterLive}
 	conn, err := e.forContext(name).connect(ctx, df, true)
 	if err != nil {
-		cv.State, cv.Err = tui.ClusterUnreachable, err
+		cv.State, cv.Err = render.ClusterUnreachable, err
 		return cv
 	}
 	cv.Namespace, cv.Fleet, cv.Namespaces = conn.namespace, conn.scope.fleet, conn.scope.namespaces
@@ -65,12 +65,12 @@ func readContext(ctx context.Context, e *env, df dashFlags, name string, timeout
 	case err == nil:
 		cv.Views = engine.ObserveAll(snaps, time.Now())
 	case errors.Is(err, engine.ErrForbidden):
-		cv.State, cv.Err = tui.ClusterForbidden, err
+		cv.State, cv.Err = render.ClusterForbidden, err
 	default:
 		if errors.Is(err, context.DeadlineExceeded) || rctx.Err() != nil {
 			err = fmt.Errorf("no answer within %s", timeout)
 		}
-		cv.State, cv.Err = tui.ClusterUnreachable, fmt.Errorf("cannot read %s at %s: %w", conn.where(), conn.host, err)
+		cv.State, cv.Err = render.ClusterUnreachable, fmt.Errorf("cannot read %s at %s: %w", conn.where(), conn.host, err)
 	}
 	return cv
 }
@@ -81,7 +81,7 @@ func readContext(ctx context.Context, e *env, df dashFlags, name string, timeout
 // cluster could not be read (each named on stderr), else 3 for attention.
 func runOnceContexts(ctx context.Context, e *env, df dashFlags, names []string) error {
 	timeout := onceTimeout(e)
-	clusters := make([]tui.ContextViews, len(names))
+	clusters := make([]render.ContextViews, len(names))
 	var wg sync.WaitGroup
 	for i, name := range names {
 		wg.Add(1)
@@ -91,7 +91,7 @@ func runOnceContexts(ctx context.Context, e *env, df dashFlags, names []string) 
 		}()
 	}
 	wg.Wait()
-	code := tui.RenderContexts(e.stdout, clusters, tui.OnceOptions{Format: df.output, Pool: df.pool, Now: time.Now()})
+	code := render.RenderContexts(e.stdout, clusters, render.OnceOptions{Format: df.output, Pool: df.pool, Now: time.Now()})
 	var bad []string
 	for _, c := range clusters {
 		if c.Err != nil {

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/ctpool-tui/ctpool-tui/internal/render"
 	"github.com/ctpool-tui/ctpool-tui/kube"
 	"github.com/ctpool-tui/ctpool-tui/themes"
 	"github.com/ctpool-tui/ctpool-tui/tui"
@@ -70,7 +71,7 @@ func TestIntegrationContextsOnce(t *testing.T) {
 	t.Setenv("KUBECONFIG", contextsKubeconfig(t, p))
 	type result struct {
 		code   int
-		r      tui.OnceReport
+		r      render.OnceReport
 		stderr string
 	}
 	once := func(t *testing.T, args ...string) result {
@@ -80,13 +81,13 @@ func TestIntegrationContextsOnce(t *testing.T) {
 		if d := time.Since(start); d > 20*time.Second {
 			t.Errorf("%v took %s", args, d)
 		}
-		var r tui.OnceReport
+		var r render.OnceReport
 		if err := json.Unmarshal([]byte(out), &r); err != nil {
 			t.Fatalf("%v: exit %d, %v\n%s\n%s", args, code, err, out, errOut)
 		}
 		return result{code, r, errOut}
 	}
-	pools := func(r tui.OnceReport) string {
+	pools := func(r render.OnceReport) string {
 		var out []string
 		for _, p := range r.Pools {
 			for _, n := range ns {
@@ -97,7 +98,7 @@ func TestIntegrationContextsOnce(t *testing.T) {
 		}
 		return strings.Join(out, " ")
 	}
-	states := func(r tui.OnceReport) string {
+	states := func(r render.OnceReport) string {
 		var out []string
 		for _, c := range r.Contexts {
 			out = append(out, c.Context+"="+c.State)

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/internal/render"
 	"github.com/ctpool-tui/ctpool-tui/kube"
 	"github.com/ctpool-tui/ctpool-tui/themes"
 	"github.com/ctpool-tui/ctpool-tui/tui"
@@ -306,7 +307,7 @@ func runOnce(ctx context.Context, e *env, df dashFlags) error {
 	}
 	now := time.Now()
 	views := engine.ObserveAll(snaps, now)
-	code := tui.RenderOnce(e.stdout, views, tui.OnceOptions{
+	code := render.RenderOnce(e.stdout, views, render.OnceOptions{
 		Format: df.output, Pool: df.pool, Namespace: conn.namespace, Context: conn.context, Now: now,
 		Fleet: conn.scope.fleet, Namespaces: conn.scope.namespaces,
 	})

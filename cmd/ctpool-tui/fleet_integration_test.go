@@ -27,6 +27,7 @@ import (
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
 	"github.com/ctpool-tui/ctpool-tui/internal/kubetest"
+	"github.com/ctpool-tui/ctpool-tui/internal/render"
 	"github.com/ctpool-tui/ctpool-tui/kube"
 	"github.com/ctpool-tui/ctpool-tui/themes"
 	"github.com/ctpool-tui/ctpool-tui/tui"
@@ -144,7 +145,7 @@ func (p *fleetPlane) serviceAccount(t *testing.T, name string) (string, *rest.Co
 }
 
 // poolsIn lists the report's pools of these namespaces as namespace/pool.
-func poolsIn(r tui.OnceReport, namespaces []string) []string {
+func poolsIn(r render.OnceReport, namespaces []string) []string {
 	var out []string
 	for _, p := range r.Pools {
 		for _, ns := range namespaces {
@@ -159,10 +160,10 @@ func poolsIn(r tui.OnceReport, namespaces []string) []string {
 func TestIntegrationFleetOnceStatusAndHint(t *testing.T) {
 	p := newFleetPlane(t)
 	ns := p.namespaces
-	once := func(t *testing.T, args ...string) (int, tui.OnceReport, string) {
+	once := func(t *testing.T, args ...string) (int, render.OnceReport, string) {
 		t.Helper()
 		code, out, errOut := runCmd(t, append([]string{"--once", "-o", "json"}, args...)...)
-		var r tui.OnceReport
+		var r render.OnceReport
 		if code != exitError {
 			if err := json.Unmarshal([]byte(out), &r); err != nil {
 				t.Fatalf("%v: %v\n%s\n%s", args, err, out, errOut)

@@ -18,8 +18,8 @@ import (
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
 	"github.com/ctpool-tui/ctpool-tui/internal/demo"
+	"github.com/ctpool-tui/ctpool-tui/internal/render"
 	"github.com/ctpool-tui/ctpool-tui/kube"
-	"github.com/ctpool-tui/ctpool-tui/tui"
 )
 
 func TestScopeFlags(t *testing.T) {
@@ -132,7 +132,7 @@ func TestDemoOnceAllNamespaces(t *testing.T) {
 	if code != exitOK && code != 3 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	var r tui.OnceReport
+	var r render.OnceReport
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("%v:\n%s", err, out)
 	}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
 	"github.com/ctpool-tui/ctpool-tui/internal/kubetest"
-	"github.com/ctpool-tui/ctpool-tui/tui"
+	"github.com/ctpool-tui/ctpool-tui/internal/render"
 )
 
 // A Lease a broker wrote by the contract's name alone (no label) is the
@@ -49,9 +49,9 @@ func TestIntegrationClaimLeaseByNameAlone(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	status := func() tui.OncePool {
+	status := func() render.OncePool {
 		t.Helper()
-		var rep tui.OnceReport
+		var rep render.OnceReport
 		if err := json.Unmarshal([]byte(mustRun(exitOK, "status", "desk", "-o", "json")), &rep); err != nil {
 			t.Fatal(err)
 		}
@@ -60,7 +60,7 @@ func TestIntegrationClaimLeaseByNameAlone(t *testing.T) {
 		}
 		return rep.Pools[0]
 	}
-	holder := func(p tui.OncePool, member string) string {
+	holder := func(p render.OncePool, member string) string {
 		for _, m := range p.Members {
 			if m.Name == member {
 				return m.Holder
@@ -81,7 +81,7 @@ func TestIntegrationClaimLeaseByNameAlone(t *testing.T) {
 	if holder(p, "desk-1") != "bob" || p.Claimed != 1 {
 		t.Fatalf("status: desk-1 held by %q, %d claimed; want bob and 1", holder(p, "desk-1"), p.Claimed)
 	}
-	var once tui.OnceReport
+	var once render.OnceReport
 	code, out, errOut := runCmd(t, "-n", ns, "--once", "--pool", "desk", "-o", "json")
 	if code != exitOK && code != exitAttention {
 		t.Fatalf("--once: exit %d %s", code, errOut)
@@ -119,7 +119,7 @@ func TestIntegrationClaimLeaseByNameAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	brokerLease("desk-2", engine.ReconcilerIdentity, time.Now().Add(-11*time.Minute), 600)
-	maintenance := func(p tui.OncePool, member string) bool {
+	maintenance := func(p render.OncePool, member string) bool {
 		for _, m := range p.Members {
 			if m.Name == member {
 				return m.Maintenance && !m.Free

@@ -19,7 +19,7 @@ import (
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
 	"github.com/ctpool-tui/ctpool-tui/internal/kubetest"
-	"github.com/ctpool-tui/ctpool-tui/tui"
+	"github.com/ctpool-tui/ctpool-tui/internal/render"
 )
 
 // The member contract inside running containers, on the plane's real node
@@ -407,12 +407,12 @@ func percentile(ds []time.Duration, p int) time.Duration {
 }
 
 // memberReport reads one member of pool from `status -o json`.
-func memberReport(t *testing.T, env *kubetest.Env, pool, member string) (tui.OnceMember, bool) {
+func memberReport(t *testing.T, env *kubetest.Env, pool, member string) (render.OnceMember, bool) {
 	t.Helper()
 	_, out, _ := runCmd(t, "-n", env.Namespace, "status", pool, "-o", "json")
-	var rep tui.OnceReport
+	var rep render.OnceReport
 	if json.Unmarshal([]byte(out), &rep) != nil {
-		return tui.OnceMember{}, false
+		return render.OnceMember{}, false
 	}
 	for _, p := range rep.Pools {
 		for _, m := range p.Members {
@@ -421,7 +421,7 @@ func memberReport(t *testing.T, env *kubetest.Env, pool, member string) (tui.Onc
 			}
 		}
 	}
-	return tui.OnceMember{}, false
+	return render.OnceMember{}, false
 }
 
 // 2.6: on a real node, an image no one can pull and a desktop that exits at
@@ -445,7 +445,7 @@ func TestIntegrationRealNodeFailuresAndDrift(t *testing.T) {
 		{"gone", "ImagePull", "image cannot be pulled"}, // ErrImagePull, then ImagePullBackOff
 		{"crash", "CrashLoopBackOff", "keeps crashing"},
 	} {
-		var m tui.OnceMember
+		var m render.OnceMember
 		env.WaitFor(t, realNodeTimeout, tc.pool+"-1 Failed with "+tc.message, func() (bool, error) {
 			var ok bool
 			m, ok = memberReport(t, env, tc.pool, tc.pool+"-1")

@@ -12,8 +12,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/internal/render"
 	"github.com/ctpool-tui/ctpool-tui/kube"
-	"github.com/ctpool-tui/ctpool-tui/tui"
 )
 
 func newStatusCmd(e *env) *cobra.Command {
@@ -72,15 +72,15 @@ diagnosis its reason and fix.
 			}
 			now := time.Now()
 			views := engine.ObserveAll(snaps, now)
-			opts := tui.OnceOptions{Format: output, Pool: pool, Namespace: ns, Context: e.opts.ContextName(), Now: now,
+			opts := render.OnceOptions{Format: output, Pool: pool, Namespace: ns, Context: e.opts.ContextName(), Now: now,
 				Fleet: sc.fleet, Namespaces: sc.namespaces}
 			if output != "yaml" {
-				tui.RenderOnce(e.stdout, views, opts)
+				render.RenderOnce(e.stdout, views, opts)
 				return nil
 			}
 			var buf bytes.Buffer
 			opts.Format = "json"
-			tui.RenderOnce(&buf, views, opts)
+			render.RenderOnce(&buf, views, opts)
 			out, err := yaml.JSONToYAML(buf.Bytes())
 			if err != nil {
 				return opErr(err)

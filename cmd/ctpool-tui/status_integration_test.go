@@ -11,7 +11,7 @@ import (
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
 	"github.com/ctpool-tui/ctpool-tui/internal/kubetest"
-	"github.com/ctpool-tui/ctpool-tui/tui"
+	"github.com/ctpool-tui/ctpool-tui/internal/render"
 )
 
 // tableCell is member's cell in the column titled title of a member table
@@ -66,9 +66,9 @@ func TestIntegrationStatusShowsSchedulerMessage(t *testing.T) {
 
 	// The scheduler may first report the data PVC still binding; it retries
 	// and then says that no node has the memory.
-	var member tui.OnceMember
+	var member render.OnceMember
 	env.WaitFor(t, 60*time.Second, "huge-1 Unschedulable for lack of memory", func() (bool, error) {
-		var r tui.OnceReport
+		var r render.OnceReport
 		if err := json.Unmarshal([]byte(run(ok, "status", "huge", "-o", "json")), &r); err != nil {
 			return false, err
 		}

@@ -141,32 +141,41 @@ func Width(s string) int { return ansi.StringWidth(Sanitize(s)) }
 
 // Truncate sanitises s and cuts it to at most width cells, ending with an
 // ellipsis when it was cut.
-func Truncate(s string, width int) string {
-	if width <= 0 {
-		return ""
-	}
-	s = Sanitize(s)
-	if ansi.StringWidth(s) <= width {
-		return s
-	}
-	return ansi.Truncate(s, width, Ellipsis)
-}
+func Truncate(s string, width int) string { return Cut(Sanitize(s), width) }
 
 // Fit sanitises s, cuts it to width cells (with an ellipsis) and pads it with
 // spaces to exactly width cells.
-func Fit(s string, width int) string {
-	s = Truncate(s, width)
-	if w := ansi.StringWidth(s); w < width {
-		s += strings.Repeat(" ", width-w)
-	}
-	return s
-}
+func Fit(s string, width int) string { return Pad(Sanitize(s), width) }
 
 // FitRight is Fit with the text aligned to the right.
 func FitRight(s string, width int) string {
 	s = Truncate(s, width)
 	if w := ansi.StringWidth(s); w < width {
 		s = strings.Repeat(" ", width-w) + s
+	}
+	return s
+}
+
+// Cut cuts text that is already safe to print (sanitised, or styled by the
+// program itself) to at most width cells, ending with an ellipsis when it
+// was cut. Its escape sequences are kept and take no width: Truncate is
+// Cut of the sanitised text.
+func Cut(s string, width int) string {
+	if width <= 0 {
+		return ""
+	}
+	if ansi.StringWidth(s) <= width {
+		return s
+	}
+	return ansi.Truncate(s, width, Ellipsis)
+}
+
+// Pad is Cut, then spaces to exactly width cells: Fit of text already
+// safe to print.
+func Pad(s string, width int) string {
+	s = Cut(s, width)
+	if w := ansi.StringWidth(s); w < width {
+		s += strings.Repeat(" ", width-w)
 	}
 	return s
 }

@@ -122,3 +122,36 @@ func TestTruncateAndFit(t *testing.T) {
 		t.Errorf("Width of a hyperlink = %d, want 2", w)
 	}
 }
+
+// TestCutAndPad: text already safe to print (here styled by the program)
+// keeps its escape sequences, which take no width; Truncate and Fit are
+// Cut and Pad of the sanitised text.
+func TestCutAndPad(t *testing.T) {
+	const red, reset = "\x1b[31m", "\x1b[0m"
+	tests := []struct {
+		in       string
+		width    int
+		cut, pad string
+	}{
+		{"short", 8, "short", "short   "},
+		{red + "red" + reset + " text that is long", 8, red + "red" + reset + " tex…", red + "red" + reset + " tex…"},
+		{red + "red" + reset, 5, red + "red" + reset, red + "red" + reset + "  "},
+		{"日本語のテキスト", 7, "日本語…", "日本語…"},
+		{"日本語のテキスト", 8, "日本語…", "日本語… "},
+		{"anything", 0, "", ""},
+	}
+	for _, tt := range tests {
+		if got := Cut(tt.in, tt.width); got != tt.cut {
+			t.Errorf("Cut(%q, %d) = %q, want %q", tt.in, tt.width, got, tt.cut)
+		}
+		if got := Pad(tt.in, tt.width); got != tt.pad {
+			t.Errorf("Pad(%q, %d) = %q, want %q", tt.in, tt.width, got, tt.pad)
+		}
+		if got, want := Truncate(tt.in, tt.width), Cut(Sanitize(tt.in), tt.width); got != want {
+			t.Errorf("Truncate(%q, %d) = %q, Cut of the sanitised text %q", tt.in, tt.width, got, want)
+		}
+		if got, want := Fit(tt.in, tt.width), Pad(Sanitize(tt.in), tt.width); got != want {
+			t.Errorf("Fit(%q, %d) = %q, Pad of the sanitised text %q", tt.in, tt.width, got, want)
+		}
+	}
+}

@@ -1,4 +1,4 @@
-package tui
+package render
 
 import (
 	"encoding/json"
@@ -108,7 +108,9 @@ type OnceMember struct {
 	// before sanitising turns line breaks into spaces: the narrow table's
 	// MESSAGE.
 	headline string
-	Node     string `json:"node,omitempty"`
+	// row is the member's row (MemberRow): the table's HOLDER and MARKS.
+	row  Row
+	Node string `json:"node,omitempty"`
 	// NodeDown is the evidence that the member's node is down (its Ready
 	// condition, its unreachable or not-ready taint); absent when it is not,
 	// or when the nodes cannot be read.
@@ -168,7 +170,7 @@ func Report(views []engine.PoolView, opts OnceOptions) (OnceReport, int) {
 			Ready: v.Status.Ready, Claimed: v.Status.Claimed, Free: v.Status.Free, Unschedulable: v.Status.Unschedulable,
 			Drifted: v.Status.Drifted, Failed: v.Status.Failed, Exhausted: v.Status.Exhausted, Status: status,
 			LastReconcile: v.Recorded.UpdatedAt,
-			Errors:        cleanAll(recordedErrors(v)), Problems: cleanAll(v.Problems),
+			Errors:        cleanAll(RecordedErrors(v)), Problems: cleanAll(v.Problems),
 			Members: make([]OnceMember, 0, len(v.Members)),
 		}
 		if opts.Fleet {
@@ -176,7 +178,7 @@ func Report(views []engine.PoolView, opts OnceOptions) (OnceReport, int) {
 		}
 		for j := range v.Members {
 			om := onceMember(&v.Members[j], now)
-			if d := diagnose(v, &v.Members[j], nil, nil); d.Reason != "" {
+			if d := Diagnose(v, &v.Members[j], nil, nil, engine.Hints{}); d.Reason != "" {
 				om.Diagnosis = &OnceDiagnosis{Reason: clean(d.Reason), Fix: clean(d.Fix)}
 			}
 			p.Members = append(p.Members, om)
@@ -194,14 +196,14 @@ func onceMember(mm *engine.Member, now time.Time) OnceMember {
 	o := OnceMember{
 		Name: clean(mm.Name), State: string(mm.State), Free: mm.Free, Holder: clean(mm.Holder()), Maintenance: mm.Maintenance,
 		Drift: mm.Drift, AboveSize: mm.AboveSize, Message: clean(mm.Message), Node: clean(mm.Node), NodeDown: clean(mm.NodeDown),
-		headline: clean(engine.FirstSentence(mm.Message)),
+		headline: clean(engine.FirstSentence(mm.Message)), row: MemberRow(mm, now),
 	}
 	if len(mm.Problems) > 0 {
 		o.Problems = cleanAll(mm.Problems)
 	}
 	if mm.Claimed && mm.Claim != nil {
 		c := mm.Claim
-		o.ClaimExpired = c.Expires.IsZero() || !now.Before(c.Expires)
+		o.ClaimExpired = o.row.Claim.Expired
 		if !c.Acquired.IsZero() {
 			t := c.Acquired
 			o.ClaimedAt = &t
@@ -252,7 +254,13 @@ func cleanAll(in []string) []string {
 // text is sanitised, in the table and in the JSON document alike.
 func RenderOnce(w io.Writer, views []engine.PoolView, opts OnceOptions) int {
 	r, code := Report(views, opts)
-	if strings.EqualFold(opts.Format, "json") {
+	return writeReport(w, r, code, opts.Format)
+}
+
+// writeReport writes r in format ("table", "wide" or "json") and returns
+// code, or 1 when the JSON document could not be written.
+func writeReport(w io.Writer, r OnceReport, code int, format string) int {
+	if strings.EqualFold(format, "json") {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(r); err != nil {
@@ -260,7 +268,7 @@ func RenderOnce(w io.Writer, views []engine.PoolView, opts OnceOptions) int {
 		}
 		return code
 	}
-	writeTable(w, r, strings.EqualFold(opts.Format, "wide"))
+	writeTable(w, r, strings.EqualFold(format, "wide"))
 	return code
 }
 
@@ -295,9 +303,9 @@ func writeTable(w io.Writer, r OnceReport, wide bool) {
 	for _, p := range r.Pools {
 		last := "never"
 		if p.LastReconcile != nil {
-			last = ago(r.ObservedAt, *p.LastReconcile)
+			last = Ago(r.ObservedAt, *p.LastReconcile)
 		}
-		row := []string{p.Name, orWord(p.Backend, "-"), fmt.Sprint(p.Size), fmt.Sprint(p.Ready), fmt.Sprint(p.Claimed),
+		row := []string{p.Name, OrWord(p.Backend, "-"), fmt.Sprint(p.Size), fmt.Sprint(p.Ready), fmt.Sprint(p.Claimed),
 			fmt.Sprint(p.Free), fmt.Sprint(p.Unschedulable), fmt.Sprint(p.Drifted), fmt.Sprint(p.Failed), p.Status, last}
 		if fleet {
 			row = append([]string{p.Namespace}, row...)
@@ -316,7 +324,7 @@ func writeTable(w io.Writer, r OnceReport, wide bool) {
 		if clusters {
 			name = p.Context + ": " + name
 		}
-		fmt.Fprintf(w, "\n%s (%s, image %s)\n", sanitize.Sanitize(name), sanitize.Sanitize(orWord(p.Backend, "no definition")), sanitize.Sanitize(orWord(p.Image, "-")))
+		fmt.Fprintf(w, "\n%s (%s, image %s)\n", sanitize.Sanitize(name), sanitize.Sanitize(OrWord(p.Backend, "no definition")), sanitize.Sanitize(OrWord(p.Image, "-")))
 		for _, e := range p.Problems {
 			fmt.Fprintf(w, "  problem: %s\n", sanitize.Sanitize(e))
 		}
@@ -329,31 +337,12 @@ func writeTable(w io.Writer, r OnceReport, wide bool) {
 		}
 		rows := [][]string{{"  MEMBER", "STATE", "HOLDER", "EXPIRES", "MARKS", "NODE", "DIAGNOSIS", "MESSAGE"}}
 		for _, m := range p.Members {
-			holder, expires := "-", ""
-			if m.Holder != "" {
-				holder = m.Holder
-			}
+			expires := ""
 			if m.ClaimExpires != nil {
 				expires = m.ClaimExpires.UTC().Format(time.RFC3339)
 			}
 			if m.ClaimExpired {
 				expires = "expired"
-			}
-			var marks []string
-			if m.Drift {
-				marks = append(marks, "drift")
-			}
-			if m.Maintenance {
-				marks = append(marks, "maintenance")
-			}
-			if m.AboveSize {
-				marks = append(marks, "above-size")
-			}
-			if m.NodeDown != "" {
-				marks = append(marks, "node-down")
-			}
-			if len(m.Problems) > 0 {
-				marks = append(marks, "problems")
 			}
 			diagnosis := ""
 			if m.Diagnosis != nil {
@@ -369,7 +358,7 @@ func writeTable(w io.Writer, r OnceReport, wide bool) {
 			if msg == "" {
 				msg = strings.Join(m.Problems, "; ")
 			}
-			rows = append(rows, []string{"  " + m.Name, m.State, holder, expires, strings.Join(marks, ","), m.Node, diagnosis, msg})
+			rows = append(rows, []string{"  " + m.Name, m.State, m.row.Holder.Plain(), expires, m.row.Marks.Long(), m.Node, diagnosis, msg})
 		}
 		writeRows(w, rows, wide)
 	}

@@ -1,7 +1,6 @@
-package tui
+package render
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -96,16 +95,7 @@ func ReportContexts(clusters []ContextViews, opts OnceOptions) (OnceReport, int)
 // ReportContexts' exit code.
 func RenderContexts(w io.Writer, clusters []ContextViews, opts OnceOptions) int {
 	r, code := ReportContexts(clusters, opts)
-	if strings.EqualFold(opts.Format, "json") {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(r); err != nil {
-			return 1
-		}
-		return code
-	}
-	writeTable(w, r, strings.EqualFold(opts.Format, "wide"))
-	return code
+	return writeReport(w, r, code, opts.Format)
 }
 
 // writeContexts writes each cluster's state: CONTEXT, NAMESPACES, STATE,
@@ -120,7 +110,7 @@ func writeContexts(w io.Writer, cs []OnceContext, wide bool) {
 		case len(c.Namespaces) > 0:
 			ns = strings.Join(c.Namespaces, ",")
 		}
-		rows = append(rows, []string{c.Context, ns, c.State, orWord(c.Error, "-")})
+		rows = append(rows, []string{c.Context, ns, c.State, OrWord(c.Error, "-")})
 	}
 	writeRows(w, rows, wide)
 }

@@ -1,0 +1,41 @@
+package tui
+
+import (
+	"github.com/charmbracelet/bubbles/key"
+
+	"github.com/ctpool-tui/ctpool-tui/engine"
+)
+
+// keyHints are the dashboard keys that the explanations and diagnoses
+// name where they point at an action, taken from the key map; the zero
+// keyHints names none (read-only, or no actions wired).
+type keyHints struct {
+	reconcile, forceRelease key.Binding
+}
+
+// hintsFrom are k's hints when actions can run, else none.
+func hintsFrom(k *keyMap, canAct bool) keyHints {
+	if !canAct {
+		return keyHints{}
+	}
+	return keyHints{reconcile: k.Reconcile, forceRelease: k.ForceRelease}
+}
+
+// hint is " (r reconcile)": a binding's key and what it does, or "" when
+// it is not enabled (or not given).
+func hint(b key.Binding) string {
+	if !b.Enabled() {
+		return ""
+	}
+	h := b.Help()
+	return " (" + joinNonEmpty(" ", h.Key, h.Desc) + ")"
+}
+
+// engine is the hints as engine.DiagnoseWith takes them: the keys alone.
+func (h keyHints) engine() engine.Hints {
+	var e engine.Hints
+	if h.reconcile.Enabled() {
+		e.Reconcile = h.reconcile.Help().Key
+	}
+	return e
+}
