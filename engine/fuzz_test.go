@@ -117,8 +117,12 @@ func FuzzObserveLease(f *testing.F) {
 		p, c := readyMember("desk", 1, spec)
 		v := Observe(snapOf(cmOf(spec), p, c, l), testNow)
 		m := v.Member("desk-1")
-		if m == nil || m.Claim == nil {
-			t.Fatal("the member or its claim is missing")
+		if m == nil || m.LeaseRead() == nil {
+			t.Fatal("the member or its Lease's reading is missing")
+		}
+		// A user's claim is Claim, anything else Hold: never both.
+		if (m.Claim != nil) != m.Claimed || (m.Hold != nil) != (m.Maintenance || m.Unheld) {
+			t.Fatalf("claim %v (claimed %v), hold %v (maintenance %v, unheld %v)", m.Claim, m.Claimed, m.Hold, m.Maintenance, m.Unheld)
 		}
 		if m.Free {
 			t.Fatal("a member with a Lease is free")
@@ -136,8 +140,8 @@ func FuzzObserveLease(f *testing.F) {
 		if !hasSecs && !strings.Contains(problems, "no duration") {
 			t.Fatalf("no duration but problems %q", problems)
 		}
-		if m.Claim.Duration <= 0 {
-			t.Fatalf("duration %v", m.Claim.Duration)
+		if m.LeaseRead().Duration <= 0 {
+			t.Fatalf("duration %v", m.LeaseRead().Duration)
 		}
 		if m.Claimed && v.Status.Claimed != 1 {
 			t.Fatalf("claimed member not counted: %+v", v.Status)

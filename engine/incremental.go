@@ -101,8 +101,8 @@ func NewPoolState(snap Snapshot, now time.Time) *PoolState {
 				}
 			}
 		}
-		if m.Claim != nil {
-			if t := claimChangesAt(m.Lease, m.Claim, now); !t.IsZero() {
+		if c := m.LeaseRead(); c != nil {
+			if t := claimChangesAt(m.Lease, c, now); !t.IsZero() {
 				s.due = append(s.due, dueEntry{at: t, pos: i})
 			}
 		}
@@ -239,8 +239,8 @@ func (s *PoolState) Update(u PoolUpdate, now time.Time) ([]MemberChange, bool) {
 		ob.member(m, w.name, idx, ok, w.objs, podSource)
 		v.Status.count(m, 1)
 		v.Status.Members[w.pos] = memberRow(m)
-		if m.Claim != nil {
-			if t := claimChangesAt(m.Lease, m.Claim, now); !t.IsZero() {
+		if c := m.LeaseRead(); c != nil {
+			if t := claimChangesAt(m.Lease, c, now); !t.IsZero() {
 				heap.Push(&s.due, dueEntry{at: t, pos: w.pos})
 			}
 		}
@@ -274,8 +274,8 @@ func (s *PoolState) compactDue(now time.Time) {
 	s.due = s.due[:0]
 	for i := range s.view.Members {
 		m := &s.view.Members[i]
-		if m.Claim != nil {
-			if t := claimChangesAt(m.Lease, m.Claim, now); !t.IsZero() {
+		if c := m.LeaseRead(); c != nil {
+			if t := claimChangesAt(m.Lease, c, now); !t.IsZero() {
 				s.due = append(s.due, dueEntry{at: t, pos: i})
 			}
 		}

@@ -247,10 +247,13 @@ func viewDiff(got, want PoolView) string {
 // brief is a member without its objects.
 func brief(m *Member) string {
 	c := *m
-	c.Pod, c.PVC, c.Lease, c.Claim = nil, nil, nil, nil
+	c.Pod, c.PVC, c.Lease, c.Claim, c.Hold = nil, nil, nil, nil, nil
 	claim := "no claim"
 	if m.Claim != nil {
 		claim = fmt.Sprintf("claim %+v", *m.Claim)
+	}
+	if m.Hold != nil {
+		claim += fmt.Sprintf(" hold %+v", *m.Hold)
 	}
 	return fmt.Sprintf("%+v pod %v pvc %v lease %v %s", c, m.Pod != nil, m.PVC != nil, m.Lease != nil, claim)
 }

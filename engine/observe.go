@@ -86,14 +86,20 @@ type Member struct {
 	Pod   *corev1.Pod
 	PVC   *corev1.PersistentVolumeClaim
 	Lease *coordinationv1.Lease
-	Claim *Claim // nil without a Lease
+	// Claim is a user's claim: the Lease held by an identity (expired or
+	// not). It is nil for no Lease, the reconciler's Lease and an empty
+	// holder's, which Hold reads instead.
+	Claim *Claim
+	// Hold is the reading of a Lease that is no user's claim: the
+	// reconciler's (Maintenance) or one with an empty holder (Unheld).
+	Hold *Claim
 
-	Claimed          bool // held by a user identity (expired or not)
-	Maintenance      bool // held by the reconciler
+	Claimed          bool // Claim != nil: held by a user identity
+	Maintenance      bool // held by the reconciler (Hold)
 	MaintenanceStale bool
 	// Unheld: the member's Lease has an empty holder. It is no claim and no
 	// maintenance; the member is not free while it exists, and a reconcile
-	// removes it once stale (Claim.Stale).
+	// removes it once stale (Hold.Stale).
 	Unheld bool
 	// Blocked names an object that holds this member's name but is not this
 	// pool's member, and why ("pod desk-1 exists and is not this pool's
@@ -121,10 +127,19 @@ type Member struct {
 
 // Holder returns the claim holder, or "" when the member is not claimed by a user.
 func (m *Member) Holder() string {
-	if m.Claimed && m.Claim != nil {
+	if m.Claim != nil {
 		return m.Claim.Holder
 	}
 	return ""
+}
+
+// LeaseRead is the reading of the member's Lease, a claim or not (nil
+// without one).
+func (m *Member) LeaseRead() *Claim {
+	if m.Claim != nil {
+		return m.Claim
+	}
+	return m.Hold
 }
 
 // Exists reports whether the member has a Pod or a PVC.
@@ -404,11 +419,12 @@ func (ob *observer) member(m *Member, name string, idx int, ok bool, o MemberObj
 	if o.Lease != nil {
 		c, problems := interpretLeaseSeen(o.Lease, now, ob.seen[o.Lease.Name])
 		ob.claims = append(ob.claims, c)
-		m.Claim = &ob.claims[len(ob.claims)-1]
+		read := &ob.claims[len(ob.claims)-1]
 		m.Problems = append(m.Problems, problems...)
 		if c.Holder == "" {
-			m.Unheld = true
+			m.Hold, m.Unheld = read, true
 		} else if c.Reconciler {
+			m.Hold = read
 			m.Maintenance = true
 			m.MaintenanceStale = c.Stale
 			if _, releasing := o.Lease.Annotations[AnnotationReleasing]; releasing && c.Reconciler && m.Exists() && !m.Drift {
@@ -416,7 +432,7 @@ func (ob *observer) member(m *Member, name string, idx int, ok bool, o MemberObj
 				m.Problems = append(m.Problems, "a release of this member did not finish: its data is rebuilt, never reused")
 			}
 		} else {
-			m.Claimed = true
+			m.Claim, m.Claimed = read, true
 		}
 	}
 	if m.Claimed && o.PVC != nil {

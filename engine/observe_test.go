@@ -346,8 +346,8 @@ func TestObserveMalformedLeases(t *testing.T) {
 			if !strings.Contains(strings.Join(m.Problems, "; "), tt.problem) {
 				t.Fatalf("problems %q, want %q", m.Problems, tt.problem)
 			}
-			if m.Claim == nil || m.Claim.Expired != tt.wantExpired || m.Maintenance != tt.wantMaint {
-				t.Fatalf("claim %+v maintenance %v, want expired %v maintenance %v", m.Claim, m.Maintenance, tt.wantExpired, tt.wantMaint)
+			if c := m.LeaseRead(); c == nil || c.Expired != tt.wantExpired || m.Maintenance != tt.wantMaint {
+				t.Fatalf("lease read %+v maintenance %v, want expired %v maintenance %v", c, m.Maintenance, tt.wantExpired, tt.wantMaint)
 			}
 			if m.Free {
 				t.Fatal("a member with a Lease is free")

@@ -400,7 +400,7 @@ func memberWork(m *Member) work {
 		return workReplace
 	case m.State == StateStopped:
 		return workStart
-	case m.MaintenanceStale, m.Unheld && m.Claim.Stale:
+	case m.MaintenanceStale, m.Unheld && m.Hold.Stale:
 		// A reconciler stopped after its step and left its Lease on a
 		// member that needs nothing else, or a Lease with no holder is
 		// stale: take the Lease over and remove it, or the member would
@@ -432,7 +432,7 @@ func NeedsWork(v PoolView) bool {
 // leaseStale: the member's Lease is the reconciler's or has no holder, and
 // is stale, so a reconcile may take it over.
 func (m *Member) leaseStale() bool {
-	return m.MaintenanceStale || (m.Unheld && m.Claim != nil && m.Claim.Stale)
+	return m.MaintenanceStale || (m.Unheld && m.Hold != nil && m.Hold.Stale)
 }
 
 // blockStatus marks the rows of the blocked members (Member.Blocked) and

@@ -1601,8 +1601,8 @@ func (h *chaosHarness) converge(ctx context.Context) {
 		for i := range last.Members {
 			m := &last.Members[i]
 			holder := ""
-			if m.Claim != nil {
-				holder = m.Claim.Holder
+			if c := m.LeaseRead(); c != nil {
+				holder = c.Holder
 			}
 			t.Errorf("not converged: %s %s lease=%q above-size=%v drift=%v (source %s, the pool's %s) %s %v%s", m.Name, m.State, holder, m.AboveSize, m.Drift, m.Source, last.Spec.SourceHash(), m.Message, m.Problems, h.explain(ctx, m.Name))
 		}

@@ -212,8 +212,8 @@ func TestIntegrationReleaseFailsMidDestroy(t *testing.T) {
 	}
 	v := observe(t, eng, "half")
 	m := v.Member(res.Member)
-	if !m.Maintenance || m.Claimed || m.Claim.Holder != engine.ReconcilerIdentity {
-		t.Fatalf("after the failed release: maintenance %v claimed %v holder %+v", m.Maintenance, m.Claimed, m.Claim)
+	if !m.Maintenance || m.Claimed || m.Hold == nil || m.Hold.Holder != engine.ReconcilerIdentity {
+		t.Fatalf("after the failed release: maintenance %v claimed %v holder %+v", m.Maintenance, m.Claimed, m.Hold)
 	}
 	if _, err := eng.Claim(ctx, "half", "bob@example.com"); err == nil {
 		t.Fatal("bob was handed the half-released member")

@@ -208,7 +208,7 @@ func TestIntegrationTwoReconcilersConverge(t *testing.T) {
 	}
 	for _, m := range v.Members {
 		if m.Lease != nil {
-			t.Errorf("%s: lease left behind (holder %q)", m.Name, m.Claim.Holder)
+			t.Errorf("%s: lease left behind (holder %q)", m.Name, m.LeaseRead().Holder)
 		}
 	}
 }

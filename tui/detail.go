@@ -271,7 +271,7 @@ func (d *detailView) eventLines(ctx viewContext, room int) []string {
 // claimSummary is the first line's claim part.
 func claimSummary(mm *engine.Member, now time.Time) string {
 	switch {
-	case mm.Claimed && mm.Claim != nil:
+	case mm.Claim != nil:
 		c := mm.Claim
 		s := "claimed by " + mm.Holder() + " since " + clock(now, c.Acquired)
 		if c.Expires.IsZero() || !now.Before(c.Expires) {
@@ -358,10 +358,10 @@ func pvcLine(mm *engine.Member) string {
 }
 
 func leaseLine(mm *engine.Member, now time.Time) string {
-	if mm.Lease == nil || mm.Claim == nil {
+	c := mm.LeaseRead()
+	if mm.Lease == nil || c == nil {
 		return "none (not claimed)"
 	}
-	c := mm.Claim
 	parts := []string{mm.Lease.Name, "holder " + orWord(c.Holder, "(none)"),
 		"acquired " + clock(now, c.Acquired), "renewed " + clock(now, c.Renewed),
 		fmt.Sprintf("%ds", int(c.Duration/time.Second))}

@@ -54,14 +54,14 @@ func newInput(st themes.Styles, placeholder string, limit int) textinput.Model {
 
 func newReleaseDialog(v *engine.PoolView, mm *engine.Member, now time.Time) *dialogModel {
 	holder := ""
-	if mm.Claim != nil {
-		holder = mm.Claim.Holder
+	if c := mm.LeaseRead(); c != nil { // the reconciler's too: a force-release may end it
+		holder = c.Holder
 	}
 	d := &dialogModel{kind: dlgRelease, confirm: "Force release"}
 	d.req = actionRequest{kind: actForceRelease, pool: v.Name, member: mm.Name, holder: holder}
 	d.title = fmt.Sprintf("Force-release %s?", mm.Name)
 	claim := ""
-	if c := mm.Claim; c != nil {
+	if c := mm.LeaseRead(); c != nil {
 		claim = " (claimed " + clock(now, c.Acquired)
 		if c.Expires.IsZero() || !now.Before(c.Expires) {
 			claim += ", expired " + short(now.Sub(c.Expires)) + " ago)"

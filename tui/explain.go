@@ -55,7 +55,7 @@ func explainMember(v *engine.PoolView, mm *engine.Member, now time.Time, hints k
 			parts = append(parts, "free: ready for the next claim")
 		}
 	}
-	if mm.Claimed && mm.Claim != nil {
+	if mm.Claim != nil {
 		c := mm.Claim
 		switch {
 		case c.Expires.IsZero() || !now.Before(c.Expires):
@@ -65,11 +65,11 @@ func explainMember(v *engine.PoolView, mm *engine.Member, now time.Time, hints k
 			parts = append(parts, fmt.Sprintf("%s, %s left on the claim", claimedBy, short(c.Expires.Sub(now))))
 		}
 	}
-	if mm.Maintenance && mm.Claim != nil {
+	if mm.Maintenance && mm.Hold != nil {
 		if mm.MaintenanceStale {
 			parts = append(parts, "a reconciler Lease was left behind (stale); the next reconcile takes it over"+hint(hints.reconcile))
 		} else {
-			parts = append(parts, "the reconciler is working on it (its Lease expires "+ago(now, mm.Claim.Expires)+")")
+			parts = append(parts, "the reconciler is working on it (its Lease expires "+ago(now, mm.Hold.Expires)+")")
 		}
 	}
 	if mm.Drift {

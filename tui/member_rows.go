@@ -125,7 +125,7 @@ func stateRank(s engine.State) int {
 }
 
 func expiry(mm *engine.Member) time.Time {
-	if mm.Claimed && mm.Claim != nil {
+	if mm.Claim != nil {
 		return mm.Claim.Expires
 	}
 	return time.Time{}

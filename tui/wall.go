@@ -348,7 +348,7 @@ func attention(ctx viewContext) []attnItem {
 			case engine.StateUnschedulable:
 				items = append(items, attnItem{levelWarn, glyphWarn, who, "Unschedulable  " + mm.Message})
 			}
-			if mm.Claimed && mm.Claim != nil && (mm.Claim.Expires.IsZero() || !now.Before(mm.Claim.Expires)) {
+			if mm.Claim != nil && (mm.Claim.Expires.IsZero() || !now.Before(mm.Claim.Expires)) {
 				items = append(items, attnItem{levelWarn, glyphBad, who,
 					fmt.Sprintf("claim expired %s ago (%s)", short(now.Sub(mm.Claim.Expires)), mm.Holder())})
 			}

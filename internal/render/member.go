@@ -41,7 +41,7 @@ func MemberRow(mm *engine.Member, now time.Time) Row {
 func SearchText(mm *engine.Member) string {
 	parts := []string{mm.Name, string(mm.State), mm.Holder(), mm.Node, mm.Message, MarksText(mm)}
 	parts = append(parts, mm.Problems...)
-	if mm.Claimed && mm.Claim != nil && mm.Claim.Expired {
+	if mm.Claim != nil && mm.Claim.Expired {
 		parts = append(parts, "expired")
 	}
 	if mm.Free {
@@ -146,7 +146,7 @@ type Claim struct {
 
 // ClaimOf is mm's claim at now (zero when mm is not claimed).
 func ClaimOf(mm *engine.Member, now time.Time) Claim {
-	if !mm.Claimed || mm.Claim == nil {
+	if mm.Claim == nil {
 		return Claim{}
 	}
 	c := mm.Claim

@@ -88,7 +88,7 @@ func TestMemberRow(t *testing.T) {
 			return claimed("dave@example.com", time.Minute, 0)
 		}, want{holderCell: "dave@example.com", holderPlain: "dave@example.com", claimed: "1m", left: "✗ expired", expired: true, level: LevelError}},
 		{"maintenance", func() engine.Member {
-			return engine.Member{Name: "desk-2", State: engine.StateReady, Maintenance: true, Claim: &engine.Claim{Reconciler: true}}
+			return engine.Member{Name: "desk-2", State: engine.StateReady, Maintenance: true, Hold: &engine.Claim{Reconciler: true}}
 		}, want{holderCell: "⚙ reconciler", holderPlain: "reconciler", marksShort: "⚙ maint", marksLong: "maintenance"}},
 		{"stale maintenance", func() engine.Member {
 			return engine.Member{Name: "desk-2", State: engine.StateReady, Maintenance: true, MaintenanceStale: true}

@@ -201,7 +201,7 @@ func onceMember(mm *engine.Member, now time.Time) OnceMember {
 	if len(mm.Problems) > 0 {
 		o.Problems = cleanAll(mm.Problems)
 	}
-	if mm.Claimed && mm.Claim != nil {
+	if mm.Claim != nil {
 		c := mm.Claim
 		o.ClaimExpired = o.row.Claim.Expired
 		if !c.Acquired.IsZero() {

@@ -198,7 +198,7 @@ func ClaimsExpiring(v engine.PoolView, now time.Time) int {
 	n := 0
 	for i := range v.Members {
 		m := &v.Members[i]
-		if m.Claimed && m.Claim != nil && !m.Claim.Expired && m.Claim.Expires.Sub(now) <= engine.ExpiringSoon {
+		if m.Claim != nil && !m.Claim.Expired && m.Claim.Expires.Sub(now) <= engine.ExpiringSoon {
 			n++
 		}
 	}
