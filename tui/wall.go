@@ -193,8 +193,23 @@ func (wallView) update(viewContext, tea.Msg) (intent, tea.Cmd) { return nil, nil
 // not all fit, there is one tile per cluster (per namespace in one
 // cluster) instead (fleetTiles).
 func (wallView) view(ctx viewContext) string {
+	out := wallHeader(ctx)
+	if !ctx.loaded {
+		out = append(out, ctx.st.Muted.Render(" waiting for the first snapshot…"))
+		return fitBlock(strings.Join(out, "\n"), ctx.width, ctx.height)
+	}
+	out = append(out, wallGrid(ctx, ctx.height-len(out))...)
+	out = append(out, "")
+	// The lines left for items; the screen's last stays blank for the
+	// command line or a note (model.go).
+	out = append(out, wallAttention(ctx, ctx.height-len(out)-2)...)
+	return fitBlock(strings.Join(out, "\n"), ctx.width, ctx.height)
+}
+
+// wallHeader is the wall's first line (namespace, context, clock, the
+// connection and the mode) and, in a fleet of clusters, each cluster's state.
+func wallHeader(ctx viewContext) []string {
 	st := ctx.st
-	var out []string
 	left := " " + st.Accent.Render("VDI POOLS") + " · " + clean(orWord(ctx.namespace, "(default)")) + " · " + clean(orWord(ctx.kubeContext, "(current)"))
 	conn, level := ctx.conn, ctx.connLevel
 	age := ""
@@ -210,17 +225,18 @@ func (wallView) view(ctx viewContext) string {
 		mode = "DEMO · " + mode
 	}
 	right := ctx.now.Format("15:04:05") + " · " + ctx.level(level).Render(clean(conn)) + age + " · " + st.Bold.Render(mode) + " "
-	out = append(out, spread(left, right, ctx.width))
+	out := []string{spread(left, right, ctx.width)}
 	if ctx.contexts {
 		out = append(out, clustersLine(ctx))
 	}
+	return out
+}
 
-	room := ctx.height - len(out)
-	if !ctx.loaded {
-		out = append(out, st.Muted.Render(" waiting for the first snapshot…"))
-		return fitBlock(strings.Join(out, "\n"), ctx.width, ctx.height)
-	}
-
+// wallGrid is the tiles in the room below the header, as many rows as fit
+// with room left for the attention list, and a line for those that do not.
+func wallGrid(ctx viewContext, room int) []string {
+	st := ctx.st
+	var out []string
 	views := ctx.views
 	large := ctx.width >= 120 && ctx.height+1 >= 36
 	tileH := 6
@@ -268,33 +284,35 @@ func (wallView) view(ctx viewContext) string {
 		}
 		out = append(out, st.Muted.Render(where))
 	}
-	out = append(out, "")
+	return out
+}
+
+// wallAttention is NEEDS ATTENTION in at most left item lines (and its
+// title), the rest counted on the last.
+func wallAttention(ctx viewContext, left int) []string {
+	st := ctx.st
 	items := attention(ctx)
-	// The lines left for items; the screen's last stays blank for the
-	// command line or a note (model.go).
-	left2 := ctx.height - len(out) - 2
 	title := st.Bold.Render(" NEEDS ATTENTION")
 	if len(items) == 0 {
-		out = append(out, title+st.OK.Render("  "+glyphOK+" nothing"))
-	} else {
-		out = append(out, title+st.Muted.Render(fmt.Sprintf("  (%d)", len(items))))
-		nameW, maxW := 8, 24
-		if ctx.fleet {
-			maxW = max(24, min(48, ctx.width/3))
-		}
-		for _, it := range items {
-			nameW = max(nameW, min(ansi.StringWidth(clean(it.who)), maxW))
-		}
-		for i, it := range items {
-			if i >= left2-1 && len(items) > left2 {
-				out = append(out, st.Muted.Render(fmt.Sprintf(" … and %d more", len(items)-i)))
-				break
-			}
-			line := fmt.Sprintf(" %s %s  %s", it.glyph, fitName(it.who, nameW), clean(it.what))
-			out = append(out, cut(ctx.level(it.level).Render(line), ctx.width))
-		}
+		return []string{title + st.OK.Render("  "+glyphOK+" nothing")}
 	}
-	return fitBlock(strings.Join(out, "\n"), ctx.width, ctx.height)
+	out := []string{title + st.Muted.Render(fmt.Sprintf("  (%d)", len(items)))}
+	nameW, maxW := 8, 24
+	if ctx.fleet {
+		maxW = max(24, min(48, ctx.width/3))
+	}
+	for _, it := range items {
+		nameW = max(nameW, min(ansi.StringWidth(clean(it.who)), maxW))
+	}
+	for i, it := range items {
+		if i >= left-1 && len(items) > left {
+			out = append(out, st.Muted.Render(fmt.Sprintf(" … and %d more", len(items)-i)))
+			break
+		}
+		line := fmt.Sprintf(" %s %s  %s", it.glyph, fitName(it.who, nameW), clean(it.what))
+		out = append(out, cut(ctx.level(it.level).Render(line), ctx.width))
+	}
+	return out
 }
 
 // attnItem is one line of NEEDS ATTENTION.
