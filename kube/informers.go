@@ -10,7 +10,6 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -18,7 +17,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	coordinationlisters "k8s.io/client-go/listers/coordination/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
@@ -83,15 +81,6 @@ var _ engine.Reader = (*Watcher)(nil)
 
 // WatcherOption configures a Watcher.
 type WatcherOption func(*Watcher)
-
-// DefaultProbeInterval is how often a Watcher asks the API server /livez.
-// Informers retry a refused watch silently, so without this probe an outage
-// would not show until the next list fails.
-const DefaultProbeInterval = 5 * time.Second
-
-// withProbeInterval sets how often /livez is probed (0 turns the probe off);
-// only this package's tests set it (export_test.go).
-func withProbeInterval(d time.Duration) WatcherOption { return func(w *Watcher) { w.probeEvery = d } }
 
 // withClock sets the clock the Watcher stamps its health with. Only this
 // package's tests set it.
@@ -223,58 +212,6 @@ func (w *Watcher) Start(ctx context.Context) error {
 		}
 	}()
 	return nil
-}
-
-// Probe asks the API server's /livez every interval until ctx ends and
-// reports each outcome (nil: it answered). Informers retry a refused watch
-// silently, so this is how a reader of a cache learns of an outage. It
-// returns at once when the client has no REST client (a fake clientset) or
-// every is not positive.
-func Probe(ctx context.Context, client kubernetes.Interface, every time.Duration, report func(error)) {
-	rc, ok := client.Discovery().RESTClient().(*rest.RESTClient)
-	if !ok || rc == nil || every <= 0 {
-		return
-	}
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		pctx, cancel := context.WithTimeout(ctx, min(every, 3*time.Second))
-		err := rc.Get().AbsPath("/livez").Do(pctx).Error()
-		cancel()
-		if ctx.Err() != nil {
-			return
-		}
-		if apierrors.IsForbidden(err) {
-			err = nil // it answered; /livez is just not open to this identity
-		}
-		report(err)
-	}
-}
-
-// probed records a /livez outcome: a success counts as contact with the API
-// server (LastSync), a failure as a connection error (LastWatchError). A
-// change between the two signals the reader.
-func (w *Watcher) probed(err error) {
-	w.mu.Lock()
-	wasDown := !w.lastErrAt.IsZero() && !w.lastErrAt.Before(w.lastEvent)
-	if err != nil {
-		w.lastErr, w.lastErrAt = fmt.Errorf("API server unreachable: %w", err), w.now()
-	} else {
-		w.lastEvent = w.now()
-	}
-	isDown := !w.lastErrAt.IsZero() && !w.lastErrAt.Before(w.lastEvent)
-	w.mu.Unlock()
-	if wasDown != isDown {
-		select {
-		case w.changed <- struct{}{}:
-		default:
-		}
-	}
 }
 
 // WaitForSync waits until every cache has synced or ctx ends.
