@@ -10,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/internal/render"
+	"github.com/ctpool-tui/ctpool-tui/tui/sanitize"
 )
 
 // sideState is what the dashboard learns besides the pools: the nodes for
@@ -142,11 +144,11 @@ const unreachable = "API server unreachable"
 // permission (in the pool's namespace).
 func (m *Model) refusal(kind actionKind, pool string) string {
 	if m.health.disconnected() {
-		return unreachable + ": " + kind.String() + " needs the server (data " + short(m.now.Sub(m.health.lastSync)) + " old)"
+		return unreachable + ": " + kind.String() + " needs the server (data " + render.Duration(m.now.Sub(m.health.lastSync)) + " old)"
 	}
 	caps, _ := m.capsFor(pool)
 	if c, ok := caps[kind]; ok && !c.Allowed {
-		msg := kind.String() + " is not allowed: needs " + orWord(c.MissingText(), "a permission")
+		msg := kind.String() + " is not allowed: needs " + render.OrWord(c.MissingText(), "a permission")
 		switch ns := m.namespaceOf(pool); {
 		case m.opts.Contexts:
 			if i := strings.LastIndexByte(ns, '/'); i >= 0 {
@@ -165,7 +167,7 @@ func (m *Model) refusal(kind actionKind, pool string) string {
 func (m *Model) missing(kind actionKind) (string, bool) {
 	caps, _ := m.capsFor(m.currentPool())
 	if c, ok := caps[kind]; ok && !c.Allowed {
-		return orWord(c.MissingText(), "a permission"), true
+		return render.OrWord(c.MissingText(), "a permission"), true
 	}
 	return "", false
 }
@@ -206,9 +208,9 @@ func (m *Model) shownKeys() keyMap {
 	pending := m.capsPending(m.currentPool())
 	for _, ab := range k.actionBindings() {
 		if _, no := m.missing(ab.kind); no || (m.health.disconnected() && ab.b.Enabled()) {
-			ab.b.SetHelp(ab.b.Help().Key, ab.b.Help().Desc+" "+glyphBad)
+			ab.b.SetHelp(ab.b.Help().Key, ab.b.Help().Desc+" "+render.GlyphBad)
 		} else if pending && ab.b.Enabled() {
-			ab.b.SetHelp(ab.b.Help().Key, ab.b.Help().Desc+" "+glyphSyncing)
+			ab.b.SetHelp(ab.b.Help().Key, ab.b.Help().Desc+" "+render.GlyphSyncing)
 		}
 	}
 	m.markMemberTools(&k)
@@ -223,15 +225,15 @@ func (m *Model) unavailableLines() []string {
 			continue
 		}
 		if perm, no := m.missing(ab.kind); no {
-			out = append(out, m.st.Muted.Render(glyphBad+" "+ab.b.Help().Key+" "+ab.kind.String()+" · needs: "+clean(perm)))
+			out = append(out, m.st.Muted.Render(render.GlyphBad+" "+ab.b.Help().Key+" "+ab.kind.String()+" · needs: "+sanitize.Sanitize(perm)))
 		} else if m.health.disconnected() {
-			out = append(out, m.st.Muted.Render(glyphBad+" "+ab.b.Help().Key+" "+ab.kind.String()+" · "+unreachable))
+			out = append(out, m.st.Muted.Render(render.GlyphBad+" "+ab.b.Help().Key+" "+ab.kind.String()+" · "+unreachable))
 		}
 	}
 	if _, err := m.capsFor(m.currentPool()); err != nil {
-		out = append(out, m.st.Warn.Render(glyphWarn+" permissions unknown: "+clean(err.Error())))
+		out = append(out, m.st.Warn.Render(render.GlyphWarn+" permissions unknown: "+sanitize.Sanitize(err.Error())))
 	} else if m.capsPending(m.currentPool()) {
-		out = append(out, m.st.Muted.Render(glyphSyncing+" permissions pending: the API server is asked what you may do"))
+		out = append(out, m.st.Muted.Render(render.GlyphSyncing+" permissions pending: the API server is asked what you may do"))
 	}
 	return out
 }

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/ctpool-tui/ctpool-tui/internal/render"
+	"github.com/ctpool-tui/ctpool-tui/tui/sanitize"
 )
 
 // logPaneHeight is the height of the action log pane (L).
@@ -70,11 +72,11 @@ func (a *actionLog) line(ctx viewContext, e logEntry) string {
 	at := e.at.Format("15:04:05")
 	switch {
 	case !e.done:
-		return st.Muted.Render(at) + " " + st.Info.Render(glyphSyncing+" "+clean(e.req.describe())+": running")
+		return st.Muted.Render(at) + " " + st.Info.Render(render.GlyphSyncing+" "+sanitize.Sanitize(e.req.describe())+": running")
 	case e.err != nil:
-		return st.Muted.Render(at) + " " + st.Error.Render(glyphBad+" "+clean(e.req.describe())+": "+clean(e.err.Error()))
+		return st.Muted.Render(at) + " " + st.Error.Render(render.GlyphBad+" "+sanitize.Sanitize(e.req.describe())+": "+sanitize.Sanitize(e.err.Error()))
 	}
-	return st.Muted.Render(at) + " " + st.OK.Render(glyphOK+" "+clean(e.req.describe())+": "+clean(e.text))
+	return st.Muted.Render(at) + " " + st.OK.Render(render.GlyphOK+" "+sanitize.Sanitize(e.req.describe())+": "+sanitize.Sanitize(e.text))
 }
 
 // view renders the pane: the newest entries, wrapped to the width, in

@@ -9,6 +9,8 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/internal/render"
+	"github.com/ctpool-tui/ctpool-tui/tui/sanitize"
 )
 
 // actionKind is one of the dashboard's operations, named as the engine names
@@ -112,12 +114,12 @@ func reconcileText(r engine.ReconcileResult) string {
 			skipped++
 		}
 	}
-	s := plural(r.Done(), "change", "changes")
+	s := render.Plural(r.Done(), "change", "changes")
 	if skipped > 0 {
 		s += fmt.Sprintf(", %d skipped", skipped)
 	}
 	if n := len(r.Errors); n > 0 {
-		s += ", " + plural(n, "error", "errors") + ": " + engine.ErrorSummary(r.Errors, maxErrorLines)
+		s += ", " + render.Plural(n, "error", "errors") + ": " + engine.ErrorSummary(r.Errors, maxErrorLines)
 	}
 	return s
 }
@@ -136,9 +138,9 @@ func releaseText(req actionRequest, r engine.ReleaseResult) string {
 	case r.RemovedUnheld:
 		return req.member + " had a Lease with no holder: removed"
 	case r.Recreated:
-		return fmt.Sprintf("released from %s, rebuilt from the current image", orWord(r.PreviousHolder, req.holder))
+		return fmt.Sprintf("released from %s, rebuilt from the current image", render.OrWord(r.PreviousHolder, req.holder))
 	}
-	return fmt.Sprintf("released from %s, not rebuilt (above the size)", orWord(r.PreviousHolder, req.holder))
+	return fmt.Sprintf("released from %s, not rebuilt (above the size)", render.OrWord(r.PreviousHolder, req.holder))
 }
 
 // startAction records and runs an action. Read-only mode never gets here
@@ -146,11 +148,11 @@ func releaseText(req actionRequest, r engine.ReleaseResult) string {
 func (m *Model) startAction(req actionRequest) tea.Cmd {
 	a, pool := m.actionsFor(req.pool)
 	if m.opts.ReadOnly || a == nil {
-		m.setNote(glyphBad+" read-only: actions are disabled", levelError)
+		m.setNote(render.GlyphBad+" read-only: actions are disabled", levelError)
 		return nil
 	}
 	if why := m.refusal(req.kind, req.pool); why != "" {
-		m.setNote(glyphBad+" "+why, levelError)
+		m.setNote(render.GlyphBad+" "+why, levelError)
 		return nil
 	}
 	id := m.logStart(req)
@@ -185,7 +187,7 @@ func (m *Model) actionKey(msg tea.KeyMsg, pool string, mm *engine.Member) tea.Cm
 		return nil
 	}
 	if why := m.refusal(kind, pool); why != "" {
-		m.setNote(glyphBad+" "+why, levelError)
+		m.setNote(render.GlyphBad+" "+why, levelError)
 		return nil
 	}
 	v := m.view(pool)
@@ -200,7 +202,7 @@ func (m *Model) actionKey(msg tea.KeyMsg, pool string, mm *engine.Member) tea.Cm
 		return m.startAction(actionRequest{kind: actReconcile, pool: pool})
 	case &k.Resize:
 		if v == nil || !v.Defined {
-			m.setNote(glyphBad+" "+clean(pool)+" has no definition to resize", levelError)
+			m.setNote(render.GlyphBad+" "+sanitize.Sanitize(pool)+" has no definition to resize", levelError)
 			return nil
 		}
 		m.dialog = newResizeDialog(m.st, v)
@@ -217,10 +219,10 @@ func (m *Model) actionKey(msg tea.KeyMsg, pool string, mm *engine.Member) tea.Cm
 		force := b == &k.ForceRelease
 		switch {
 		case !force && !mm.Claimed:
-			m.setNote(clean(mm.Name)+" is not claimed by a user: nothing to release", levelWarn)
+			m.setNote(sanitize.Sanitize(mm.Name)+" is not claimed by a user: nothing to release", levelWarn)
 			return nil
 		case force && mm.Lease == nil:
-			m.setNote(clean(mm.Name)+" has no claim: nothing to release", levelWarn)
+			m.setNote(sanitize.Sanitize(mm.Name)+" has no claim: nothing to release", levelWarn)
 			return nil
 		}
 		// The dashboard has no claim identity of its own: releasing a claim

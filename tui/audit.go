@@ -11,6 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/internal/render"
+	"github.com/ctpool-tui/ctpool-tui/tui/sanitize"
 )
 
 // The marks of ctpool-tui's audit Events (kube.AuditAnnotation and
@@ -113,31 +115,31 @@ func (a *auditView) update(ctx viewContext, msg tea.Msg) (intent, tea.Cmd) {
 // view renders the pool's recent audit Events.
 func (a *auditView) view(ctx viewContext) string {
 	st := ctx.st
-	lines := []string{" " + st.Accent.Render(clean(a.pool)) + st.Muted.Render(" · audit: recent actions on "+clean(engine.ConfigMapName(poolName(a.pool)))+" (A or esc closes)")}
+	lines := []string{" " + st.Accent.Render(sanitize.Sanitize(a.pool)) + st.Muted.Render(" · audit: recent actions on "+sanitize.Sanitize(engine.ConfigMapName(poolName(a.pool)))+" (A or esc closes)")}
 	switch {
 	case !ctx.events:
 		lines = append(lines, st.Muted.Render("  audit Events not available"))
 	case a.loading:
-		lines = append(lines, st.Muted.Render("  "+glyphSyncing+" loading…"))
+		lines = append(lines, st.Muted.Render("  "+render.GlyphSyncing+" loading…"))
 	case a.err != nil:
-		lines = append(lines, st.Error.Render("  "+glyphBad+" "+clean(a.err.Error())))
+		lines = append(lines, st.Error.Render("  "+render.GlyphBad+" "+sanitize.Sanitize(a.err.Error())))
 	case len(a.events) == 0:
 		lines = append(lines, st.Muted.Render("  no audit Events (Events expire after an hour by default)"))
 	default:
 		lines = append(lines, "  "+st.ColumnHeader.Render(fmt.Sprintf("%-6s %-9s %-16s %s", "AGE", "RESULT", "ACTION", "WHAT")))
 		for _, ev := range a.events {
-			when := glyphNone
+			when := render.GlyphNone
 			if t := eventTime(ev); !t.IsZero() {
-				when = short(ctx.now.Sub(t))
+				when = render.Duration(ctx.now.Sub(t))
 			}
-			result := glyphOK + " ok"
+			result := render.GlyphOK + " ok"
 			style := st.Text
 			if ev.Type == corev1.EventTypeWarning {
-				result, style = glyphBad+" failed", st.Error
+				result, style = render.GlyphBad+" failed", st.Error
 			}
-			action := orWord(ev.Annotations[auditAnnotation], orWord(ev.Action, ev.Reason))
-			head := fmt.Sprintf("%-6s %-9s %-16s ", when, result, cut(clean(action), 16))
-			for i, l := range wrap(clean(ev.Message), max(ctx.width-2-auditIndent, 20)) {
+			action := render.OrWord(ev.Annotations[auditAnnotation], render.OrWord(ev.Action, ev.Reason))
+			head := fmt.Sprintf("%-6s %-9s %-16s ", when, result, sanitize.Cut(sanitize.Sanitize(action), 16))
+			for i, l := range wrap(sanitize.Sanitize(ev.Message), max(ctx.width-2-auditIndent, 20)) {
 				if i > 0 {
 					head = strings.Repeat(" ", auditIndent)
 				}
@@ -149,7 +151,7 @@ func (a *auditView) view(ctx viewContext) string {
 		lines = lines[:ctx.height]
 	}
 	for i := range lines {
-		lines[i] = cut(lines[i], ctx.width)
+		lines[i] = sanitize.Cut(lines[i], ctx.width)
 	}
 	return strings.Join(lines, "\n")
 }

@@ -9,6 +9,8 @@ import (
 	"github.com/charmbracelet/bubbles/spinner"
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
+	"github.com/ctpool-tui/ctpool-tui/internal/render"
+	"github.com/ctpool-tui/ctpool-tui/tui/sanitize"
 )
 
 // modeTag is [RW] or [READ-ONLY] (and DEMO for a simulated cluster).
@@ -27,8 +29,8 @@ func modeTag(c viewContext) string {
 // at level), mode.
 func headerLine(c viewContext, conn string, level int) string {
 	st := c.st
-	kctx, ns := clean(orWord(c.kubeContext, "(current)")), clean(orWord(c.namespace, "(default)"))
-	left := " " + st.Accent.Render("ctpool-tui") + "  ctx: " + kctx + "  ns: " + ns + "   " + c.level(level).Render(clean(conn))
+	kctx, ns := sanitize.Sanitize(render.OrWord(c.kubeContext, "(current)")), sanitize.Sanitize(render.OrWord(c.namespace, "(default)"))
+	left := " " + st.Accent.Render("ctpool-tui") + "  ctx: " + kctx + "  ns: " + ns + "   " + c.level(level).Render(sanitize.Sanitize(conn))
 	right := st.Bold.Render(modeTag(c)) + st.Muted.Render(" ? help  q quit ")
 	if ansi.StringWidth(left)+ansi.StringWidth(right) < c.width {
 		return spread(left, right, c.width)
@@ -36,7 +38,7 @@ func headerLine(c viewContext, conn string, level int) string {
 	// Narrow: drop the labels and the keys (the help line has them); the
 	// connection state is what must stay whole.
 	right = st.Bold.Render(modeTag(c)) + " "
-	left = " " + st.Accent.Render("ctpool-tui") + " " + kctx + "/" + ns + "  " + c.level(level).Render(clean(conn))
+	left = " " + st.Accent.Render("ctpool-tui") + " " + kctx + "/" + ns + "  " + c.level(level).Render(sanitize.Sanitize(conn))
 	return spread(left, right, c.width)
 }
 
@@ -53,13 +55,13 @@ func statusLine(c viewContext, acts *actionState, spin *spinner.Model, log *acti
 		for _, id := range ids {
 			names = append(names, acts.running[id].describe())
 		}
-		return cut(" "+spin.View()+" "+clean(strings.Join(names, ", "))+"…", c.width)
+		return sanitize.Cut(" "+spin.View()+" "+sanitize.Sanitize(strings.Join(names, ", "))+"…", c.width)
 	}
 	if acts.note != "" {
-		return cut(" "+c.level(acts.noteLvl).Render(clean(acts.note)), c.width)
+		return sanitize.Cut(" "+c.level(acts.noteLvl).Render(sanitize.Sanitize(acts.note)), c.width)
 	}
 	if e, ok := log.lastDone(); ok {
-		return cut(" "+log.line(c, e), c.width)
+		return sanitize.Cut(" "+log.line(c, e), c.width)
 	}
 	return ""
 }
@@ -109,7 +111,7 @@ func fitHelp(c viewContext, full *help.Model, keys []key.Binding) string {
 	if n > 0 {
 		return " " + h.ShortHelpView(append(body[:n:n], tail...))
 	}
-	return cut(" "+full.ShortHelpView(keys), c.width)
+	return sanitize.Cut(" "+full.ShortHelpView(keys), c.width)
 }
 
 // helpOverlay is the full help of shown (the keymap as the help shows it),
@@ -123,9 +125,9 @@ func helpOverlay(c viewContext, h *help.Model, shown keyMap, unavailable []strin
 	}
 	full = append(full, "",
 		st.ColumnHeader.Render("Legend"),
-		glyphLive+" live  "+glyphSyncing+" syncing/running  "+glyphBad+" error, expired, disconnected",
-		glyphWarn+" exhausted, low, expiring soon  "+glyphOK+" no errors",
-		glyphDrift+" drift  "+glyphMaint+" maintenance  "+glyphAbove+" above size  "+glyphBad+" node down  "+glyphProblem+" problems")
+		render.GlyphLive+" live  "+render.GlyphSyncing+" syncing/running  "+render.GlyphBad+" error, expired, disconnected",
+		render.GlyphWarn+" exhausted, low, expiring soon  "+render.GlyphOK+" no errors",
+		render.GlyphDrift+" drift  "+render.GlyphMaint+" maintenance  "+render.GlyphAbove+" above size  "+render.GlyphBad+" node down  "+render.GlyphProblem+" problems")
 	if c.readOnly {
 		full = append(full, "", st.Bold.Render("READ-ONLY: no action can be taken from this screen."))
 	}
@@ -139,11 +141,11 @@ func helpOverlay(c viewContext, h *help.Model, shown keyMap, unavailable []strin
 // titledBox draws a box of width cells with the title in its top border.
 func titledBox(title string, body []string, width int, border lipgloss.Style) string {
 	inner := max(width-4, 1)
-	title = cut(title, max(inner-1, 1))
+	title = sanitize.Cut(title, max(inner-1, 1))
 	top := "┌ " + title + " " + strings.Repeat("─", max(0, width-ansi.StringWidth(title)-4)) + "┐"
 	lines := []string{border.Render(top)}
 	for _, l := range body {
-		lines = append(lines, border.Render("│")+" "+pad(l, inner)+" "+border.Render("│"))
+		lines = append(lines, border.Render("│")+" "+sanitize.Pad(l, inner)+" "+border.Render("│"))
 	}
 	lines = append(lines, border.Render("└"+strings.Repeat("─", max(0, width-2))+"┘"))
 	return strings.Join(lines, "\n")

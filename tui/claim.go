@@ -7,7 +7,9 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/internal/render"
 	"github.com/ctpool-tui/ctpool-tui/themes"
+	"github.com/ctpool-tui/ctpool-tui/tui/sanitize"
 )
 
 // newClaimDialog asks for the identity a free member of the pool is
@@ -16,7 +18,7 @@ func newClaimDialog(st themes.Styles, v *engine.PoolView, pool string) *dialogMo
 	d := &dialogModel{kind: dlgClaim, title: "Claim a desktop of " + pool, confirm: "Claim", hasInput: true}
 	d.req = actionRequest{kind: actClaim, pool: pool}
 	if v != nil {
-		d.lines = append(d.lines, fmt.Sprintf("%d free of %s (%d claimed).", v.Status.Free, plural(len(v.Members), "member", "members"), v.Status.Claimed))
+		d.lines = append(d.lines, fmt.Sprintf("%d free of %s (%d claimed).", v.Status.Free, render.Plural(len(v.Members), "member", "members"), v.Status.Claimed))
 	}
 	d.lines = append(d.lines,
 		"Claims a free member for the identity, as `claim` does: a second",
@@ -29,12 +31,12 @@ func newClaimDialog(st themes.Styles, v *engine.PoolView, pool string) *dialogMo
 // openClaim opens the claim dialog for a pool.
 func (m *Model) openClaim(pool string) tea.Cmd {
 	if !m.canAct() {
-		m.setNote(glyphBad+" read-only: claim is a write", levelError)
+		m.setNote(render.GlyphBad+" read-only: claim is a write", levelError)
 		return nil
 	}
 	v := m.view(pool)
 	if v == nil || !v.Defined {
-		m.setNote(glyphBad+" "+clean(pool)+" has no definition: no member can be claimed", levelError)
+		m.setNote(render.GlyphBad+" "+sanitize.Sanitize(pool)+" has no definition: no member can be claimed", levelError)
 		return nil
 	}
 	m.dialog = newClaimDialog(m.st, v, pool)

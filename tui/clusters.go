@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/internal/render"
+	"github.com/ctpool-tui/ctpool-tui/tui/sanitize"
 )
 
 // A fleet of clusters (Options.Contexts) merges the pools of several
@@ -61,15 +63,15 @@ func (h ClusterHealth) state(now time.Time) clusterState {
 	}
 	switch {
 	case h.Forbidden != nil:
-		s.word, s.level = glyphBad+" forbidden", levelError
+		s.word, s.level = render.GlyphBad+" forbidden", levelError
 	case !h.ErrAt.IsZero() && !h.ErrAt.Before(h.LastSync) && h.LastSync.IsZero():
-		s.word, s.level = glyphBad+" unreachable", levelError
+		s.word, s.level = render.GlyphBad+" unreachable", levelError
 	case !h.ErrAt.IsZero() && !h.ErrAt.Before(h.LastSync):
-		s.word, s.level = glyphWarn+" stale "+short(now.Sub(h.LastSync)), levelWarn
+		s.word, s.level = render.GlyphWarn+" stale "+render.Duration(now.Sub(h.LastSync)), levelWarn
 	case !h.Synced:
-		s.word, s.level = glyphSyncing+" syncing", levelWarn
+		s.word, s.level = render.GlyphSyncing+" syncing", levelWarn
 	default:
-		s.word, s.level = glyphLive+" live", levelOK
+		s.word, s.level = render.GlyphLive+" live", levelOK
 	}
 	return s
 }
@@ -79,9 +81,9 @@ func (h ClusterHealth) state(now time.Time) clusterState {
 func clustersLine(c viewContext) string {
 	parts := make([]string, 0, len(c.clusters))
 	for _, s := range c.clusters {
-		parts = append(parts, clean(s.context)+" "+c.level(s.level).Render(clean(s.word)))
+		parts = append(parts, sanitize.Sanitize(s.context)+" "+c.level(s.level).Render(sanitize.Sanitize(s.word)))
 	}
-	return cut(" clusters: "+strings.Join(parts, "  "), c.width)
+	return sanitize.Cut(" clusters: "+strings.Join(parts, "  "), c.width)
 }
 
 // splitNamespace splits a pool's namespace into its context and namespace
@@ -202,7 +204,7 @@ func (m *Model) narrowContext(name string) error {
 			name, strings.Join(watched, ", "))
 	}
 	if !m.opts.Contexts {
-		m.setNote(glyphOK+" showing context "+orWord(m.opts.Context, "(current)")+", the only one watched", levelOK)
+		m.setNote(render.GlyphOK+" showing context "+render.OrWord(m.opts.Context, "(current)")+", the only one watched", levelOK)
 		return nil
 	}
 	m.narrow.context = name
@@ -237,7 +239,7 @@ func (m *Model) applyNarrowing() {
 	}
 	m.layout()
 	kctx, ns := m.where()
-	m.setNote(glyphOK+" showing context "+kctx+", namespace "+ns, levelOK)
+	m.setNote(render.GlyphOK+" showing context "+kctx+", namespace "+ns, levelOK)
 }
 
 // where is the context and namespace the header shows: the narrowing, else

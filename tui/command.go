@@ -14,7 +14,9 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/ctpool-tui/ctpool-tui/internal/render"
 	"github.com/ctpool-tui/ctpool-tui/themes"
+	"github.com/ctpool-tui/ctpool-tui/tui/sanitize"
 )
 
 // Scope is what the dashboard shows and may do in one namespace, or in
@@ -64,9 +66,9 @@ func newCommandLine(st themes.Styles) commandLine {
 func (c *commandLine) view(ctx viewContext) string {
 	line := " " + c.input.View()
 	if c.hint != "" {
-		line += "  " + ctx.level(c.hintLevel).Render(clean(c.hint))
+		line += "  " + ctx.level(c.hintLevel).Render(sanitize.Sanitize(c.hint))
 	}
-	return cut(line, ctx.width)
+	return sanitize.Cut(line, ctx.width)
 }
 
 // commandKeys are the command line's keys for the help line (its own: in
@@ -127,7 +129,7 @@ func (m *Model) updateCommand(msg tea.KeyMsg) tea.Cmd {
 	case tea.KeyEnter:
 		cmd, err := m.runCommand(c.input.Value())
 		if err != nil {
-			c.hint, c.hintLevel = glyphBad+" "+err.Error(), levelError
+			c.hint, c.hintLevel = render.GlyphBad+" "+err.Error(), levelError
 			return nil
 		}
 		c.open = false
@@ -288,7 +290,7 @@ func (m *Model) runCommand(line string) (tea.Cmd, error) {
 	if c.name == "" {
 		what = "all namespaces"
 	}
-	m.setNote(glyphSyncing+" switching to "+what+"…", levelInfo)
+	m.setNote(render.GlyphSyncing+" switching to "+what+"…", levelInfo)
 	return scopeCmd(m.ctx, m.opts.Scoper, c.name, m.scopeGen), nil
 }
 
@@ -302,7 +304,7 @@ func (m *Model) applyScope(msg scopeMsg) tea.Cmd {
 		return nil
 	}
 	if msg.err != nil {
-		m.setNote(glyphBad+" "+msg.err.Error(), levelError)
+		m.setNote(render.GlyphBad+" "+msg.err.Error(), levelError)
 		return nil
 	}
 	if m.scopeCancel != nil {
@@ -331,7 +333,7 @@ func (m *Model) applyScope(msg scopeMsg) tea.Cmd {
 	if sc.Fleet {
 		shown = "namespaces: " + sc.Namespace
 	}
-	m.setNote(glyphOK+" showing "+shown, levelOK)
+	m.setNote(render.GlyphOK+" showing "+shown, levelOK)
 	m.pending, m.armed, m.dirty = true, true, false
 	cmds := []tea.Cmd{m.load(), m.waitChange()}
 	if o.Access != nil && !o.ReadOnly && !o.Fleet {

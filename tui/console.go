@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/internal/render"
 )
 
 // consoleProcess is the tea.ExecCommand of a console: bubbletea releases
@@ -56,7 +57,7 @@ func toolUnavailable(kind actionKind, v *engine.PoolView, mm *engine.Member) str
 	case kind == actConsole && mm.Pod.DeletionTimestamp != nil:
 		return fmt.Sprintf("console unavailable: %s's Pod is being deleted", mm.Name)
 	case kind == actConsole && mm.Pod.Status.Phase != corev1.PodRunning:
-		return fmt.Sprintf("console unavailable: %s's Pod is %s, not Running", mm.Name, orWord(string(mm.Pod.Status.Phase), "Pending"))
+		return fmt.Sprintf("console unavailable: %s's Pod is %s, not Running", mm.Name, render.OrWord(string(mm.Pod.Status.Phase), "Pending"))
 	}
 	return ""
 }
@@ -84,22 +85,22 @@ func (m *Model) markMemberTools(k *keyMap) {
 	if engine.StreamingUnavailable(engine.MemberBackend(spec, mm.Pod)) == "" {
 		return
 	}
-	k.Console.SetHelp(k.Console.Help().Key, "console "+glyphBad+" sandboxd")
-	k.Logs.SetHelp(k.Logs.Help().Key, "logs "+glyphBad+" sandboxd")
+	k.Console.SetHelp(k.Console.Help().Key, "console "+render.GlyphBad+" sandboxd")
+	k.Logs.SetHelp(k.Logs.Help().Key, "logs "+render.GlyphBad+" sandboxd")
 }
 
 // openConsole hands the terminal to a shell in the member, or says why not.
 func (m *Model) openConsole(pool string, mm *engine.Member) tea.Cmd {
 	if m.opts.ReadOnly {
-		m.setNote(glyphBad+" read-only: the console is a write (pods/exec)", levelError)
+		m.setNote(render.GlyphBad+" read-only: the console is a write (pods/exec)", levelError)
 		return nil
 	}
 	if why := toolUnavailable(actConsole, m.view(pool), mm); why != "" {
-		m.setNote(glyphBad+" "+why, levelError)
+		m.setNote(render.GlyphBad+" "+why, levelError)
 		return nil
 	}
 	if m.opts.Console == nil {
-		m.setNote(glyphBad+" console unavailable: "+orWord(m.consoleMissing(), "no exec connection"), levelError)
+		m.setNote(render.GlyphBad+" console unavailable: "+render.OrWord(m.consoleMissing(), "no exec connection"), levelError)
 		return nil
 	}
 	req := actionRequest{kind: actConsole, pool: pool, member: mm.Name}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/ctpool-tui/ctpool-tui/internal/render"
 )
 
 type fakeConsole struct {
@@ -80,7 +81,7 @@ func TestConsoleAndLogsUnavailableForSandboxd(t *testing.T) {
 	if m.members.pool != "gpu" {
 		t.Fatalf("opened %q, want gpu", m.members.pool)
 	}
-	if h := helpLine(m); !strings.Contains(h, "console "+glyphBad+" sandboxd") || !strings.Contains(h, "logs "+glyphBad+" sandboxd") {
+	if h := helpLine(m); !strings.Contains(h, "console "+render.GlyphBad+" sandboxd") || !strings.Contains(h, "logs "+render.GlyphBad+" sandboxd") {
 		t.Errorf("help line %q does not mark console and logs", h)
 	}
 	for _, k := range []string{"c", "l"} {

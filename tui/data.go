@@ -300,22 +300,22 @@ func (h health) connState(now, started time.Time, loaded bool) (text string, lev
 	case !h.errAt.IsZero() && !h.errAt.Before(h.lastSync):
 		age := "no data"
 		if !h.lastSync.IsZero() {
-			age = "data " + short(now.Sub(h.lastSync)) + " old"
+			age = "data " + render.Duration(now.Sub(h.lastSync)) + " old"
 		}
-		return glyphBad + " disconnected · " + age, levelError
+		return render.GlyphBad + " disconnected · " + age, levelError
 	case !h.synced || !loaded:
 		if now.Sub(started) > syncDeadline {
-			msg := glyphBad + " not synced after " + short(now.Sub(started))
+			msg := render.GlyphBad + " not synced after " + render.Duration(now.Sub(started))
 			if h.err != nil {
 				msg += ": " + h.err.Error()
 			}
 			return msg, levelError
 		}
-		return glyphSyncing + " syncing…", levelWarn
+		return render.GlyphSyncing + " syncing…", levelWarn
 	case h.lastSync.IsZero():
-		return glyphLive + " live", levelOK
+		return render.GlyphLive + " live", levelOK
 	}
-	return glyphLive + " live · synced " + ago(now, h.lastSync), levelOK
+	return render.GlyphLive + " live · synced " + render.Ago(now, h.lastSync), levelOK
 }
 
 // Levels of a status (render's), mapped onto styles.

@@ -13,6 +13,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/internal/render"
+	"github.com/ctpool-tui/ctpool-tui/tui/sanitize"
 )
 
 // detailView is the open member's detail pane. Its Events load
@@ -156,13 +158,13 @@ func (d *detailView) view(ctx viewContext) string {
 	st := ctx.st
 	v, mm := d.selected(ctx)
 	if v == nil || mm == nil {
-		return " " + st.Error.Render(glyphBad+" "+clean(d.member)+" is gone") + st.Muted.Render("  (esc back)")
+		return " " + st.Error.Render(render.GlyphBad+" "+sanitize.Sanitize(d.member)+" is gone") + st.Muted.Render("  (esc back)")
 	}
 	var lines []string
 	textW := max(ctx.width-detailLabelWidth-1, 20)
 	indent := strings.Repeat(" ", detailLabelWidth+1)
 	addStyled := func(label string, labelStyle, textStyle lipgloss.Style, text string) {
-		for i, l := range wrap(clean(text), textW) {
+		for i, l := range wrap(sanitize.Sanitize(text), textW) {
 			if i == 0 {
 				lines = append(lines, " "+labelStyle.Render(fmt.Sprintf("%-*s", detailLabelWidth, label))+textStyle.Render(l))
 			} else {
@@ -175,7 +177,7 @@ func (d *detailView) view(ctx viewContext) string {
 	if ctx.fleet {
 		name = v.Namespace + "/" + name // two namespaces may have a desk-1
 	}
-	lines = append(lines, " "+st.Accent.Render(clean(name))+" · "+ctx.level(memberLevel(mm)).Render(string(mm.State))+" · "+clean(claimSummary(mm, ctx.now)))
+	lines = append(lines, " "+st.Accent.Render(sanitize.Sanitize(name))+" · "+ctx.level(memberLevel(mm)).Render(string(mm.State))+" · "+sanitize.Sanitize(claimSummary(mm, ctx.now)))
 	lines = append(lines, "")
 	add("Pod", podLine(mm, ctx.now))
 	if mm.Pod != nil {
@@ -219,7 +221,7 @@ func (d *detailView) view(ctx viewContext) string {
 	lines = append(lines, "")
 	lines = append(lines, d.eventLines(ctx, ctx.height-len(lines))...)
 	for i := range lines {
-		lines[i] = cut(lines[i], ctx.width)
+		lines[i] = sanitize.Cut(lines[i], ctx.width)
 	}
 	return strings.Join(lines, "\n")
 }
@@ -234,7 +236,7 @@ func (d *detailView) eventLines(ctx viewContext, room int) []string {
 	case d.loading && len(d.events) == 0 && d.err == nil:
 		return []string{label + st.Muted.Render("loading…")}
 	case d.err != nil && len(d.events) == 0:
-		return []string{label + st.Error.Render(glyphBad+" "+clean(d.err.Error()))}
+		return []string{label + st.Error.Render(render.GlyphBad+" "+sanitize.Sanitize(d.err.Error()))}
 	case len(d.events) == 0:
 		return []string{label + st.Muted.Render("none")}
 	}
@@ -243,9 +245,9 @@ func (d *detailView) eventLines(ctx viewContext, room int) []string {
 		if len(out) >= max(room, 1) {
 			break
 		}
-		when := glyphNone
+		when := render.GlyphNone
 		if t := eventTime(ev); !t.IsZero() {
-			when = short(ctx.now.Sub(t))
+			when = render.Duration(ctx.now.Sub(t))
 		}
 		kind := "pod"
 		if ev.InvolvedObject.Kind == "PersistentVolumeClaim" {
@@ -253,7 +255,7 @@ func (d *detailView) eventLines(ctx viewContext, room int) []string {
 		}
 		typ := ev.Type
 		if ev.Type == corev1.EventTypeWarning {
-			typ = st.Warn.Render(glyphWarn + " " + ev.Type)
+			typ = st.Warn.Render(render.GlyphWarn + " " + ev.Type)
 		}
 		count := ""
 		if ev.Count > 1 {
@@ -263,7 +265,7 @@ func (d *detailView) eventLines(ctx viewContext, room int) []string {
 		if i == 0 {
 			prefix = label
 		}
-		out = append(out, fmt.Sprintf("%s%-5s %-3s %s  %s  %s%s", prefix, when, kind, typ, clean(ev.Reason), clean(ev.Message), count))
+		out = append(out, fmt.Sprintf("%s%-5s %-3s %s  %s  %s%s", prefix, when, kind, typ, sanitize.Sanitize(ev.Reason), sanitize.Sanitize(ev.Message), count))
 	}
 	return out
 }
@@ -275,13 +277,13 @@ func claimSummary(mm *engine.Member, now time.Time) string {
 		c := mm.Claim
 		s := "claimed by " + mm.Holder() + " since " + clock(now, c.Acquired)
 		if c.Expires.IsZero() || !now.Before(c.Expires) {
-			return s + " (" + glyphBad + " expired " + short(now.Sub(c.Expires)) + " ago; protected until released)"
+			return s + " (" + render.GlyphBad + " expired " + render.Duration(now.Sub(c.Expires)) + " ago; protected until released)"
 		}
-		return s + " (" + short(c.Expires.Sub(now)) + " left)"
+		return s + " (" + render.Duration(c.Expires.Sub(now)) + " left)"
 	case mm.Maintenance:
-		return glyphMaint + " under maintenance by the reconciler"
+		return render.GlyphMaint + " under maintenance by the reconciler"
 	case mm.Free:
-		return glyphOK + " free"
+		return render.GlyphOK + " free"
 	}
 	return "not claimed"
 }
@@ -291,7 +293,7 @@ func podLine(mm *engine.Member, now time.Time) string {
 	if p == nil {
 		return "none"
 	}
-	parts := []string{orWord(string(p.Status.Phase), "Pending")}
+	parts := []string{render.OrWord(string(p.Status.Phase), "Pending")}
 	if mm.Node != "" {
 		parts[0] += " on " + mm.Node
 	}
@@ -312,7 +314,7 @@ func podLine(mm *engine.Member, now time.Time) string {
 		}
 	}
 	if !mm.Created.IsZero() {
-		parts = append(parts, "age "+short(now.Sub(mm.Created)))
+		parts = append(parts, "age "+render.Duration(now.Sub(mm.Created)))
 	}
 	if p.DeletionTimestamp != nil {
 		parts = append(parts, "deleting since "+clock(now, p.DeletionTimestamp.Time))
@@ -340,7 +342,7 @@ func pvcLine(mm *engine.Member) string {
 	if c == nil {
 		return engine.PVCName(mm.Name) + " · missing"
 	}
-	parts := []string{c.Name, orWord(string(c.Status.Phase), "Pending")}
+	parts := []string{c.Name, render.OrWord(string(c.Status.Phase), "Pending")}
 	if q, ok := c.Status.Capacity[corev1.ResourceStorage]; ok {
 		parts = append(parts, q.String())
 	} else if q, ok := c.Spec.Resources.Requests[corev1.ResourceStorage]; ok {
@@ -362,14 +364,14 @@ func leaseLine(mm *engine.Member, now time.Time) string {
 	if mm.Lease == nil || c == nil {
 		return "none (not claimed)"
 	}
-	parts := []string{mm.Lease.Name, "holder " + orWord(c.Holder, "(none)"),
+	parts := []string{mm.Lease.Name, "holder " + render.OrWord(c.Holder, "(none)"),
 		"acquired " + clock(now, c.Acquired), "renewed " + clock(now, c.Renewed),
 		fmt.Sprintf("%ds", int(c.Duration/time.Second))}
 	if !c.Expires.IsZero() {
 		if now.Before(c.Expires) {
 			parts = append(parts, "expires "+clock(now, c.Expires))
 		} else {
-			parts = append(parts, glyphBad+" expired "+clock(now, c.Expires))
+			parts = append(parts, render.GlyphBad+" expired "+clock(now, c.Expires))
 		}
 	}
 	if c.Stale {
@@ -379,14 +381,14 @@ func leaseLine(mm *engine.Member, now time.Time) string {
 }
 
 func sourceLine(v *engine.PoolView, mm *engine.Member) string {
-	src := orWord(abbrevHash(mm.Source), "(no label)")
+	src := render.OrWord(abbrevHash(mm.Source), "(no label)")
 	switch {
 	case v.Source == "":
 		return src + " (the pool has no valid definition to compare with)"
 	case mm.Drift && mm.Claimed:
-		return src + " (pool is " + abbrevHash(v.Source) + " " + glyphDrift + " drifted: replaced when released)"
+		return src + " (pool is " + abbrevHash(v.Source) + " " + render.GlyphDrift + " drifted: replaced when released)"
 	case mm.Drift:
-		return src + " (pool is " + abbrevHash(v.Source) + " " + glyphDrift + " drifted: replaced at the next reconcile)"
+		return src + " (pool is " + abbrevHash(v.Source) + " " + render.GlyphDrift + " drifted: replaced at the next reconcile)"
 	}
 	return src + " (current)"
 }

@@ -13,7 +13,9 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/internal/render"
 	"github.com/ctpool-tui/ctpool-tui/themes"
+	"github.com/ctpool-tui/ctpool-tui/tui/sanitize"
 )
 
 // dialogKind is the kind of an open dialog.
@@ -64,20 +66,20 @@ func newReleaseDialog(v *engine.PoolView, mm *engine.Member, now time.Time) *dia
 	if c := mm.LeaseRead(); c != nil {
 		claim = " (claimed " + clock(now, c.Acquired)
 		if c.Expires.IsZero() || !now.Before(c.Expires) {
-			claim += ", expired " + short(now.Sub(c.Expires)) + " ago)"
+			claim += ", expired " + render.Duration(now.Sub(c.Expires)) + " ago)"
 		} else {
-			claim += ", " + short(c.Expires.Sub(now)) + " left)"
+			claim += ", " + render.Duration(c.Expires.Sub(now)) + " left)"
 		}
 		if mm.Maintenance {
 			claim = " (the reconciler's maintenance Lease)"
 		}
 	}
-	d.lines = append(d.lines, "Holder: "+orWord(holder, "(none)")+claim)
+	d.lines = append(d.lines, "Holder: "+render.OrWord(holder, "(none)")+claim)
 	d.lines = append(d.lines, "This deletes the Pod, the console Service and the data PVC "+engine.PVCName(mm.Name))
 	if mm.AboveSize {
 		d.lines = append(d.lines, "and does not rebuild it: "+mm.Name+" is above the pool size.")
 	} else {
-		d.lines = append(d.lines, "and builds a fresh desktop from "+orWord(v.Spec.Image, "the pool's image")+".")
+		d.lines = append(d.lines, "and builds a fresh desktop from "+render.OrWord(v.Spec.Image, "the pool's image")+".")
 	}
 	d.lines = append(d.lines, "The user's unsaved work is lost.")
 	return d
@@ -101,7 +103,7 @@ func (d *dialogModel) resizeConfirm(size int) {
 	d.confirm = "Resize"
 	d.lines = []string{"Resize writes the new size and reconciles once."}
 	if size > v.Spec.Size {
-		d.lines = append(d.lines, fmt.Sprintf("%s created: %s.", plural(size-v.Spec.Size, "member is", "members are"),
+		d.lines = append(d.lines, fmt.Sprintf("%s created: %s.", render.Plural(size-v.Spec.Size, "member is", "members are"),
 			rangeNames(v.Name, v.Spec.Size+1, size)))
 		return
 	}
@@ -154,11 +156,11 @@ func newDeleteDialog(st themes.Styles, pool string, v *engine.PoolView) *dialogM
 		}
 	}
 	d.lines = []string{
-		fmt.Sprintf("The size is set to 0, then %s deleted with", plural(members, "member is", "members are")),
+		fmt.Sprintf("The size is set to 0, then %s deleted with", render.Plural(members, "member is", "members are")),
 		"their data PVCs, then the definition. This cannot be undone.",
 	}
 	if claimed > 0 {
-		d.lines = append(d.lines, fmt.Sprintf("%s claimed by users.", plural(claimed, "member is", "members are")))
+		d.lines = append(d.lines, fmt.Sprintf("%s claimed by users.", render.Plural(claimed, "member is", "members are")))
 	}
 	d.prompt = "Type the pool name to confirm:"
 	d.input = newInput(st, pool, 64)
@@ -250,7 +252,7 @@ func (d *dialogModel) view(ctx viewContext) string {
 	inner := w - 4
 	var body []string
 	for _, l := range d.lines {
-		body = append(body, wrap(clean(l), inner)...)
+		body = append(body, wrap(sanitize.Sanitize(l), inner)...)
 	}
 	if d.hasInput {
 		body = append(body, "", d.prompt)
@@ -258,7 +260,7 @@ func (d *dialogModel) view(ctx viewContext) string {
 		body = append(body, d.input.View())
 	}
 	if d.err != "" {
-		body = append(body, st.Error.Render(glyphBad+" "+clean(d.err)))
+		body = append(body, st.Error.Render(render.GlyphBad+" "+sanitize.Sanitize(d.err)))
 	}
 	body = append(body, "")
 	body = append(body, d.buttons(st, inner))
@@ -266,7 +268,7 @@ func (d *dialogModel) view(ctx viewContext) string {
 	if d.kind == dlgRelease || d.kind == dlgDelete || d.kind == dlgResizeConfirm {
 		border = st.Error
 	}
-	return titledBox(clean(d.title), body, w, border)
+	return titledBox(sanitize.Sanitize(d.title), body, w, border)
 }
 
 func (d *dialogModel) buttons(st *themes.Styles, width int) string {

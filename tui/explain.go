@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/internal/render"
 )
 
 // explainMember says in plain language why a member is in its state and what
@@ -24,7 +25,7 @@ func explainMember(v *engine.PoolView, mm *engine.Member, now time.Time, hints k
 		if d := diagnose(v, mm, nil, nil, keyHints{}); d.Reason != "" && d.Evidence == mm.Message {
 			return ""
 		}
-		return ": " + orWord(mm.Message, word)
+		return ": " + render.OrWord(mm.Message, word)
 	}
 	claimedBy := ""
 	if mm.Claimed {
@@ -60,16 +61,16 @@ func explainMember(v *engine.PoolView, mm *engine.Member, now time.Time, hints k
 		switch {
 		case c.Expires.IsZero() || !now.Before(c.Expires):
 			parts = append(parts, fmt.Sprintf("claim by %s expired %s ago; nobody else can take this desktop until it is released%s",
-				c.Holder, short(now.Sub(c.Expires)), hint(hints.forceRelease)))
+				c.Holder, render.Duration(now.Sub(c.Expires)), hint(hints.forceRelease)))
 		case mm.State != engine.StateFailed:
-			parts = append(parts, fmt.Sprintf("%s, %s left on the claim", claimedBy, short(c.Expires.Sub(now))))
+			parts = append(parts, fmt.Sprintf("%s, %s left on the claim", claimedBy, render.Duration(c.Expires.Sub(now))))
 		}
 	}
 	if mm.Maintenance && mm.Hold != nil {
 		if mm.MaintenanceStale {
 			parts = append(parts, "a reconciler Lease was left behind (stale); the next reconcile takes it over"+hint(hints.reconcile))
 		} else {
-			parts = append(parts, "the reconciler is working on it (its Lease expires "+ago(now, mm.Hold.Expires)+")")
+			parts = append(parts, "the reconciler is working on it (its Lease expires "+render.Ago(now, mm.Hold.Expires)+")")
 		}
 	}
 	if mm.Drift {
@@ -106,14 +107,14 @@ func podProgress(p *corev1.Pod) string {
 	for _, list := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
 		for _, cs := range list {
 			if w := cs.State.Waiting; w != nil && w.Reason != "" {
-				return fmt.Sprintf("container %s is waiting: %s", cs.Name, joinNonEmpty(": ", w.Reason, w.Message))
+				return fmt.Sprintf("container %s is waiting: %s", cs.Name, render.JoinNonEmpty(": ", w.Reason, w.Message))
 			}
 		}
 	}
 	for _, c := range p.Status.Conditions {
 		if c.Status != corev1.ConditionTrue && (c.Reason != "" || c.Message != "") {
-			return fmt.Sprintf("%s=%s %s", c.Type, c.Status, joinNonEmpty(": ", c.Reason, c.Message))
+			return fmt.Sprintf("%s=%s %s", c.Type, c.Status, render.JoinNonEmpty(": ", c.Reason, c.Message))
 		}
 	}
-	return "Pod " + orWord(string(p.Status.Phase), "Pending") + ", not Ready yet"
+	return "Pod " + render.OrWord(string(p.Status.Phase), "Pending") + ", not Ready yet"
 }

@@ -12,7 +12,9 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/internal/render"
 	"github.com/ctpool-tui/ctpool-tui/themes"
+	"github.com/ctpool-tui/ctpool-tui/tui/sanitize"
 )
 
 // wallOpts builds a dashboard of the fleet fixtures for the wall and the
@@ -138,8 +140,8 @@ func tileTitles(m *Model, capacity int) ([]string, string) {
 }
 
 func TestPoolRank(t *testing.T) {
-	live := &clusterState{word: glyphLive + " live", level: levelOK}
-	stale := &clusterState{word: glyphWarn + " stale 42s", level: levelWarn}
+	live := &clusterState{word: render.GlyphLive + " live", level: levelOK}
+	stale := &clusterState{word: render.GlyphWarn + " stale 42s", level: levelWarn}
 	base := func(mut func(v *engine.PoolView)) *engine.PoolView {
 		v := &engine.PoolView{Name: "p", Defined: true, Spec: engine.Spec{Size: 4}}
 		v.Status.Free, v.Status.Ready = 3, 4
@@ -401,7 +403,7 @@ func TestFleetHostileContextNames(t *testing.T) {
 	screens = append(screens, m.View())
 	press(m, "esc")
 	m.Update(tea.WindowSizeMsg{Width: 80, Height: 24}) // the cluster tiles at a small size
-	if got, _ := tileTitles(m, 1); got[0] != clean(evil) {
+	if got, _ := tileTitles(m, 1); got[0] != sanitize.Sanitize(evil) {
 		t.Errorf("cluster tiles %q", got)
 	}
 	for _, s := range screens {

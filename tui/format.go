@@ -10,41 +10,16 @@ import (
 	"github.com/ctpool-tui/ctpool-tui/tui/sanitize"
 )
 
-// Glyphs (render's). Each status has a glyph and a word; colour only adds
-// to them.
-const (
-	glyphLive     = render.GlyphLive
-	glyphSyncing  = render.GlyphSyncing
-	glyphBad      = render.GlyphBad
-	glyphOK       = render.GlyphOK
-	glyphWarn     = render.GlyphWarn
-	glyphDrift    = render.GlyphDrift
-	glyphMaint    = render.GlyphMaint
-	glyphAbove    = render.GlyphAbove
-	glyphProblem  = render.GlyphProblem
-	glyphCursor   = render.GlyphCursor
-	glyphNone     = render.GlyphNone
-	glyphEllipsis = render.GlyphEllipsis
-)
-
-// short formats a duration compactly: 12s, 42m, 1h05m, 3h, 2d.
-func short(d time.Duration) string { return render.Duration(d) }
-
-// ago formats the time since t ("12s ago"), or "never" for a zero time.
-func ago(now, t time.Time) string { return render.Ago(now, t) }
-
 // clock formats a time of day; the date is added when it is not today.
 func clock(now, t time.Time) string {
 	if t.IsZero() {
-		return glyphNone
+		return render.GlyphNone
 	}
 	if y, m, d := t.Date(); y == now.Year() && m == now.Month() && d == now.Day() {
 		return t.Format("15:04")
 	}
 	return t.Format("Jan 2 15:04")
 }
-
-func plural(n int, one, many string) string { return render.Plural(n, one, many) }
 
 // column is one table column. Columns with a drop rank are removed, the
 // highest rank first, until the table fits; a flex column takes what is left.
@@ -132,36 +107,26 @@ func headerCells(cols []column) string {
 	return cellsBy(cols, func(c column) string { return c.title })
 }
 
-// cut cuts an already rendered line (which may hold styling) to width cells
-// (sanitize.Cut).
-func cut(s string, width int) string { return sanitize.Cut(s, width) }
-
-// pad pads an already rendered line with spaces to width cells (sanitize.Pad).
-func pad(s string, width int) string { return sanitize.Pad(s, width) }
-
 // spread puts left and right on one line of width cells.
 func spread(left, right string, width int) string {
 	lw, rw := ansi.StringWidth(left), ansi.StringWidth(right)
 	if lw+rw+1 > width {
-		left = cut(left, max(0, width-rw-1))
+		left = sanitize.Cut(left, max(0, width-rw-1))
 		lw = ansi.StringWidth(left)
 	}
 	gap := width - lw - rw
 	if gap < 1 {
-		return cut(left+" "+right, width)
+		return sanitize.Cut(left+" "+right, width)
 	}
 	return left + strings.Repeat(" ", gap) + right
 }
 
-// clean sanitises cluster text.
-func clean(s string) string { return sanitize.Sanitize(s) }
-
 // abbrevHash shortens a source hash for display: 7c1e…a9.
 func abbrevHash(h string) string {
 	if len(h) <= 8 {
-		return clean(h)
+		return sanitize.Sanitize(h)
 	}
-	return clean(h[:4]) + glyphEllipsis + clean(h[len(h)-2:])
+	return sanitize.Sanitize(h[:4]) + render.GlyphEllipsis + sanitize.Sanitize(h[len(h)-2:])
 }
 
 // fitBlock cuts or pads every line of s to width and the block to height lines.
@@ -171,7 +136,7 @@ func fitBlock(s string, width, height int) string {
 		lines = lines[:height]
 	}
 	for i := range lines {
-		lines[i] = pad(lines[i], width)
+		lines[i] = sanitize.Pad(lines[i], width)
 	}
 	for len(lines) < height {
 		lines = append(lines, strings.Repeat(" ", width))
@@ -193,9 +158,3 @@ func wrapIndent(s string, width, indent int) []string {
 	}
 	return out
 }
-
-// orWord is s, or word when s is blank.
-func orWord(s, word string) string { return render.OrWord(s, word) }
-
-// joinNonEmpty joins the parts that are not empty.
-func joinNonEmpty(sep string, parts ...string) string { return render.JoinNonEmpty(sep, parts...) }

@@ -4,6 +4,7 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/internal/render"
 )
 
 // keyHints are the dashboard keys that the explanations and diagnoses
@@ -28,7 +29,7 @@ func hint(b key.Binding) string {
 		return ""
 	}
 	h := b.Help()
-	return " (" + joinNonEmpty(" ", h.Key, h.Desc) + ")"
+	return " (" + render.JoinNonEmpty(" ", h.Key, h.Desc) + ")"
 }
 
 // engine is the hints as engine.DiagnoseWith takes them: the keys alone.

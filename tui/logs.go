@@ -11,6 +11,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/ctpool-tui/ctpool-tui/themes"
+	"github.com/ctpool-tui/ctpool-tui/tui/sanitize"
 )
 
 // Bounds of the log view: the oldest lines go first.
@@ -84,7 +85,7 @@ func readLog(ctx context.Context, rc io.ReadCloser, ch chan<- logEvent) {
 			line = append(line, chunk[:min(len(chunk), logLineMax-len(line))]...)
 		}
 		if err != nil {
-			if len(line) > 0 && !send(logEvent{line: clean(string(line))}) {
+			if len(line) > 0 && !send(logEvent{line: sanitize.Sanitize(string(line))}) {
 				return
 			}
 			if ctx.Err() != nil {
@@ -96,7 +97,7 @@ func readLog(ctx context.Context, rc io.ReadCloser, ch chan<- logEvent) {
 		if isPrefix {
 			continue
 		}
-		if !send(logEvent{line: clean(string(line))}) {
+		if !send(logEvent{line: sanitize.Sanitize(string(line))}) {
 			return
 		}
 		line = line[:0]

@@ -9,7 +9,9 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/internal/render"
 	"github.com/ctpool-tui/ctpool-tui/themes"
+	"github.com/ctpool-tui/ctpool-tui/tui/sanitize"
 )
 
 // update handles the stream's messages and the log view's keys (the
@@ -163,10 +165,10 @@ func (l *logsView) ordinal() int {
 func (l *logsView) view(ctx viewContext) string {
 	st := ctx.st
 	h := ctx.height
-	state := st.OK.Render(glyphLive + " following")
+	state := st.OK.Render(render.GlyphLive + " following")
 	switch {
 	case l.err != nil:
-		state = st.Error.Render(glyphBad + " " + clean(l.err.Error()))
+		state = st.Error.Render(render.GlyphBad + " " + sanitize.Sanitize(l.err.Error()))
 	case l.ended:
 		state = st.Muted.Render("stream ended")
 	case !l.follow:
@@ -178,18 +180,18 @@ func (l *logsView) view(ctx viewContext) string {
 	if l.previous {
 		parts = append(parts, "previous container")
 	}
-	parts = append(parts, onOff("wrap", l.wrap), plural(l.buf.n, "line", "lines"))
+	parts = append(parts, onOff("wrap", l.wrap), render.Plural(l.buf.n, "line", "lines"))
 	if l.buf.dropped > 0 {
 		parts = append(parts, fmt.Sprintf("%d oldest dropped", l.buf.dropped))
 	}
-	title := " " + st.Accent.Render(clean(l.member)) + st.Muted.Render(" · "+strings.Join(parts, " · ")) + "  " + state
+	title := " " + st.Accent.Render(sanitize.Sanitize(l.member)) + st.Muted.Render(" · "+strings.Join(parts, " · ")) + "  " + state
 	right := ""
 	switch {
 	case l.searching:
 		l.search.Width = 30
 		right = l.search.View()
 	case l.query != "":
-		right = st.Muted.Render(fmt.Sprintf("/%s %d/%d", clean(l.query), l.ordinal(), l.matches))
+		right = st.Muted.Render(fmt.Sprintf("/%s %d/%d", sanitize.Sanitize(l.query), l.ordinal(), l.matches))
 	}
 	lines := []string{spread(title, right, ctx.width)}
 	rows := l.visualLines(st, ctx.width, h-1)
@@ -233,7 +235,7 @@ func (l *logsView) visualLines(st *themes.Styles, width, rows int) []string {
 			if i > 0 {
 				g = " "
 			}
-			out[i] = g + " " + cut(highlight(st, p, l.query), textW)
+			out[i] = g + " " + sanitize.Cut(highlight(st, p, l.query), textW)
 		}
 		return out
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/ctpool-tui/ctpool-tui/engine"
 	"github.com/ctpool-tui/ctpool-tui/internal/render"
 	"github.com/ctpool-tui/ctpool-tui/themes"
+	"github.com/ctpool-tui/ctpool-tui/tui/sanitize"
 )
 
 // membersChrome is the body lines the members view uses besides rows: the
@@ -226,17 +227,17 @@ func (l *membersView) view(ctx viewContext) string {
 	v := l.pv
 	var b strings.Builder
 	if v == nil {
-		b.WriteString(st.Error.Render(glyphBad+" pool "+clean(l.pool)+" is gone") + st.Muted.Render("  (esc back)"))
+		b.WriteString(st.Error.Render(render.GlyphBad+" pool "+sanitize.Sanitize(l.pool)+" is gone") + st.Muted.Render("  (esc back)"))
 		return b.String()
 	}
 	status := v.Status
-	title := st.Accent.Render(clean(ctx.key(v))) + st.Muted.Render(fmt.Sprintf(" · %s · %s · %d ready · %d claimed · %d free",
-		clean(v.Spec.BackendName()), plural(len(v.Members), "member", "members"), status.Ready, status.Claimed, status.Free))
+	title := st.Accent.Render(sanitize.Sanitize(ctx.key(v))) + st.Muted.Render(fmt.Sprintf(" · %s · %s · %d ready · %d claimed · %d free",
+		sanitize.Sanitize(v.Spec.BackendName()), render.Plural(len(v.Members), "member", "members"), status.Ready, status.Claimed, status.Free))
 	if status.Exhausted {
-		title += " " + st.Error.Render(glyphWarn+" EXHAUSTED")
+		title += " " + st.Error.Render(render.GlyphWarn+" EXHAUSTED")
 	}
 	if len(v.Problems) > 0 {
-		title += " " + st.Error.Render(glyphBad+" "+clean(strings.Join(v.Problems, "; ")))
+		title += " " + st.Error.Render(render.GlyphBad+" "+sanitize.Sanitize(strings.Join(v.Problems, "; ")))
 	}
 	right := st.Muted.Render(fmt.Sprintf("sort: %s ▲", l.sort))
 	if l.filter.active() {
@@ -255,15 +256,15 @@ func (l *membersView) view(ctx viewContext) string {
 	}
 	switch mm := l.current(); {
 	case mm != nil:
-		lead := glyphCursor + " " + clean(mm.Name) + ": "
+		lead := render.GlyphCursor + " " + sanitize.Sanitize(mm.Name) + ": "
 		why := explainMember(v, mm, ctx.now, ctx.hints)
 		if d := diagnose(v, mm, nil, ctx.nodes, ctx.hints); d.Reason != "" {
 			why = d.Reason + "; " + why
 		}
-		text := wrapIndent(lead+clean(why), ctx.width, 2)
+		text := wrapIndent(lead+sanitize.Sanitize(why), ctx.width, 2)
 		if len(text) > 2 {
 			text = text[:2]
-			text[1] = cut(text[1]+" "+glyphEllipsis, ctx.width)
+			text[1] = sanitize.Cut(text[1]+" "+render.GlyphEllipsis, ctx.width)
 		}
 		for len(text) < 2 {
 			text = append(text, "")
@@ -272,7 +273,7 @@ func (l *membersView) view(ctx viewContext) string {
 	case len(l.all) > 0:
 		b.WriteString("\n" + st.Muted.Render("  no member matches the filter (esc clears it)"))
 	default:
-		text := wrapIndent("no members · "+clean(poolExplanation(v)), ctx.width-2, 2)
+		text := wrapIndent("no members · "+sanitize.Sanitize(poolExplanation(v)), ctx.width-2, 2)
 		for i := 0; i < min(len(text), 2); i++ {
 			b.WriteString("\n  " + st.Muted.Render(text[i]))
 		}
@@ -285,7 +286,7 @@ func (l *membersView) row(ctx viewContext, cols []column, mm *engine.Member, sel
 	r := memberCells{Row: render.MemberRow(mm, ctx.now), message: render.Reason(l.pv, mm, ctx.nodes)}
 	line := memberLine(cols, &r)
 	if selected {
-		return ctx.st.Selected.Render(glyphCursor + " " + line)
+		return ctx.st.Selected.Render(render.GlyphCursor + " " + line)
 	}
 	if level := int(r.Level); level >= levelWarn {
 		return "  " + ctx.level(level).Render(line)

@@ -11,7 +11,9 @@ import (
 	"github.com/charmbracelet/lipgloss"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/internal/render"
 	"github.com/ctpool-tui/ctpool-tui/themes"
+	"github.com/ctpool-tui/ctpool-tui/tui/sanitize"
 )
 
 // screen is what the body shows.
@@ -351,7 +353,7 @@ func (m *Model) compose() string {
 			status = statusLine(ctx, &m.acts, &m.spin, &m.actlog)
 		}
 		if status != "" {
-			wall = wall[:strings.LastIndexByte(wall, '\n')+1] + pad(status, m.width)
+			wall = wall[:strings.LastIndexByte(wall, '\n')+1] + sanitize.Pad(status, m.width)
 		}
 		return wall + "\n" + m.helpLine(ctx)
 	}
@@ -366,7 +368,7 @@ func (m *Model) compose() string {
 	}
 	conn, level := ctx.conn, ctx.connLevel
 	if m.opts.Data == nil {
-		conn, level = glyphBad+" no data source", levelError
+		conn, level = render.GlyphBad+" no data source", levelError
 	}
 	lines := []string{headerLine(ctx, conn, level)}
 	if m.opts.Contexts {

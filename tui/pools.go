@@ -10,6 +10,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/internal/render"
 	"github.com/ctpool-tui/ctpool-tui/themes"
 	"github.com/ctpool-tui/ctpool-tui/tui/sanitize"
 )
@@ -46,7 +47,7 @@ func (p *poolsView) sync(views []engine.PoolView, fleet, contexts bool) {
 		if fleet {
 			hay = v.Namespace + " " + hay
 		}
-		p.hay = append(p.hay, strings.ToLower(clean(hay)))
+		p.hay = append(p.hay, strings.ToLower(sanitize.Sanitize(hay)))
 		p.nameW = max(p.nameW, sanitize.Width(v.Name))
 		if fleet {
 			kctx, ns := splitNamespace(contexts, v.Namespace)
@@ -140,9 +141,9 @@ func (p *poolsView) view(ctx viewContext) string {
 		return st.Muted.Render("  waiting for the first snapshot…")
 	}
 	if len(ctx.views) == 0 {
-		where := "namespace " + clean(ctx.namespace)
+		where := "namespace " + sanitize.Sanitize(ctx.namespace)
 		if ctx.fleet {
-			where = "the namespaces shown (" + clean(ctx.namespace) + ")"
+			where = "the namespaces shown (" + sanitize.Sanitize(ctx.namespace) + ")"
 		}
 		return st.Muted.Render("  no pools in " + where +
 			" (a pool is a ConfigMap corral-vdi-ctpool-<pool> labelled " + engine.LabelPool + ")")
@@ -173,7 +174,7 @@ func poolRow(ctx viewContext, cols []column, v *engine.PoolView, selected bool) 
 	st := v.Status
 	free := fmt.Sprint(st.Free)
 	if st.Exhausted {
-		free += " " + glyphWarn
+		free += " " + render.GlyphWarn
 	}
 	kctx, ns := ctx.splitNamespace(v.Namespace)
 	vals := map[string]string{
@@ -183,11 +184,11 @@ func poolRow(ctx viewContext, cols []column, v *engine.PoolView, selected bool) 
 		"FAILED": fmt.Sprint(st.Failed), "LAST RECONCILE": lastReconcile(v, ctx.now),
 	}
 	if !v.Defined {
-		vals["BACKEND"], vals["IMAGE"], vals["SIZE"] = glyphNone, glyphNone, glyphNone
+		vals["BACKEND"], vals["IMAGE"], vals["SIZE"] = render.GlyphNone, render.GlyphNone, render.GlyphNone
 	}
 	line := cells(cols, vals)
 	if selected {
-		return ctx.st.Selected.Render(glyphCursor + " " + line)
+		return ctx.st.Selected.Render(render.GlyphCursor + " " + line)
 	}
 	level := poolLevel(v)
 	if level >= levelWarn {
@@ -201,23 +202,23 @@ func poolRow(ctx viewContext, cols []column, v *engine.PoolView, selected bool) 
 func lastReconcile(v *engine.PoolView, now time.Time) string {
 	switch {
 	case !v.Defined:
-		return glyphBad + " no definition"
+		return render.GlyphBad + " no definition"
 	case v.SpecError != nil:
-		return glyphBad + " invalid spec"
+		return render.GlyphBad + " invalid spec"
 	case v.RecordedError != nil:
-		return glyphBad + " unreadable status"
+		return render.GlyphBad + " unreadable status"
 	}
 	when := "never"
 	if v.Recorded.UpdatedAt != nil {
-		when = ago(now, *v.Recorded.UpdatedAt)
+		when = render.Ago(now, *v.Recorded.UpdatedAt)
 	}
 	if n := len(v.Recorded.Errors); n > 0 {
-		return when + " " + glyphBad + " " + plural(n, "error", "errors")
+		return when + " " + render.GlyphBad + " " + render.Plural(n, "error", "errors")
 	}
 	if v.Recorded.UpdatedAt == nil {
 		return when
 	}
-	return when + " " + glyphOK
+	return when + " " + render.GlyphOK
 }
 
 // poolLevel is how bad a pool looks.
@@ -240,7 +241,7 @@ func isLow(v *engine.PoolView) bool {
 func (p *poolsView) notes(ctx viewContext, limit int) []string {
 	var out []string
 	if v := ctx.pool(p.selected); v != nil {
-		out = append(out, ctx.st.Bold.Render(glyphCursor+" "+clean(ctx.key(v))+": ")+clean(poolExplanation(v)))
+		out = append(out, ctx.st.Bold.Render(render.GlyphCursor+" "+sanitize.Sanitize(ctx.key(v))+": ")+sanitize.Sanitize(poolExplanation(v)))
 	}
 	for i := range ctx.views {
 		v := &ctx.views[i]
@@ -250,10 +251,10 @@ func (p *poolsView) notes(ctx viewContext, limit int) []string {
 		if ctx.key(v) == p.selected || poolLevel(v) < levelError {
 			continue
 		}
-		out = append(out, ctx.st.Error.Render("  "+clean(ctx.key(v))+": ")+clean(poolExplanation(v)))
+		out = append(out, ctx.st.Error.Render("  "+sanitize.Sanitize(ctx.key(v))+": ")+sanitize.Sanitize(poolExplanation(v)))
 	}
 	for i := range out {
-		out[i] = cut(out[i], ctx.width)
+		out[i] = sanitize.Cut(out[i], ctx.width)
 	}
 	return out
 }
@@ -262,7 +263,7 @@ func (p *poolsView) notes(ctx viewContext, limit int) []string {
 func poolExplanation(v *engine.PoolView) string {
 	st := v.Status
 	if len(v.Problems) > 0 {
-		return glyphBad + " " + strings.Join(v.Problems, "; ")
+		return render.GlyphBad + " " + strings.Join(v.Problems, "; ")
 	}
 	var parts []string
 	switch {
@@ -274,10 +275,10 @@ func poolExplanation(v *engine.PoolView) string {
 		parts = append(parts, fmt.Sprintf("%d free of %d (%s)", st.Free, v.Spec.Size, strings.Join(busyParts(v), ", ")))
 	}
 	if len(v.Recorded.Errors) > 0 {
-		parts = append(parts, fmt.Sprintf("%s last reconcile: %s", glyphBad, strings.Join(recordedErrors(v), "; ")))
+		parts = append(parts, fmt.Sprintf("%s last reconcile: %s", render.GlyphBad, strings.Join(recordedErrors(v), "; ")))
 	}
 	if st.Drifted > 0 {
-		parts = append(parts, fmt.Sprintf("%s %d drifted (replaced when free)", glyphDrift, st.Drifted))
+		parts = append(parts, fmt.Sprintf("%s %d drifted (replaced when free)", render.GlyphDrift, st.Drifted))
 	}
 	return strings.Join(parts, " · ")
 }

@@ -5,6 +5,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/internal/render"
 )
 
 // component is a view: it handles the messages the root routes to it (its
@@ -194,11 +195,11 @@ func (m *Model) refreshEvents() tea.Cmd {
 // openLogs shows the member's log and starts streaming it, or says why not.
 func (m *Model) openLogs(pool string, mm *engine.Member) tea.Cmd {
 	if why := toolUnavailable(actLogs, m.view(pool), mm); why != "" {
-		m.setNote(glyphBad+" "+why, levelError)
+		m.setNote(render.GlyphBad+" "+why, levelError)
 		return nil
 	}
 	if m.opts.Logs == nil {
-		m.setNote(glyphBad+" logs unavailable: no log connection", levelError)
+		m.setNote(render.GlyphBad+" logs unavailable: no log connection", levelError)
 		return nil
 	}
 	cmd := m.logs.open(m.ctx, m.opts.Logs, m.st, pool, mm.Name, m.namespaceOf(pool), m.screen)

@@ -11,6 +11,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/internal/render"
 	"github.com/ctpool-tui/ctpool-tui/themes"
 )
 
@@ -59,11 +60,11 @@ func TestNoAlarmBeforeSync(t *testing.T) {
 		header    string
 		wantShown []string
 	}{
-		{name: "configmap and pods listed, pvcs not", elapsed: 2 * time.Second, header: glyphSyncing + " syncing…",
+		{name: "configmap and pods listed, pvcs not", elapsed: 2 * time.Second, header: render.GlyphSyncing + " syncing…",
 			wantShown: []string{"waiting for the first snapshot"}},
-		{name: "every cache synced", pvcs: true, synced: true, elapsed: 2 * time.Second, loaded: true, header: glyphLive + " live",
+		{name: "every cache synced", pvcs: true, synced: true, elapsed: 2 * time.Second, loaded: true, header: render.GlyphLive + " live",
 			wantShown: []string{"desk", "1000 free of 1000"}},
-		{name: "not synced past the deadline", elapsed: syncDeadline + time.Second, loaded: true, header: glyphBad + " not synced after",
+		{name: "not synced past the deadline", elapsed: syncDeadline + time.Second, loaded: true, header: render.GlyphBad + " not synced after",
 			wantShown: []string{"desk", "1000 failed"}},
 	}
 	for _, tt := range tests {
@@ -86,7 +87,7 @@ func TestNoAlarmBeforeSync(t *testing.T) {
 			if tt.loaded {
 				return // synced, or past the deadline: the alarm is the header's
 			}
-			for _, alarm := range []string{glyphWarn, glyphBad, "exhausted", "failed", "FAILED"} {
+			for _, alarm := range []string{render.GlyphWarn, render.GlyphBad, "exhausted", "failed", "FAILED"} {
 				if strings.Contains(got, alarm) {
 					t.Errorf("an unsynced screen shows %q:\n%s", alarm, got)
 				}
@@ -137,7 +138,7 @@ func TestActionKeysPendingUntilCapabilities(t *testing.T) {
 			if !m.loaded {
 				t.Fatal("the pools are not shown before the permissions")
 			}
-			if got := strings.Contains(helpLine(m), glyphSyncing); got != tt.pending {
+			if got := strings.Contains(helpLine(m), render.GlyphSyncing); got != tt.pending {
 				t.Errorf("help line %q: pending shown = %v, want %v", helpLine(m), got, tt.pending)
 			}
 			m.Update(keyMsg("?"))

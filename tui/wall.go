@@ -10,6 +10,8 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/internal/render"
+	"github.com/ctpool-tui/ctpool-tui/tui/sanitize"
 )
 
 // tileStatus is a pool's word on the wall, and its level.
@@ -92,7 +94,7 @@ func tile(ctx viewContext, v *engine.PoolView, width int, large bool, cs *cluste
 	word, level := tileStatus(v)
 	var cluster string
 	if cs != nil && cs.level >= levelWarn {
-		cluster = ctx.level(cs.level).Render(clean(cs.word))
+		cluster = ctx.level(cs.level).Render(sanitize.Sanitize(cs.word))
 		if level < levelError {
 			word, level = stateName(cs), max(level, cs.level)
 		}
@@ -125,7 +127,7 @@ func tile(ctx viewContext, v *engine.PoolView, width int, large bool, cs *cluste
 			extra = append(extra, fmt.Sprintf("%d failed", st.Failed))
 		}
 		if st.Drifted > 0 {
-			extra = append(extra, fmt.Sprintf("%s %d drift", glyphDrift, st.Drifted))
+			extra = append(extra, fmt.Sprintf("%s %d drift", render.GlyphDrift, st.Drifted))
 		}
 		body = append(body, " "+strings.Join(extra, " · "))
 	} else if ctx.fleet {
@@ -146,7 +148,7 @@ func tile(ctx viewContext, v *engine.PoolView, width int, large bool, cs *cluste
 	if level >= levelWarn {
 		border = style
 	}
-	title := clean(ctx.key(v))
+	title := sanitize.Sanitize(ctx.key(v))
 	if ctx.fleet {
 		title = tailCut(title, width-5)
 	}
@@ -177,7 +179,7 @@ func tailCut(s string, width int) string {
 	if w <= width || width < 2 {
 		return s
 	}
-	return ansi.TruncateLeft(s, w-width+1, glyphEllipsis)
+	return ansi.TruncateLeft(s, w-width+1, render.GlyphEllipsis)
 }
 
 // wallView is the read-only wall display: tiles that reflow to the width,
@@ -210,12 +212,12 @@ func (wallView) view(ctx viewContext) string {
 // connection and the mode) and, in a fleet of clusters, each cluster's state.
 func wallHeader(ctx viewContext) []string {
 	st := ctx.st
-	left := " " + st.Accent.Render("VDI POOLS") + " · " + clean(orWord(ctx.namespace, "(default)")) + " · " + clean(orWord(ctx.kubeContext, "(current)"))
+	left := " " + st.Accent.Render("VDI POOLS") + " · " + sanitize.Sanitize(render.OrWord(ctx.namespace, "(default)")) + " · " + sanitize.Sanitize(render.OrWord(ctx.kubeContext, "(current)"))
 	conn, level := ctx.conn, ctx.connLevel
 	age := ""
 	if level == levelOK {
-		age = " · data " + short(ctx.now.Sub(ctx.dataAt)) + " old"
-		conn = glyphLive + " live"
+		age = " · data " + render.Duration(ctx.now.Sub(ctx.dataAt)) + " old"
+		conn = render.GlyphLive + " live"
 	}
 	mode := "RW"
 	if ctx.readOnly {
@@ -224,7 +226,7 @@ func wallHeader(ctx viewContext) []string {
 	if ctx.demo {
 		mode = "DEMO · " + mode
 	}
-	right := ctx.now.Format("15:04:05") + " · " + ctx.level(level).Render(clean(conn)) + age + " · " + st.Bold.Render(mode) + " "
+	right := ctx.now.Format("15:04:05") + " · " + ctx.level(level).Render(sanitize.Sanitize(conn)) + age + " · " + st.Bold.Render(mode) + " "
 	out := []string{spread(left, right, ctx.width)}
 	if ctx.contexts {
 		out = append(out, clustersLine(ctx))
@@ -294,7 +296,7 @@ func wallAttention(ctx viewContext, left int) []string {
 	items := attention(ctx)
 	title := st.Bold.Render(" NEEDS ATTENTION")
 	if len(items) == 0 {
-		return []string{title + st.OK.Render("  "+glyphOK+" nothing")}
+		return []string{title + st.OK.Render("  "+render.GlyphOK+" nothing")}
 	}
 	out := []string{title + st.Muted.Render(fmt.Sprintf("  (%d)", len(items)))}
 	nameW, maxW := 8, 24
@@ -302,15 +304,15 @@ func wallAttention(ctx viewContext, left int) []string {
 		maxW = max(24, min(48, ctx.width/3))
 	}
 	for _, it := range items {
-		nameW = max(nameW, min(ansi.StringWidth(clean(it.who)), maxW))
+		nameW = max(nameW, min(ansi.StringWidth(sanitize.Sanitize(it.who)), maxW))
 	}
 	for i, it := range items {
 		if i >= left-1 && len(items) > left {
 			out = append(out, st.Muted.Render(fmt.Sprintf(" … and %d more", len(items)-i)))
 			break
 		}
-		line := fmt.Sprintf(" %s %s  %s", it.glyph, fitName(it.who, nameW), clean(it.what))
-		out = append(out, cut(ctx.level(it.level).Render(line), ctx.width))
+		line := fmt.Sprintf(" %s %s  %s", it.glyph, fitName(it.who, nameW), sanitize.Sanitize(it.what))
+		out = append(out, sanitize.Cut(ctx.level(it.level).Render(line), ctx.width))
 	}
 	return out
 }
@@ -349,35 +351,35 @@ func attention(ctx viewContext) []attnItem {
 			return name
 		}
 		for _, p := range v.Problems {
-			items = append(items, attnItem{levelError, glyphBad, pool, p})
+			items = append(items, attnItem{levelError, render.GlyphBad, pool, p})
 		}
 		for _, e := range recordedErrors(v) {
-			items = append(items, attnItem{levelError, glyphBad, pool, "last reconcile: " + e})
+			items = append(items, attnItem{levelError, render.GlyphBad, pool, "last reconcile: " + e})
 		}
 		if v.Status.Exhausted {
-			items = append(items, attnItem{levelError, glyphWarn, pool, fmt.Sprintf("EXHAUSTED: 0 free of %d", v.Spec.Size)})
+			items = append(items, attnItem{levelError, render.GlyphWarn, pool, fmt.Sprintf("EXHAUSTED: 0 free of %d", v.Spec.Size)})
 		}
 		for j := range v.Members {
 			mm := &v.Members[j]
 			who := member(mm.Name)
 			switch mm.State {
 			case engine.StateFailed:
-				items = append(items, attnItem{levelError, glyphBad, who, "Failed  " + mm.Message})
+				items = append(items, attnItem{levelError, render.GlyphBad, who, "Failed  " + mm.Message})
 			case engine.StateUnschedulable:
-				items = append(items, attnItem{levelWarn, glyphWarn, who, "Unschedulable  " + mm.Message})
+				items = append(items, attnItem{levelWarn, render.GlyphWarn, who, "Unschedulable  " + mm.Message})
 			}
 			if mm.Claim != nil && (mm.Claim.Expires.IsZero() || !now.Before(mm.Claim.Expires)) {
-				items = append(items, attnItem{levelWarn, glyphBad, who,
-					fmt.Sprintf("claim expired %s ago (%s)", short(now.Sub(mm.Claim.Expires)), mm.Holder())})
+				items = append(items, attnItem{levelWarn, render.GlyphBad, who,
+					fmt.Sprintf("claim expired %s ago (%s)", render.Duration(now.Sub(mm.Claim.Expires)), mm.Holder())})
 			}
 			if mm.MaintenanceStale {
-				items = append(items, attnItem{levelWarn, glyphMaint, who, "stale reconciler Lease (next reconcile takes it over)"})
+				items = append(items, attnItem{levelWarn, render.GlyphMaint, who, "stale reconciler Lease (next reconcile takes it over)"})
 			}
 			if len(mm.Problems) > 0 {
-				items = append(items, attnItem{levelError, glyphProblem, who, strings.Join(mm.Problems, "; ")})
+				items = append(items, attnItem{levelError, render.GlyphProblem, who, strings.Join(mm.Problems, "; ")})
 			}
 			if mm.Drift {
-				items = append(items, attnItem{levelInfo, glyphDrift, who, "drifted from the pool definition"})
+				items = append(items, attnItem{levelInfo, render.GlyphDrift, who, "drifted from the pool definition"})
 			}
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/internal/render"
+	"github.com/ctpool-tui/ctpool-tui/tui/sanitize"
 )
 
 // wallTile draws one tile at a width.
@@ -202,24 +204,24 @@ func (g *groupTile) tile(ctx viewContext, width int, large bool) []string {
 	// or for the ready count.
 	switch notLive := g.state != nil && g.state.level >= levelWarn; {
 	case !large && notLive:
-		pools = " " + ctx.level(g.state.level).Render(clean(g.state.word))
+		pools = " " + ctx.level(g.state.level).Render(sanitize.Sanitize(g.state.word))
 	case !large:
 		pools += fmt.Sprintf(" · %d ready", g.ready)
 	case g.state != nil:
-		pools += " · " + ctx.level(g.state.level).Render(clean(g.state.word))
+		pools += " · " + ctx.level(g.state.level).Render(sanitize.Sanitize(g.state.word))
 	}
 	body = append(body, pools)
 	border := ctx.st.Muted
 	if level >= levelWarn {
 		border = style
 	}
-	return strings.Split(titledBox(tailCut(clean(g.name), width-5), body, width, border), "\n")
+	return strings.Split(titledBox(tailCut(sanitize.Sanitize(g.name), width-5), body, width, border), "\n")
 }
 
 func fitName(s string, w int) string {
-	s = clean(s)
+	s = sanitize.Sanitize(s)
 	if ansi.StringWidth(s) > w {
-		return ansi.Truncate(s, w, glyphEllipsis)
+		return ansi.Truncate(s, w, render.GlyphEllipsis)
 	}
 	return s + strings.Repeat(" ", w-ansi.StringWidth(s))
 }
