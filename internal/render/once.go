@@ -272,11 +272,7 @@ func writeReport(w io.Writer, r OnceReport, code int, format string) int {
 	return code
 }
 
-// writeTable writes the pools table, then each pool's members. A member's
-// MESSAGE is the cluster's own words (the scheduler's message for an
-// Unschedulable member), cut to its first sentence unless wide; DIAGNOSIS is
-// engine.Diagnose's reason, in a column of its own so that it never stands in
-// for the cluster's message.
+// writeTable writes the pools table, then each pool's members (writePool).
 func writeTable(w io.Writer, r OnceReport, wide bool) {
 	if r.Error != "" {
 		fmt.Fprintln(w, sanitize.Sanitize(r.Error))
@@ -292,6 +288,15 @@ func writeTable(w io.Writer, r OnceReport, wide bool) {
 	}
 	fleet := r.AllNamespaces || len(r.Namespaces) > 0 || r.Contexts != nil
 	clusters := r.Contexts != nil
+	writePools(w, r, fleet, clusters, wide)
+	for _, p := range r.Pools {
+		writePool(w, p, fleet, clusters, wide)
+	}
+}
+
+// writePools writes the pools table, a row per pool; in a fleet with the
+// namespace, of several clusters with the context first.
+func writePools(w io.Writer, r OnceReport, fleet, clusters, wide bool) {
 	head := []string{"POOL", "BACKEND", "SIZE", "READY", "CLAIMED", "FREE", "UNSCHED", "DRIFT", "FAILED", "STATUS", "LAST RECONCILE"}
 	if fleet {
 		head = append([]string{"NAMESPACE"}, head...)
@@ -316,52 +321,63 @@ func writeTable(w io.Writer, r OnceReport, wide bool) {
 		rows = append(rows, row)
 	}
 	writeRows(w, rows, wide)
-	for _, p := range r.Pools {
-		name := p.Name
-		if fleet {
-			name = p.Namespace + "/" + p.Name
-		}
-		if clusters {
-			name = p.Context + ": " + name
-		}
-		fmt.Fprintf(w, "\n%s (%s, image %s)\n", sanitize.Sanitize(name), sanitize.Sanitize(OrWord(p.Backend, "no definition")), sanitize.Sanitize(OrWord(p.Image, "-")))
-		for _, e := range p.Problems {
-			fmt.Fprintf(w, "  problem: %s\n", sanitize.Sanitize(e))
-		}
-		for _, e := range p.Errors {
-			fmt.Fprintf(w, "  error: %s\n", sanitize.Sanitize(e))
-		}
-		if len(p.Members) == 0 {
-			fmt.Fprintln(w, "  no members")
-			continue
-		}
-		rows := [][]string{{"  MEMBER", "STATE", "HOLDER", "EXPIRES", "MARKS", "NODE", "DIAGNOSIS", "MESSAGE"}}
-		for _, m := range p.Members {
-			expires := ""
-			if m.ClaimExpires != nil {
-				expires = m.ClaimExpires.UTC().Format(time.RFC3339)
-			}
-			if m.ClaimExpired {
-				expires = "expired"
-			}
-			diagnosis := ""
-			if m.Diagnosis != nil {
-				diagnosis = m.Diagnosis.Reason
-			}
-			msg := m.headline
-			if wide {
-				msg = m.Message
-			}
-			if msg == "" {
-				msg = m.NodeDown // the node's words, when the Pod has none
-			}
-			if msg == "" {
-				msg = strings.Join(m.Problems, "; ")
-			}
-			rows = append(rows, []string{"  " + m.Name, m.State, m.row.Holder.Plain(), expires, m.row.Marks.Long(), m.Node, diagnosis, msg})
-		}
-		writeRows(w, rows, wide)
+}
+
+// writePool writes one pool's section: its heading, problems and errors,
+// then its members. A member's MESSAGE is the cluster's own words (the
+// scheduler's message for an Unschedulable member), cut to its first
+// sentence unless wide; DIAGNOSIS is engine.Diagnose's reason, in a column
+// of its own so that it never stands in for the cluster's message.
+func writePool(w io.Writer, p OncePool, fleet, clusters, wide bool) {
+	name := p.Name
+	if fleet {
+		name = p.Namespace + "/" + p.Name
 	}
+	if clusters {
+		name = p.Context + ": " + name
+	}
+	fmt.Fprintf(w, "\n%s (%s, image %s)\n", sanitize.Sanitize(name), sanitize.Sanitize(OrWord(p.Backend, "no definition")), sanitize.Sanitize(OrWord(p.Image, "-")))
+	for _, e := range p.Problems {
+		fmt.Fprintf(w, "  problem: %s\n", sanitize.Sanitize(e))
+	}
+	for _, e := range p.Errors {
+		fmt.Fprintf(w, "  error: %s\n", sanitize.Sanitize(e))
+	}
+	if len(p.Members) == 0 {
+		fmt.Fprintln(w, "  no members")
+		return
+	}
+	rows := [][]string{{"  MEMBER", "STATE", "HOLDER", "EXPIRES", "MARKS", "NODE", "DIAGNOSIS", "MESSAGE"}}
+	for _, m := range p.Members {
+		rows = append(rows, memberCells(m, wide))
+	}
+	writeRows(w, rows, wide)
+}
+
+// memberCells is a member's row of the --once table.
+func memberCells(m OnceMember, wide bool) []string {
+	expires := ""
+	if m.ClaimExpires != nil {
+		expires = m.ClaimExpires.UTC().Format(time.RFC3339)
+	}
+	if m.ClaimExpired {
+		expires = "expired"
+	}
+	diagnosis := ""
+	if m.Diagnosis != nil {
+		diagnosis = m.Diagnosis.Reason
+	}
+	msg := m.headline
+	if wide {
+		msg = m.Message
+	}
+	if msg == "" {
+		msg = m.NodeDown // the node's words, when the Pod has none
+	}
+	if msg == "" {
+		msg = strings.Join(m.Problems, "; ")
+	}
+	return []string{"  " + m.Name, m.State, m.row.Holder.Plain(), expires, m.row.Marks.Long(), m.Node, diagnosis, msg}
 }
 
 // writeRows aligns sanitised cells on display width (the last column is not
