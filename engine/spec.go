@@ -25,18 +25,43 @@ const (
 	DefaultDisk   = "5Gi"
 )
 
+// Pod Security levels of a pool (Spec.PodSecurity), the levels of the
+// Kubernetes Pod Security Standards its member Pods satisfy.
+const (
+	PodSecurityPrivileged = "privileged"
+	PodSecurityBaseline   = "baseline"
+	PodSecurityRestricted = "restricted"
+)
+
+// PodSecurityLevels are the levels from the loosest to the strictest.
+var PodSecurityLevels = []string{PodSecurityPrivileged, PodSecurityBaseline, PodSecurityRestricted}
+
+// DefaultRunAsUser is the user (and group, and fsGroup) a restricted
+// member runs as when runAsUser is not given.
+const DefaultRunAsUser int64 = 1000
+
+// maxRunAsUser is the largest user id the API server takes.
+const maxRunAsUser = 2147483647
+
 // Spec is a pool definition, stored as YAML under the key "spec" of the pool ConfigMap.
 type Spec struct {
-	Image        string   `json:"image"`
-	CPU          string   `json:"cpu,omitempty"`
-	Memory       string   `json:"memory,omitempty"`
-	Disk         string   `json:"disk,omitempty"`
-	StorageClass string   `json:"storageClass,omitempty"`
-	Privileged   bool     `json:"privileged,omitempty"`
-	Init         bool     `json:"init,omitempty"`
-	Mode         string   `json:"mode,omitempty"`
-	Size         int      `json:"size"`
-	Runtime      *Runtime `json:"runtime,omitempty"`
+	Image        string `json:"image"`
+	CPU          string `json:"cpu,omitempty"`
+	Memory       string `json:"memory,omitempty"`
+	Disk         string `json:"disk,omitempty"`
+	StorageClass string `json:"storageClass,omitempty"`
+	Privileged   bool   `json:"privileged,omitempty"`
+	// PodSecurity is the level of the Pod Security Standards the member
+	// Pods satisfy: baseline (the default of an unprivileged pool),
+	// restricted, or privileged (implied by, and implying, privileged: true).
+	PodSecurity string `json:"podSecurity,omitempty"`
+	// RunAsUser is the user, group and fsGroup of a restricted member
+	// (default DefaultRunAsUser); it is refused on another level.
+	RunAsUser int64    `json:"runAsUser,omitempty"`
+	Init      bool     `json:"init,omitempty"`
+	Mode      string   `json:"mode,omitempty"`
+	Size      int      `json:"size"`
+	Runtime   *Runtime `json:"runtime,omitempty"`
 }
 
 // ParseSpec decodes a spec from YAML (or JSON). Unknown fields and malformed
@@ -85,6 +110,62 @@ func (s *Spec) Default() {
 		s.Runtime = &Runtime{Backend: BackendStandard}
 	}
 	s.Runtime.Default()
+	s.PodSecurity = s.podSecurityLevel()
+	if s.PodSecurity == PodSecurityPrivileged {
+		s.Privileged = true
+	}
+	if s.PodSecurity == PodSecurityRestricted && s.RunAsUser == 0 {
+		s.RunAsUser = DefaultRunAsUser
+	}
+}
+
+// defaultPodSecurity is the level of a pool that names none: privileged for
+// a privileged pool, baseline for another.
+func (s Spec) defaultPodSecurity() string {
+	if s.Privileged {
+		return PodSecurityPrivileged
+	}
+	return PodSecurityBaseline
+}
+
+// podSecurityLevel is the pool's level: PodSecurity, or the default level
+// when it names none.
+func (s Spec) podSecurityLevel() string {
+	if s.PodSecurity == "" {
+		return s.defaultPodSecurity()
+	}
+	return s.PodSecurity
+}
+
+// runAsUser is the user of a restricted member (0 on another level).
+func (s Spec) runAsUser() int64 {
+	if s.podSecurityLevel() != PodSecurityRestricted {
+		return 0
+	}
+	if s.RunAsUser == 0 {
+		return DefaultRunAsUser
+	}
+	return s.RunAsUser
+}
+
+// validatePodSecurity checks podSecurity, privileged and runAsUser together.
+func (s *Spec) validatePodSecurity() error {
+	level := s.podSecurityLevel()
+	if !oneOf(level, PodSecurityLevels) {
+		return &InvalidError{Field: "podSecurity", Value: level, Reason: "must be one of " + strings.Join(PodSecurityLevels, ", ")}
+	}
+	if s.Privileged && level != PodSecurityPrivileged {
+		return &InvalidError{Field: "podSecurity", Value: level,
+			Reason: "conflicts with privileged: true: the " + level + " level refuses a privileged container (give podSecurity privileged, or drop privileged)"}
+	}
+	if level == PodSecurityRestricted {
+		if s.RunAsUser < 0 || s.RunAsUser > maxRunAsUser {
+			return &InvalidError{Field: "runAsUser", Value: fmt.Sprint(s.RunAsUser), Reason: fmt.Sprintf("must be a user id from 1 to %d (the restricted level refuses root)", maxRunAsUser)}
+		}
+	} else if s.RunAsUser != 0 {
+		return &InvalidError{Field: "runAsUser", Value: fmt.Sprint(s.RunAsUser), Reason: "applies only to podSecurity restricted (this pool is " + level + ")"}
+	}
+	return nil
 }
 
 // Validate checks every field. Persistent mode is refused with ErrPersistentMode.
@@ -127,6 +208,9 @@ func (s *Spec) Validate() error {
 			return err
 		}
 	}
+	if err := s.validatePodSecurity(); err != nil {
+		return err
+	}
 	if n := len(s.sourceEncoding()); n > MaxSourceRecordBytes {
 		return &InvalidError{Field: "spec", Reason: fmt.Sprintf("the source fields (image, runtime, ...) take %d bytes, more than %d (each member records its source on its PVC)", n, MaxSourceRecordBytes)}
 	}
@@ -152,11 +236,18 @@ type sourceFields struct {
 	Privileged   bool     `json:"privileged"`
 	Init         bool     `json:"init"`
 	Runtime      *Runtime `json:"runtime"`
+	// PodSecurity and RunAsUser are encoded only when the level is not the
+	// pool's default one (baseline unprivileged, privileged privileged), so
+	// that a pool of its default level hashes as it did before the field
+	// existed: so far, a restricted pool.
+	PodSecurity string `json:"podSecurity,omitempty"`
+	RunAsUser   int64  `json:"runAsUser,omitempty"`
 }
 
 // SourceHash is the hex SHA-256, cut to 16 characters, of the canonical
 // encoding of the source fields (image, cpu, memory, disk, storageClass,
-// privileged, init and runtime). Quantities are canonicalised, so "2048Mi" and
+// privileged, init and runtime, and podSecurity with runAsUser when the
+// level is not the pool's default one). Quantities are canonicalised, so "2048Mi" and
 // "2Gi" hash alike. Size and mode are not source fields.
 func (s Spec) SourceHash() string { return hashSource(s.sourceEncoding()) }
 
@@ -183,6 +274,9 @@ func (s Spec) sourceEncoding() []byte {
 		Privileged:   s.Privileged,
 		Init:         s.Init,
 		Runtime:      &c,
+	}
+	if level := s.podSecurityLevel(); level != s.defaultPodSecurity() {
+		f.PodSecurity, f.RunAsUser = level, s.runAsUser()
 	}
 	b, _ := json.Marshal(f) // plain struct of strings, bools and ints: cannot fail
 	return b
@@ -224,6 +318,7 @@ func SpecFromSourceRecord(rec string, pool Spec, wantHash string) (Spec, error) 
 	s := Spec{
 		Image: f.Image, CPU: f.CPU, Memory: f.Memory, Disk: f.Disk, StorageClass: f.StorageClass,
 		Privileged: f.Privileged, Init: f.Init, Runtime: f.Runtime, Size: pool.Size, Mode: pool.Mode,
+		PodSecurity: f.PodSecurity, RunAsUser: f.RunAsUser,
 	}
 	s.Default()
 	if err := s.Validate(); err != nil {
