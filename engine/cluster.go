@@ -146,3 +146,13 @@ func (e *Engine) audit(ctx context.Context, a AuditEntry) {
 		e.Audit(ctx, a)
 	}
 }
+
+// NamespaceReader is a Cluster that can read the labels of its namespace.
+// It is optional: apply checks the pool's Pod Security level against the
+// level the namespace enforces (LabelPodSecurityEnforce) with it, and skips
+// the check on a Cluster without it. It returns an error wrapping
+// ErrForbidden or ErrNotFound when the namespace cannot be read (the
+// caller may lack "get namespaces", a cluster-scoped permission).
+type NamespaceReader interface {
+	NamespaceLabels(ctx context.Context) (map[string]string, error)
+}

@@ -71,9 +71,28 @@ type fakeCluster struct {
 	nodeDown map[string]string
 	// waits, when set, receives each WaitGone call before it blocks.
 	waits chan act
+	// nsLabels are the namespace's labels (NamespaceLabels); nsErr fails
+	// their read.
+	nsLabels map[string]string
+	nsErr    error
 }
 
 var _ Cluster = (*fakeCluster)(nil)
+var _ NamespaceReader = (*fakeCluster)(nil)
+
+// NamespaceLabels is a read: it is not recorded.
+func (f *fakeCluster) NamespaceLabels(context.Context) (map[string]string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.nsErr != nil {
+		return nil, f.nsErr
+	}
+	out := make(map[string]string, len(f.nsLabels))
+	for k, v := range f.nsLabels {
+		out[k] = v
+	}
+	return out, nil
+}
 
 func newFake(ns string) *fakeCluster {
 	return &fakeCluster{

@@ -89,6 +89,11 @@ func (e *Engine) ApplyEdit(ctx context.Context, pool string, edit SpecEdit, repl
 		return res, err
 	}
 	res.Warnings = spec.Warnings()
+	w, err := e.checkPodSecurity(ctx, pool, spec)
+	if err != nil {
+		return res, err
+	}
+	res.Warnings = append(res.Warnings, w...)
 	if snap.ConfigMap == nil {
 		if _, err := e.Cluster.CreateConfigMap(ctx, BuildConfigMap(e.Namespace, pool, spec)); err != nil {
 			if errors.Is(err, ErrAlreadyExists) {

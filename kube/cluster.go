@@ -32,6 +32,18 @@ type Cluster struct {
 }
 
 var _ engine.Cluster = (*Cluster)(nil)
+var _ engine.NamespaceReader = (*Cluster)(nil)
+
+// NamespaceLabels reads the labels of the namespace (get namespaces, an
+// optional permission: OptionalPermissions). A Forbidden or NotFound answer
+// wraps engine.ErrForbidden or engine.ErrNotFound.
+func (c *Cluster) NamespaceLabels(ctx context.Context) (map[string]string, error) {
+	ns, err := c.Client.CoreV1().Namespaces().Get(ctx, c.Namespace, metav1.GetOptions{})
+	if err != nil {
+		return nil, MapError(err)
+	}
+	return ns.Labels, nil
+}
 
 // NewCluster returns a Cluster for namespace.
 func NewCluster(client kubernetes.Interface, namespace string) *Cluster {
