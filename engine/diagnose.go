@@ -35,7 +35,8 @@ const (
 // matching the selector, a missing toleration for a virtual node's taint, a
 // Pod pinned to a virtual node by spec.nodeName, a provider CreatePod failure
 // (missing annotation, runtime mismatch, no warm capacity), a Pod marked
-// Failed under restartPolicy Never, and a create denied by cocoon-webhook.
+// Failed under restartPolicy Never, a create denied by cocoon-webhook, and
+// a create refused by the namespace's Pod Security admission.
 // Its fixes name no key of any user interface (DiagnoseWith adds them).
 func Diagnose(m *Member, events []corev1.Event, nodes []*corev1.Node, reconcileErrors []string) Diagnosis {
 	return DiagnoseWith(m, events, nodes, reconcileErrors, Hints{})
@@ -93,6 +94,9 @@ func DiagnoseWith(m *Member, events []corev1.Event, nodes []*corev1.Node, reconc
 // member (drifted or fine), a Missing or Stopped one (reconcile's work),
 // and one being deleted.
 func diagnoseLifecycle(m *Member, reconcileErrors []string, h Hints, claimID string) (Diagnosis, bool) {
+	if denied := podSecurityDenial(m.Name, reconcileErrors); denied != "" && m.Pod == nil {
+		return Diagnosis{Reason: "create refused by Pod Security admission", Evidence: denied, Fix: podSecurityFix(denied, h)}, true
+	}
 	if denied := webhookDenial(m.Name, reconcileErrors); denied != "" && m.Pod == nil {
 		return Diagnosis{Reason: "create denied by cocoon-webhook", Evidence: denied,
 			Fix: "the identity that creates member Pods is not in cocoon-webhook's POD_CREATORS: add this reconciler's user or service account to POD_CREATORS, or run the pool on another backend"}, true
@@ -359,6 +363,31 @@ func providerFailure(pod *corev1.Pod, ev *corev1.Event) string {
 		return ev.Reason + ": " + ev.Message
 	}
 	return ""
+}
+
+// podSecurityDenial is the reconcile error of member whose Pod create the
+// namespace's Pod Security admission refused ("violates PodSecurity"), or "".
+func podSecurityDenial(member string, errs []string) string {
+	for _, e := range errs {
+		if MentionsMember(e, member) && strings.Contains(e, "violates PodSecurity") {
+			return e
+		}
+	}
+	return ""
+}
+
+// podSecurityFix tells how to make admission take the member Pods: the
+// namespace enforces a level (named in the API server's message as
+// "level:version") stricter than the pool's.
+func podSecurityFix(msg string, h Hints) string {
+	enforced := "a level"
+	if _, rest, ok := strings.Cut(msg, `violates PodSecurity "`); ok {
+		if v, _, ok := strings.Cut(rest, `"`); ok && v != "" && len(v) <= 40 && strings.Trim(v, "abcdefghijklmnopqrstuvwxyz0123456789.:-") == "" {
+			enforced = v
+		}
+	}
+	return "the namespace's label " + LabelPodSecurityEnforce + " enforces " + enforced + ", stricter than the pool's podSecurity: relabel the namespace to the pool's level, " +
+		"or apply the pool with a podSecurity the namespace admits; then run reconcile" + h.reconcile()
 }
 
 func webhookDenial(member string, errs []string) string {

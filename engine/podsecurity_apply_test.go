@@ -89,3 +89,59 @@ func TestApplyEditPodSecurityOfAnExistingPool(t *testing.T) {
 		t.Fatalf("the refused edit wrote %v", f.writes())
 	}
 }
+
+// podSecurityForbidden is the API server's answer to a Pod create that the
+// namespace's Pod Security admission refuses, as kube maps it.
+func podSecurityForbidden(pod string) error {
+	return fmt.Errorf(`pods %q is forbidden: violates PodSecurity "baseline:latest": privileged (container "desktop" must not set securityContext.privileged=true): %w`, pod, ErrForbidden)
+}
+
+// TestReconcileRecordsPodSecurityRefusal: when the namespace was relabelled
+// after apply, the member creates are refused by admission; the reconcile
+// result and the recorded status carry the API server's words, and the
+// diagnosis of each member, read from the recorded status, explains it.
+func TestReconcileRecordsPodSecurityRefusal(t *testing.T) {
+	e, f := newEngine()
+	priv := Spec{Image: "img:1", Size: 2, Privileged: true}
+	priv.Default()
+	f.add(BuildConfigMap(testNS, "desk", priv))
+	for _, m := range []string{"desk-1", "desk-2"} {
+		f.fail("create", kPod, m, podSecurityForbidden(m), 0)
+	}
+	res, err := e.Reconcile(context.Background(), "desk")
+	var se *StepError
+	if !errors.As(err, &se) || len(res.Errors) != 2 {
+		t.Fatalf("Reconcile = %v, errors %q; want both creates failed", err, res.Errors)
+	}
+	for _, msg := range res.Errors {
+		if !strings.Contains(msg, `violates PodSecurity "baseline:latest": privileged (container "desktop" must not set securityContext.privileged=true)`) {
+			t.Fatalf("reconcile error %q lacks the API server's message", msg)
+		}
+	}
+	st, perr := ParseStatus(f.cm(ConfigMapName("desk")).Data[KeyStatus])
+	if perr != nil || len(st.Errors) == 0 {
+		t.Fatalf("recorded status %+v, %v", st, perr)
+	}
+	if !strings.Contains(strings.Join(st.Errors, "\n"), `violates PodSecurity "baseline:latest"`) {
+		t.Fatalf("recorded errors %q lack the API server's message", st.Errors)
+	}
+	snap, _ := f.Snapshot(context.Background(), "desk")
+	v := Observe(snap, testNow)
+	for _, name := range []string{"desk-1", "desk-2"} {
+		d := Diagnose(v.Member(name), nil, nil, st.Errors)
+		if d.Reason != "create refused by Pod Security admission" || !strings.Contains(d.Evidence, "violates PodSecurity") ||
+			!strings.Contains(d.Fix, "relabel the namespace") || !strings.Contains(d.Fix, "enforces baseline:latest") {
+			t.Errorf("%s: diagnosis %+v", name, d)
+		}
+	}
+}
+
+// TestPodSecurityFixKeepsOddLevelsOut: a level that is not plain words is
+// not copied into the fix (the evidence keeps the message whole).
+func TestPodSecurityFixKeepsOddLevelsOut(t *testing.T) {
+	d := Diagnose(&Member{Name: "desk-1", State: StateMissing}, nil, nil,
+		[]string{"create desk-1: create Pod: violates PodSecurity \"\x1b[31mred\": x"})
+	if strings.Contains(d.Fix, "\x1b") || !strings.Contains(d.Fix, "enforces a level,") {
+		t.Fatalf("fix %q", d.Fix)
+	}
+}

@@ -74,3 +74,32 @@ func TestApplyReadsTheNamespacesPodSecurity(t *testing.T) {
 		})
 	}
 }
+
+// TestPodSecurityRefusalOverTheClientset: a Pod create refused by admission
+// (Forbidden, "violates PodSecurity") is recorded with the API server's
+// message, and the diagnosis from the recorded status explains it.
+func TestPodSecurityRefusalOverTheClientset(t *testing.T) {
+	ctx := context.Background()
+	cs := fake.NewClientset(labelledNamespace("privileged"))
+	cs.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		name := a.(k8stesting.CreateAction).GetObject().(*corev1.Pod).Name
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, name,
+			errors.New(`violates PodSecurity "baseline:latest": privileged (container "desktop" must not set securityContext.privileged=true)`))
+	})
+	e := &engine.Engine{Cluster: NewCluster(cs, clusterNS), Namespace: clusterNS, Now: func() time.Time { return clusterNow }}
+	res, err := e.Apply(ctx, "desk", engine.Spec{Image: "ghcr.io/example/desktop:1", Size: 1, Privileged: true})
+	if err == nil || !res.Created {
+		t.Fatalf("Apply = %+v, %v; want the pool written and its create refused", res, err)
+	}
+	want := `pods "desk-1" is forbidden: violates PodSecurity "baseline:latest": privileged`
+	if len(res.Reconcile.Errors) != 1 || !strings.Contains(res.Reconcile.Errors[0], want) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("reconcile errors %q (%v), want the API server's %q", res.Reconcile.Errors, err, want)
+	}
+	cm, _ := cs.CoreV1().ConfigMaps(clusterNS).Get(ctx, engine.ConfigMapName("desk"), metav1.GetOptions{})
+	st, _ := engine.ParseStatus(cm.Data[engine.KeyStatus])
+	v := engine.Observe(mustSnapshot(t, e), clusterNow)
+	d := engine.Diagnose(v.Member("desk-1"), nil, nil, st.Errors)
+	if d.Reason != "create refused by Pod Security admission" || !strings.Contains(d.Evidence, want) {
+		t.Fatalf("diagnosis %+v from recorded errors %q", d, st.Errors)
+	}
+}
