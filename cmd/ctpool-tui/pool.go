@@ -43,8 +43,16 @@ give change; the others keep their current values. A stored definition that
 does not parse, or says mode: persistent, is refused with the field and line
 at fault and nothing is written, unless --replace is given: then the whole
 definition is written from the flags and the defaults. Changing a source field
-(image, cpu, memory, disk, storage class, privileged, init, runtime) makes the
-members drift: unclaimed ones are replaced, claimed ones stay until released.
+(image, cpu, memory, disk, storage class, privileged, pod security, init,
+runtime) makes the members drift: unclaimed ones are replaced, claimed ones
+stay until released.
+
+--pod-security picks the level of the Kubernetes Pod Security Standards the
+members satisfy: baseline (the default: no privilege escalation, the runtime's
+seccomp profile), restricted (also no capabilities and a non-root user,
+--run-as-user, default 1000, that owns /data) or privileged (--privileged).
+apply refuses, writing nothing, a level the namespace's
+pod-security.kubernetes.io/enforce label would refuse.
 
 A member runs sleep infinity, or with --init the image's own entrypoint as
 PID 1. An unprivileged member keeps only /data across a stop and start. A
