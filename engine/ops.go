@@ -57,7 +57,7 @@ func (e *Engine) ApplyEdit(ctx context.Context, pool string, edit SpecEdit, repl
 	defer func() {
 		detail := ""
 		if spec.Image != "" {
-			detail = fmt.Sprintf("image %s size %d", spec.Image, spec.Size)
+			detail = fmt.Sprintf("image %s size %d", RedactImage(spec.Image), spec.Size)
 		}
 		e.audit(ctx, AuditEntry{Pool: pool, Action: ActionApply, Detail: detail, Err: err})
 	}()

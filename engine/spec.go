@@ -173,6 +173,9 @@ func (s *Spec) Validate() error {
 	if strings.TrimSpace(s.Image) == "" {
 		return &InvalidError{Field: "image", Reason: "is required"}
 	}
+	if err := s.validateNoCredentials(); err != nil {
+		return err
+	}
 	if strings.ContainsAny(s.Image, " \t\r\n") || hasControl(s.Image) {
 		return &InvalidError{Field: "image", Value: s.Image, Reason: "must not contain white space or control characters"}
 	}
@@ -352,16 +355,21 @@ func hasControl(s string) bool {
 
 // LocateSpecError returns err's text with the line of data it is about: the
 // decoder names the line itself; for a field error (unknown or invalid
-// field) the line where the field's key stands is added.
+// field) the line where the field's key stands is added, with its value only
+// when the error already quotes it (never an unknown field's value, which
+// may be a password, nor a redacted one).
 func LocateSpecError(data string, err error) string {
 	msg := err.Error()
 	if strings.Contains(msg, "line ") {
 		return msg
 	}
-	field := ""
+	field, value := "", ""
 	var inv *InvalidError
 	if errors.As(err, &inv) {
 		field = inv.Field
+		if !inv.Secret {
+			value = inv.Value
+		}
 	}
 	if i := strings.Index(msg, `unknown field "`); i >= 0 {
 		rest := msg[i+len(`unknown field "`):]
@@ -376,9 +384,14 @@ func LocateSpecError(data string, err error) string {
 		return msg
 	}
 	for n, line := range strings.Split(data, "\n") {
-		key, _, ok := strings.Cut(strings.TrimSpace(line), ":")
+		key, val, ok := strings.Cut(strings.TrimSpace(line), ":")
 		if ok && strings.Trim(key, `"'`) == field {
-			return fmt.Sprintf("%s (line %d: %s)", msg, n+1, strings.TrimSpace(line))
+			// The line's value is quoted only when the error already
+			// shows it: an unknown field's value, or a secret, never.
+			if v := strings.Trim(strings.TrimSpace(val), `"'`); value != "" && v == value {
+				return fmt.Sprintf("%s (line %d: %s)", msg, n+1, strings.TrimSpace(line))
+			}
+			return fmt.Sprintf("%s (line %d: %s)", msg, n+1, key)
 		}
 	}
 	return msg
