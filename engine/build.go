@@ -151,6 +151,9 @@ func BuildPod(namespace, pool string, n int, spec Spec) *corev1.Pod {
 		}}
 	}
 	pod.Spec.Containers = []corev1.Container{c}
+	for _, name := range spec.ImagePullSecrets {
+		pod.Spec.ImagePullSecrets = append(pod.Spec.ImagePullSecrets, corev1.LocalObjectReference{Name: name})
+	}
 	applyPodSecurity(pod, spec.podSecurityLevel(), spec.runAsUser())
 	rt := spec.Runtime
 	if rt == nil {

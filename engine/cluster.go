@@ -156,3 +156,12 @@ func (e *Engine) audit(ctx context.Context, a AuditEntry) {
 type NamespaceReader interface {
 	NamespaceLabels(ctx context.Context) (map[string]string, error)
 }
+
+// SecretReader is a Cluster that can read the type of a Secret in its
+// namespace, and nothing else of it: apply checks each of a pool's
+// imagePullSecrets with it, and skips the check on a Cluster without it. It
+// returns an error wrapping ErrNotFound when there is no such Secret and
+// ErrForbidden when the caller may not read it.
+type SecretReader interface {
+	SecretType(ctx context.Context, name string) (corev1.SecretType, error)
+}

@@ -75,10 +75,30 @@ type fakeCluster struct {
 	// their read.
 	nsLabels map[string]string
 	nsErr    error
+	// secrets are the types of the namespace's Secrets (SecretType);
+	// secretErrs fail the read of one.
+	secrets    map[string]corev1.SecretType
+	secretErrs map[string]error
 }
 
 var _ Cluster = (*fakeCluster)(nil)
 var _ NamespaceReader = (*fakeCluster)(nil)
+
+var _ SecretReader = (*fakeCluster)(nil)
+
+// SecretType is a read: it is not recorded.
+func (f *fakeCluster) SecretType(_ context.Context, name string) (corev1.SecretType, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.secretErrs[name]; err != nil {
+		return "", err
+	}
+	t, ok := f.secrets[name]
+	if !ok {
+		return "", fmt.Errorf("secrets %q: %w", name, ErrNotFound)
+	}
+	return t, nil
+}
 
 // NamespaceLabels is a read: it is not recorded.
 func (f *fakeCluster) NamespaceLabels(context.Context) (map[string]string, error) {

@@ -29,6 +29,8 @@ func FuzzParseSpec(f *testing.F) {
 		"image: user:pw@registry.example/desk:1\n",
 		"image: img\npodSecurity: restricted\nrunAsUser: 5\n",
 		"image: img\npodSecurity: privileged\n",
+		"image: img\nimagePullSecrets: [regcred, mirror]\n",
+		"image: img\nimagePullSecrets: []\n",
 		"",
 	} {
 		f.Add(s)

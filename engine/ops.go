@@ -94,6 +94,10 @@ func (e *Engine) ApplyEdit(ctx context.Context, pool string, edit SpecEdit, repl
 		return res, err
 	}
 	res.Warnings = append(res.Warnings, w...)
+	if w, err = e.checkPullSecrets(ctx, pool, spec); err != nil {
+		return res, err
+	}
+	res.Warnings = append(res.Warnings, w...)
 	if snap.ConfigMap == nil {
 		if _, err := e.Cluster.CreateConfigMap(ctx, BuildConfigMap(e.Namespace, pool, spec)); err != nil {
 			if errors.Is(err, ErrAlreadyExists) {

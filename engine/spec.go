@@ -40,6 +40,9 @@ var PodSecurityLevels = []string{PodSecurityPrivileged, PodSecurityBaseline, Pod
 // member runs as when runAsUser is not given.
 const DefaultRunAsUser int64 = 1000
 
+// MaxImagePullSecrets bounds Spec.ImagePullSecrets.
+const MaxImagePullSecrets = 16
+
 // maxRunAsUser is the largest user id the API server takes.
 const maxRunAsUser = 2147483647
 
@@ -57,11 +60,16 @@ type Spec struct {
 	PodSecurity string `json:"podSecurity,omitempty"`
 	// RunAsUser is the user, group and fsGroup of a restricted member
 	// (default DefaultRunAsUser); it is refused on another level.
-	RunAsUser int64    `json:"runAsUser,omitempty"`
-	Init      bool     `json:"init,omitempty"`
-	Mode      string   `json:"mode,omitempty"`
-	Size      int      `json:"size"`
-	Runtime   *Runtime `json:"runtime,omitempty"`
+	RunAsUser int64 `json:"runAsUser,omitempty"`
+	// ImagePullSecrets names Secrets (kubernetes.io/dockerconfigjson or
+	// kubernetes.io/dockercfg) in the namespace that every member Pod pulls
+	// its images with. Not a source field: a change takes effect on each
+	// member as it is next created, and drifts none.
+	ImagePullSecrets []string `json:"imagePullSecrets,omitempty"`
+	Init             bool     `json:"init,omitempty"`
+	Mode             string   `json:"mode,omitempty"`
+	Size             int      `json:"size"`
+	Runtime          *Runtime `json:"runtime,omitempty"`
 }
 
 // ParseSpec decodes a spec from YAML (or JSON). Unknown fields and malformed
@@ -110,6 +118,9 @@ func (s *Spec) Default() {
 		s.Runtime = &Runtime{Backend: BackendStandard}
 	}
 	s.Runtime.Default()
+	if len(s.ImagePullSecrets) == 0 {
+		s.ImagePullSecrets = nil // "imagePullSecrets: []" reads as none
+	}
 	s.PodSecurity = s.podSecurityLevel()
 	if s.PodSecurity == PodSecurityPrivileged {
 		s.Privileged = true
@@ -146,6 +157,26 @@ func (s Spec) runAsUser() int64 {
 		return DefaultRunAsUser
 	}
 	return s.RunAsUser
+}
+
+// validatePullSecrets checks the names of imagePullSecrets: Secret names
+// (DNS-1123 subdomains), at most MaxImagePullSecrets, each once.
+func validatePullSecrets(names []string) error {
+	if len(names) > MaxImagePullSecrets {
+		return &InvalidError{Field: "imagePullSecrets", Reason: fmt.Sprintf("names %d Secrets, more than %d", len(names), MaxImagePullSecrets)}
+	}
+	seen := map[string]bool{}
+	for i, n := range names {
+		field := fmt.Sprintf("imagePullSecrets[%d]", i)
+		if msg := dns1123Subdomain(n); msg != "" {
+			return &InvalidError{Field: field, Value: n, Reason: "is not a Secret name: " + msg}
+		}
+		if seen[n] {
+			return &InvalidError{Field: field, Value: n, Reason: "is named twice"}
+		}
+		seen[n] = true
+	}
+	return nil
 }
 
 // validatePodSecurity checks podSecurity, privileged and runAsUser together.
@@ -212,6 +243,9 @@ func (s *Spec) Validate() error {
 		}
 	}
 	if err := s.validatePodSecurity(); err != nil {
+		return err
+	}
+	if err := validatePullSecrets(s.ImagePullSecrets); err != nil {
 		return err
 	}
 	if n := len(s.sourceEncoding()); n > MaxSourceRecordBytes {
@@ -301,7 +335,8 @@ const MaxSourceRecordBytes = 16 << 10
 func (s Spec) SourceRecord() string { return string(s.sourceEncoding()) }
 
 // SpecFromSourceRecord decodes a SourceRecord into the spec a member was built
-// from: the record's source fields with pool's size and mode. It fails, never
+// from: the record's source fields with pool's size, mode and
+// imagePullSecrets. It fails, never
 // panics, on a record that does not decode, is not a valid source, or whose
 // hash is not wantHash (the source label of the object it was read from; ""
 // skips that check): a hand-edited record is not trusted.
@@ -322,6 +357,7 @@ func SpecFromSourceRecord(rec string, pool Spec, wantHash string) (Spec, error) 
 		Image: f.Image, CPU: f.CPU, Memory: f.Memory, Disk: f.Disk, StorageClass: f.StorageClass,
 		Privileged: f.Privileged, Init: f.Init, Runtime: f.Runtime, Size: pool.Size, Mode: pool.Mode,
 		PodSecurity: f.PodSecurity, RunAsUser: f.RunAsUser,
+		ImagePullSecrets: pool.ImagePullSecrets,
 	}
 	s.Default()
 	if err := s.Validate(); err != nil {

@@ -119,6 +119,7 @@ func TestSpecEncodeParseRoundTrip(t *testing.T) {
 		"cocoon":           {Image: "img", Size: 2, Runtime: &Runtime{Backend: BackendCocoon, Image: "ubuntu-dev-base", Mode: CocoonModeClone, OS: "windows", Pool: "gpu"}},
 		"restricted":       {Image: "img", Size: 2, PodSecurity: PodSecurityRestricted, RunAsUser: 4242},
 		"privileged level": {Image: "img", Size: 2, PodSecurity: PodSecurityPrivileged},
+		"pull secrets":     {Image: "img", Size: 2, ImagePullSecrets: []string{"regcred", "mirror.example"}},
 	}
 	for name, s := range specs {
 		t.Run(name, func(t *testing.T) {
