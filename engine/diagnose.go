@@ -156,7 +156,7 @@ func diagnosePod(m *Member, ev *corev1.Event, nodes []*corev1.Node, claimID stri
 	case StateUnschedulable:
 		return diagnoseUnschedulable(pod, m.Message, nodes, backend, claimID), true
 	case StateFailed:
-		return diagnoseFailed(pod, m.Message, claimID), true
+		return diagnoseFailed(pod, m.Message, ev, claimID), true
 	case StateStarting:
 		r := Diagnosis{ClaimID: claimID, Reason: "starting"}
 		if pod.Spec.NodeName == "" {
@@ -203,11 +203,19 @@ func diagnoseProvider(pod *corev1.Pod, backend, f, claimID string) Diagnosis {
 	return r
 }
 
-// diagnoseFailed explains a Failed member from the kubelet's message.
-func diagnoseFailed(pod *corev1.Pod, msg, claimID string) Diagnosis {
+// diagnoseFailed explains a Failed member from the kubelet's message and
+// the latest Warning Event ev (nil for none), which says more than the
+// message of a back-off (the registry's answer to the pull).
+func diagnoseFailed(pod *corev1.Pod, msg string, ev *corev1.Event, claimID string) Diagnosis {
 	r := Diagnosis{ClaimID: claimID, Evidence: msg}
+	pull := strings.Contains(msg, "ImagePullBackOff") || strings.Contains(msg, "ErrImagePull")
 	switch {
-	case strings.Contains(msg, "ImagePullBackOff") || strings.Contains(msg, "ErrImagePull"):
+	case pull && registryRefusedCredentials(msg):
+		r.Reason, r.Fix = "the registry refused the pull credentials", pullSecretsFix(pod)
+	case pull && ev != nil && registryRefusedCredentials(ev.Message):
+		r.Reason, r.Fix = "the registry refused the pull credentials", pullSecretsFix(pod)
+		r.Evidence = msg + " (" + ev.Reason + ": " + ev.Message + ")"
+	case pull:
 		r.Reason = "image cannot be pulled"
 		r.Fix = "check the image name and that every node that can run a member can pull it (registry, credentials)"
 	case strings.Contains(msg, "ErrImageNeverPull"):
@@ -233,6 +241,40 @@ func diagnoseFailed(pod *corev1.Pod, msg, claimID string) Diagnosis {
 		r.Fix = "the reconciler replaces it when unclaimed"
 	}
 	return r
+}
+
+// registryRefusals are the words of a registry (through the container
+// runtime) that refused a pull for its credentials: none given, or wrong.
+var registryRefusals = []string{
+	"401 unauthorized", "403 forbidden", "authorization failed", "pull access denied",
+	"no basic auth credentials", "authentication required", "denied: requested access",
+}
+
+// registryRefusedCredentials says whether an image pull failure's message
+// is the registry refusing the pull's credentials.
+func registryRefusedCredentials(msg string) bool {
+	low := strings.ToLower(msg)
+	for _, w := range registryRefusals {
+		if strings.Contains(low, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// pullSecretsFix names the Secrets the member Pod pulls with, or their
+// absence, and what to do.
+func pullSecretsFix(pod *corev1.Pod) string {
+	names := make([]string, 0, len(pod.Spec.ImagePullSecrets))
+	for _, s := range pod.Spec.ImagePullSecrets {
+		names = append(names, s.Name)
+	}
+	if len(names) == 0 {
+		return "the pool names no imagePullSecrets: create a Secret of type kubernetes.io/dockerconfigjson with a login to the image's registry " +
+			"(kubectl create secret docker-registry) and apply the pool with --image-pull-secret NAME; or check the image name (a registry also answers so for an image that does not exist)"
+	}
+	return "the member pulls with the Secrets " + strings.Join(names, ", ") + ": check that one holds a login to the image's registry that may pull this image, and renew it if it expired " +
+		"(the next Pod pulls with the Secrets' current contents); or check the image name (a registry also answers so for an image that does not exist)"
 }
 
 // diagnoseNodeDown explains a member whose Pod's node is down
