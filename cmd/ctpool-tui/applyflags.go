@@ -19,6 +19,7 @@ type applyFlags struct {
 	ttlSeconds                                int64
 	podSecurity                               string
 	runAsUser                                 int64
+	pullSecrets                               []string
 }
 
 func (f *applyFlags) register(c *cobra.Command) {
@@ -34,6 +35,8 @@ func (f *applyFlags) register(c *cobra.Command) {
 	fs.StringVar(&f.podSecurity, "pod-security", "", "Pod Security level the members satisfy: "+strings.Join(engine.PodSecurityLevels, ", ")+
 		" (default baseline, privileged with --privileged); apply refuses a level the namespace's pod-security.kubernetes.io/enforce label would refuse")
 	fs.Int64Var(&f.runAsUser, "run-as-user", 0, "restricted only: the user, group and fsGroup the members run as (default 1000)")
+	fs.StringArrayVar(&f.pullSecrets, "image-pull-secret", nil, "Secret (kubernetes.io/dockerconfigjson) the members pull their image with; repeat for several; "+
+		"replaces the pool's list, and --image-pull-secret= empties it; changing it drifts no member")
 	fs.BoolVar(&f.init, "init", false, "run the image's own entrypoint instead of sleep infinity")
 	fs.StringVar(&f.mode, "mode", engine.ModeEphemeral, "pool mode (only ephemeral is supported)")
 	fs.StringVar(&f.runtime, "runtime", engine.BackendStandard, "runtime backend: standard, sandboxd or cocoon")
@@ -82,6 +85,14 @@ func (f *applyFlags) spec(c *cobra.Command, cur *engine.Spec) (engine.Spec, erro
 	}
 	if err := f.setPodSecurity(c, &s); err != nil {
 		return s, err
+	}
+	if set("image-pull-secret") {
+		s.ImagePullSecrets = nil
+		for _, n := range f.pullSecrets {
+			if n != "" {
+				s.ImagePullSecrets = append(s.ImagePullSecrets, n)
+			}
+		}
 	}
 	if set("init") {
 		s.Init = f.init

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -85,6 +86,44 @@ func TestApplyFlagsPodSecurity(t *testing.T) {
 			}
 			if s.PodSecurity != tt.level || s.Privileged != tt.privileged || s.RunAsUser != tt.user {
 				t.Fatalf("podSecurity %q privileged %v runAsUser %d, want %q %v %d", s.PodSecurity, s.Privileged, s.RunAsUser, tt.level, tt.privileged, tt.user)
+			}
+		})
+	}
+}
+
+func TestApplyFlagsImagePullSecrets(t *testing.T) {
+	withTwo := storedSpec(engine.Spec{Image: "img", Size: 1, ImagePullSecrets: []string{"a", "b"}})
+	tests := []struct {
+		name    string
+		cur     *engine.Spec
+		args    []string
+		want    []string
+		wantErr string
+	}{
+		{name: "new pool: none", args: []string{"--image", "img"}},
+		{name: "new pool: repeated", args: []string{"--image", "img", "--image-pull-secret", "regcred", "--image-pull-secret", "mirror"}, want: []string{"regcred", "mirror"}},
+		{name: "existing kept when not given", cur: withTwo, args: []string{"--size", "3"}, want: []string{"a", "b"}},
+		{name: "existing replaced", cur: withTwo, args: []string{"--image-pull-secret", "c"}, want: []string{"c"}},
+		{name: "existing emptied", cur: withTwo, args: []string{"--image-pull-secret="}},
+		{name: "a bad name", args: []string{"--image", "img", "--image-pull-secret", "Reg_Cred"}, wantErr: `invalid imagePullSecrets[0] "Reg_Cred": is not a Secret name`},
+		{name: "twice", args: []string{"--image", "img", "--image-pull-secret", "a", "--image-pull-secret", "a"}, wantErr: "is named twice"},
+		{name: "credentials in --image", args: []string{"--image", "bob:hunter2@registry.example/desk:1"}, wantErr: `invalid image "REDACTED@registry.example/desk:1": must not hold credentials`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := applySpec(t, tt.cur, tt.args...)
+			if tt.wantErr != "" {
+				var ce *codeError
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !errors.As(err, &ce) || ce.code != exitUsage || strings.Contains(err.Error(), "hunter2") {
+					t.Fatalf("error %v, want the usage error %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(s.ImagePullSecrets, tt.want) {
+				t.Fatalf("imagePullSecrets %q, want %q", s.ImagePullSecrets, tt.want)
 			}
 		})
 	}

@@ -54,6 +54,12 @@ seccomp profile), restricted (also no capabilities and a non-root user,
 apply refuses, writing nothing, a level the namespace's
 pod-security.kubernetes.io/enforce label would refuse.
 
+--image-pull-secret NAME (repeatable) names a Secret of type
+kubernetes.io/dockerconfigjson that the members pull a private image with;
+apply refuses, writing nothing, one that is missing or of another type. Never
+put credentials in --image (user:password@registry is refused): the pool
+definition is a ConfigMap that anyone who may read ConfigMaps can read.
+
 A member runs sleep infinity, or with --init the image's own entrypoint as
 PID 1. An unprivileged member keeps only /data across a stop and start. A
 --privileged member keeps its whole root on the PVC: every top-level
@@ -62,6 +68,7 @@ Not kept: /proc, /sys, /dev, /run and /tmp (the runtime's own) and files
 directly in /.`,
 		Example: `  ctpool-tui apply desk --image ghcr.io/example/desktop:1 --size 3 --mem 2Gi
   ctpool-tui apply desk --image ghcr.io/example/desktop:2 --size 5
+  ctpool-tui apply team --image registry.example/team/desk:1 --image-pull-secret regcred --pod-security restricted
   ctpool-tui apply gpu --image rt:24.04 --runtime sandboxd --template rt:24.04 --net none --size-class small`,
 		Args: exactArgs(1, "POOL"),
 		RunE: func(cmd *cobra.Command, args []string) error {
