@@ -115,3 +115,18 @@ func TestApplyOfCredentialsWritesNothingAndAuditsNone(t *testing.T) {
 		t.Fatalf("audit %+v", audited)
 	}
 }
+
+// TestBrokenDefinitionShowsNoCredentials: a hand-edited definition with
+// credentials in its image is a problem of the pool, and neither the image
+// the views show nor the problem carries the secret.
+func TestBrokenDefinitionShowsNoCredentials(t *testing.T) {
+	cm := BuildConfigMap(testNS, "desk", baseSpec(1))
+	cm.Data[KeySpec] = "image: alice:s3cr3t@registry.example/desk:1\nsize: 2\n"
+	v := Observe(Snapshot{Namespace: testNS, Pool: "desk", ConfigMap: cm}, testNow)
+	if v.SpecError == nil || v.Spec.Image != "REDACTED@registry.example/desk:1" || v.Spec.Size != 2 {
+		t.Fatalf("spec %+v, error %v", v.Spec, v.SpecError)
+	}
+	if all := strings.Join(v.Problems, "\n"); strings.Contains(all, "s3cr3t") || !strings.Contains(all, "must not hold credentials") {
+		t.Fatalf("problems %q", all)
+	}
+}
