@@ -92,6 +92,7 @@ func BuildPVC(namespace, pool string, n int, spec Spec) *corev1.PersistentVolume
 // onto the PVC once, and the privileged container mounts each of those PVC
 // sub-directories over the same path, so its entrypoint, every console session
 // (exec runs in this container) and every process see one persistent root.
+// Every container satisfies the pool's Pod Security level (applyPodSecurity).
 func BuildPod(namespace, pool string, n int, spec Spec) *corev1.Pod {
 	member := MemberName(pool, n)
 	cpu := resource.MustParse(orDefault(spec.CPU, DefaultCPU))
@@ -150,6 +151,10 @@ func BuildPod(namespace, pool string, n int, spec Spec) *corev1.Pod {
 		}}
 	}
 	pod.Spec.Containers = []corev1.Container{c}
+	for _, name := range spec.ImagePullSecrets {
+		pod.Spec.ImagePullSecrets = append(pod.Spec.ImagePullSecrets, corev1.LocalObjectReference{Name: name})
+	}
+	applyPodSecurity(pod, spec.podSecurityLevel(), spec.runAsUser())
 	rt := spec.Runtime
 	if rt == nil {
 		rt = &Runtime{Backend: BackendStandard}
@@ -168,6 +173,43 @@ func BuildPod(namespace, pool string, n int, spec Spec) *corev1.Pod {
 		pod.Spec.ShareProcessNamespace = &share
 	}
 	return pod
+}
+
+// applyPodSecurity writes the security contexts that make pod satisfy
+// level of the Pod Security Standards, on every container and init
+// container. A privileged Pod is left as BuildPod wrote it. A baseline one
+// runs its containers without privilege escalation and under the runtime's
+// default seccomp profile. A restricted one also drops every capability and
+// runs as user and group uid (never root); the Pod's fsGroup is uid too, so
+// that the PVC at /data is the user's (the ownership is changed only when
+// the volume's root does not already match).
+func applyPodSecurity(pod *corev1.Pod, level string, uid int64) {
+	if level == PodSecurityPrivileged {
+		return
+	}
+	for _, cs := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range cs {
+			sc := cs[i].SecurityContext
+			if sc == nil {
+				sc = &corev1.SecurityContext{}
+				cs[i].SecurityContext = sc
+			}
+			no := false
+			sc.AllowPrivilegeEscalation = &no
+			sc.SeccompProfile = &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}
+			if level != PodSecurityRestricted {
+				continue
+			}
+			yes, u := true, uid
+			sc.RunAsNonRoot, sc.RunAsUser, sc.RunAsGroup = &yes, &u, &u
+			sc.Capabilities = &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}
+		}
+	}
+	if level == PodSecurityRestricted {
+		u := uid
+		policy := corev1.FSGroupChangeOnRootMismatch
+		pod.Spec.SecurityContext = &corev1.PodSecurityContext{FSGroup: &u, FSGroupChangePolicy: &policy}
+	}
 }
 
 // rootMounts mounts each of the PVC's rootDirs over the same path.

@@ -18,6 +18,8 @@ func backendSpecs() map[string]Spec {
 		"standard":   {Image: "ghcr.io/example/desktop:1", Size: 3},
 		"kata":       {Image: "ghcr.io/example/desktop:1", Size: 3, Runtime: &Runtime{Backend: BackendStandard, RuntimeClassName: "kata"}},
 		"privileged": {Image: "ghcr.io/example/desktop:1", Size: 3, Privileged: true},
+		// Pod Security restricted: a non-root user that owns /data.
+		"restricted": {Image: "ghcr.io/example/desktop:1", Size: 3, PodSecurity: PodSecurityRestricted, RunAsUser: 4242},
 		// The image's own entrypoint over the persistent root.
 		"privileged-init": {Image: "ghcr.io/example/desktop:1", Size: 3, Privileged: true, Init: true},
 		"sandboxd": {Image: "ghcr.io/cocoonstack/sandbox/rt:24.04", Size: 3, Runtime: &Runtime{

@@ -146,3 +146,22 @@ func (e *Engine) audit(ctx context.Context, a AuditEntry) {
 		e.Audit(ctx, a)
 	}
 }
+
+// NamespaceReader is a Cluster that can read the labels of its namespace.
+// It is optional: apply checks the pool's Pod Security level against the
+// level the namespace enforces (LabelPodSecurityEnforce) with it, and skips
+// the check on a Cluster without it. It returns an error wrapping
+// ErrForbidden or ErrNotFound when the namespace cannot be read (the
+// caller may lack "get namespaces", a cluster-scoped permission).
+type NamespaceReader interface {
+	NamespaceLabels(ctx context.Context) (map[string]string, error)
+}
+
+// SecretReader is a Cluster that can read the type of a Secret in its
+// namespace, and nothing else of it: apply checks each of a pool's
+// imagePullSecrets with it, and skips the check on a Cluster without it. It
+// returns an error wrapping ErrNotFound when there is no such Secret and
+// ErrForbidden when the caller may not read it.
+type SecretReader interface {
+	SecretType(ctx context.Context, name string) (corev1.SecretType, error)
+}

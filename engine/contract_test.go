@@ -79,7 +79,7 @@ func TestApplyEditStoredDefinitions(t *testing.T) {
 		{name: "persistent is refused", stored: "image: a\ncpu: \"2\"\nsize: 1\nmode: persistent\n",
 			wantErr: "pool desk is stored with mode: persistent", wantIs: ErrPersistentMode},
 		{name: "unknown field names field and line", stored: "image: a\nsize: 1\ncolour: blue\n",
-			wantErr: `unknown field "colour" (line 3: colour: blue)`},
+			wantErr: `unknown field "colour" (line 3: colour)`},
 		{name: "invalid value names field and line", stored: "image: a\ncpu: lots\nsize: 1\n",
 			wantErr: `invalid cpu "lots": is not a quantity (examples: 500m, 2, 2Gi) (line 2: cpu: lots)`},
 		{name: "malformed YAML names the line", stored: "image: a\nsize: [1\n", wantErr: "line "},

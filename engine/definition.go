@@ -107,7 +107,8 @@ func observeDefinition(v *PoolView, cm *corev1.ConfigMap) {
 }
 
 // lenientSpec reads what it can of a spec that does not validate, so that a
-// broken definition still shows its size and image.
+// broken definition still shows its size and image (redacted: an image with
+// credentials is one reason a definition does not validate).
 func lenientSpec(data string) Spec {
 	var s struct {
 		Image string `json:"image"`
@@ -117,5 +118,5 @@ func lenientSpec(data string) Spec {
 	if s.Size < 0 || s.Size > MaxPoolSize {
 		s.Size = 0
 	}
-	return Spec{Image: s.Image, Size: s.Size}
+	return Spec{Image: RedactImage(s.Image), Size: s.Size}
 }

@@ -35,7 +35,8 @@ const (
 // matching the selector, a missing toleration for a virtual node's taint, a
 // Pod pinned to a virtual node by spec.nodeName, a provider CreatePod failure
 // (missing annotation, runtime mismatch, no warm capacity), a Pod marked
-// Failed under restartPolicy Never, and a create denied by cocoon-webhook.
+// Failed under restartPolicy Never, a create denied by cocoon-webhook, and
+// a create refused by the namespace's Pod Security admission.
 // Its fixes name no key of any user interface (DiagnoseWith adds them).
 func Diagnose(m *Member, events []corev1.Event, nodes []*corev1.Node, reconcileErrors []string) Diagnosis {
 	return DiagnoseWith(m, events, nodes, reconcileErrors, Hints{})
@@ -93,6 +94,9 @@ func DiagnoseWith(m *Member, events []corev1.Event, nodes []*corev1.Node, reconc
 // member (drifted or fine), a Missing or Stopped one (reconcile's work),
 // and one being deleted.
 func diagnoseLifecycle(m *Member, reconcileErrors []string, h Hints, claimID string) (Diagnosis, bool) {
+	if denied := podSecurityDenial(m.Name, reconcileErrors); denied != "" && m.Pod == nil {
+		return Diagnosis{Reason: "create refused by Pod Security admission", Evidence: denied, Fix: podSecurityFix(denied, h)}, true
+	}
 	if denied := webhookDenial(m.Name, reconcileErrors); denied != "" && m.Pod == nil {
 		return Diagnosis{Reason: "create denied by cocoon-webhook", Evidence: denied,
 			Fix: "the identity that creates member Pods is not in cocoon-webhook's POD_CREATORS: add this reconciler's user or service account to POD_CREATORS, or run the pool on another backend"}, true
@@ -152,7 +156,7 @@ func diagnosePod(m *Member, ev *corev1.Event, nodes []*corev1.Node, claimID stri
 	case StateUnschedulable:
 		return diagnoseUnschedulable(pod, m.Message, nodes, backend, claimID), true
 	case StateFailed:
-		return diagnoseFailed(pod, m.Message, claimID), true
+		return diagnoseFailed(pod, m.Message, ev, claimID), true
 	case StateStarting:
 		r := Diagnosis{ClaimID: claimID, Reason: "starting"}
 		if pod.Spec.NodeName == "" {
@@ -199,11 +203,19 @@ func diagnoseProvider(pod *corev1.Pod, backend, f, claimID string) Diagnosis {
 	return r
 }
 
-// diagnoseFailed explains a Failed member from the kubelet's message.
-func diagnoseFailed(pod *corev1.Pod, msg, claimID string) Diagnosis {
+// diagnoseFailed explains a Failed member from the kubelet's message and
+// the latest Warning Event ev (nil for none), which says more than the
+// message of a back-off (the registry's answer to the pull).
+func diagnoseFailed(pod *corev1.Pod, msg string, ev *corev1.Event, claimID string) Diagnosis {
 	r := Diagnosis{ClaimID: claimID, Evidence: msg}
+	pull := strings.Contains(msg, "ImagePullBackOff") || strings.Contains(msg, "ErrImagePull")
 	switch {
-	case strings.Contains(msg, "ImagePullBackOff") || strings.Contains(msg, "ErrImagePull"):
+	case pull && registryRefusedCredentials(msg):
+		r.Reason, r.Fix = "the registry refused the pull credentials", pullSecretsFix(pod)
+	case pull && ev != nil && registryRefusedCredentials(ev.Message):
+		r.Reason, r.Fix = "the registry refused the pull credentials", pullSecretsFix(pod)
+		r.Evidence = msg + " (" + ev.Reason + ": " + ev.Message + ")"
+	case pull:
 		r.Reason = "image cannot be pulled"
 		r.Fix = "check the image name and that every node that can run a member can pull it (registry, credentials)"
 	case strings.Contains(msg, "ErrImageNeverPull"):
@@ -229,6 +241,40 @@ func diagnoseFailed(pod *corev1.Pod, msg, claimID string) Diagnosis {
 		r.Fix = "the reconciler replaces it when unclaimed"
 	}
 	return r
+}
+
+// registryRefusals are the words of a registry (through the container
+// runtime) that refused a pull for its credentials: none given, or wrong.
+var registryRefusals = []string{
+	"401 unauthorized", "403 forbidden", "authorization failed", "pull access denied",
+	"no basic auth credentials", "authentication required", "denied: requested access",
+}
+
+// registryRefusedCredentials says whether an image pull failure's message
+// is the registry refusing the pull's credentials.
+func registryRefusedCredentials(msg string) bool {
+	low := strings.ToLower(msg)
+	for _, w := range registryRefusals {
+		if strings.Contains(low, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// pullSecretsFix names the Secrets the member Pod pulls with, or their
+// absence, and what to do.
+func pullSecretsFix(pod *corev1.Pod) string {
+	names := make([]string, 0, len(pod.Spec.ImagePullSecrets))
+	for _, s := range pod.Spec.ImagePullSecrets {
+		names = append(names, s.Name)
+	}
+	if len(names) == 0 {
+		return "the pool names no imagePullSecrets: create a Secret of type kubernetes.io/dockerconfigjson with a login to the image's registry " +
+			"(kubectl create secret docker-registry) and apply the pool with --image-pull-secret NAME; or check the image name (a registry also answers so for an image that does not exist)"
+	}
+	return "the member pulls with the Secrets " + strings.Join(names, ", ") + ": check that one holds a login to the image's registry that may pull this image, and renew it if it expired " +
+		"(the next Pod pulls with the Secrets' current contents); or check the image name (a registry also answers so for an image that does not exist)"
 }
 
 // diagnoseNodeDown explains a member whose Pod's node is down
@@ -359,6 +405,31 @@ func providerFailure(pod *corev1.Pod, ev *corev1.Event) string {
 		return ev.Reason + ": " + ev.Message
 	}
 	return ""
+}
+
+// podSecurityDenial is the reconcile error of member whose Pod create the
+// namespace's Pod Security admission refused ("violates PodSecurity"), or "".
+func podSecurityDenial(member string, errs []string) string {
+	for _, e := range errs {
+		if MentionsMember(e, member) && strings.Contains(e, "violates PodSecurity") {
+			return e
+		}
+	}
+	return ""
+}
+
+// podSecurityFix tells how to make admission take the member Pods: the
+// namespace enforces a level (named in the API server's message as
+// "level:version") stricter than the pool's.
+func podSecurityFix(msg string, h Hints) string {
+	enforced := "a level"
+	if _, rest, ok := strings.Cut(msg, `violates PodSecurity "`); ok {
+		if v, _, ok := strings.Cut(rest, `"`); ok && v != "" && len(v) <= 40 && strings.Trim(v, "abcdefghijklmnopqrstuvwxyz0123456789.:-") == "" {
+			enforced = v
+		}
+	}
+	return "the namespace's label " + LabelPodSecurityEnforce + " enforces " + enforced + ", stricter than the pool's podSecurity: relabel the namespace to the pool's level, " +
+		"or apply the pool with a podSecurity the namespace admits; then run reconcile" + h.reconcile()
 }
 
 func webhookDenial(member string, errs []string) string {

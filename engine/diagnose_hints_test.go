@@ -31,6 +31,10 @@ func TestDiagnoseHints(t *testing.T) {
 		{"create failed: no action to point at", Member{Name: "desk-1", State: StateMissing},
 			[]string{`create desk-1: pods "desk-1" is forbidden: exceeded quota`},
 			"see the error; the next reconcile tries again", "see the error; the next reconcile tries again"},
+		{"create refused by Pod Security admission", Member{Name: "desk-1", State: StateStopped},
+			[]string{`start desk-1: create Pod: pods "desk-1" is forbidden: violates PodSecurity "baseline:latest": privileged (container "desktop" must not set securityContext.privileged=true)`},
+			"the namespace's label pod-security.kubernetes.io/enforce enforces baseline:latest, stricter than the pool's podSecurity: relabel the namespace to the pool's level, or apply the pool with a podSecurity the namespace admits; then run reconcile",
+			"the namespace's label pod-security.kubernetes.io/enforce enforces baseline:latest, stricter than the pool's podSecurity: relabel the namespace to the pool's level, or apply the pool with a podSecurity the namespace admits; then run reconcile (r)"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -206,6 +206,62 @@ func TestDiagnose(t *testing.T) {
 			wantFix:    "registry",
 		},
 		{
+			name: "registry refused: no pull secrets",
+			mutate: func(p *corev1.Pod) {
+				p.Spec.NodeName = "node-a"
+				p.Status.Phase = corev1.PodPending
+				p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: ContainerName, State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImagePull",
+					Message: `failed to pull and unpack image "registry.example/desk:1": failed to resolve reference "registry.example/desk:1": unexpected status from HEAD request: 401 Unauthorized`}}}}
+			},
+			wantReason: "the registry refused the pull credentials",
+			wantFix:    "the pool names no imagePullSecrets: create a Secret of type kubernetes.io/dockerconfigjson",
+		},
+		{
+			name: "registry refused: the back-off's event names it, pull secrets named",
+			mutate: func(p *corev1.Pod) {
+				p.Spec.NodeName = "node-a"
+				p.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "regcred"}, {Name: "mirror"}}
+				p.Status.Phase = corev1.PodPending
+				p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: ContainerName, State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: `Back-off pulling image "registry.example/desk:1"`}}}}
+			},
+			events:     []corev1.Event{warning("Failed", `Failed to pull image "registry.example/desk:1": pull access denied, repository does not exist or may require authorization: server message: insufficient_scope: authorization failed`)},
+			wantReason: "the registry refused the pull credentials",
+			wantFix:    "the member pulls with the Secrets regcred, mirror: check that one holds a login",
+		},
+		{
+			name: "registry refused: no basic auth credentials",
+			mutate: func(p *corev1.Pod) {
+				p.Spec.NodeName = "node-a"
+				p.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "regcred"}}
+				p.Status.Phase = corev1.PodPending
+				p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: ContainerName, State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImagePull", Message: "rpc error: code = Unknown desc = no basic auth credentials"}}}}
+			},
+			wantReason: "the registry refused the pull credentials",
+			wantFix:    "Secrets regcred",
+		},
+		{
+			name: "registry 403",
+			mutate: func(p *corev1.Pod) {
+				p.Spec.NodeName = "node-a"
+				p.Status.Phase = corev1.PodPending
+				p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: ContainerName, State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImagePull", Message: "unexpected status code 403 Forbidden"}}}}
+			},
+			wantReason: "the registry refused the pull credentials",
+			wantFix:    "--image-pull-secret NAME",
+		},
+		{
+			name: "pull failure that is no refusal of credentials",
+			mutate: func(p *corev1.Pod) {
+				p.Spec.NodeName = "node-a"
+				p.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "regcred"}}
+				p.Status.Phase = corev1.PodPending
+				p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: ContainerName, State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImagePull", Message: "dial tcp: lookup registry.example: no such host"}}}}
+			},
+			events:     []corev1.Event{warning("Failed", "Failed to pull image: dial tcp: lookup registry.example: no such host")},
+			wantReason: "image cannot be pulled",
+			wantFix:    "registry, credentials",
+		},
+		{
 			name: "image never pulled",
 			rt:   nil,
 			mutate: func(p *corev1.Pod) {

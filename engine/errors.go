@@ -33,6 +33,9 @@ type InvalidError struct {
 	Field  string
 	Value  string
 	Reason string
+	// Secret says the field's text may hold a secret: Value is redacted,
+	// and nothing that shows the error may quote the field's text.
+	Secret bool
 }
 
 func (e *InvalidError) Error() string {

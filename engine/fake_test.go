@@ -71,9 +71,48 @@ type fakeCluster struct {
 	nodeDown map[string]string
 	// waits, when set, receives each WaitGone call before it blocks.
 	waits chan act
+	// nsLabels are the namespace's labels (NamespaceLabels); nsErr fails
+	// their read.
+	nsLabels map[string]string
+	nsErr    error
+	// secrets are the types of the namespace's Secrets (SecretType);
+	// secretErrs fail the read of one.
+	secrets    map[string]corev1.SecretType
+	secretErrs map[string]error
 }
 
 var _ Cluster = (*fakeCluster)(nil)
+var _ NamespaceReader = (*fakeCluster)(nil)
+
+var _ SecretReader = (*fakeCluster)(nil)
+
+// SecretType is a read: it is not recorded.
+func (f *fakeCluster) SecretType(_ context.Context, name string) (corev1.SecretType, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.secretErrs[name]; err != nil {
+		return "", err
+	}
+	t, ok := f.secrets[name]
+	if !ok {
+		return "", fmt.Errorf("secrets %q: %w", name, ErrNotFound)
+	}
+	return t, nil
+}
+
+// NamespaceLabels is a read: it is not recorded.
+func (f *fakeCluster) NamespaceLabels(context.Context) (map[string]string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.nsErr != nil {
+		return nil, f.nsErr
+	}
+	out := make(map[string]string, len(f.nsLabels))
+	for k, v := range f.nsLabels {
+		out[k] = v
+	}
+	return out, nil
+}
 
 func newFake(ns string) *fakeCluster {
 	return &fakeCluster{

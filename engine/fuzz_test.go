@@ -26,6 +26,11 @@ func FuzzParseSpec(f *testing.F) {
 		"size: -1\n",
 		"image: img\ncpu: lots\n",
 		"image: img\nunknown: 1\n",
+		"image: user:pw@registry.example/desk:1\n",
+		"image: img\npodSecurity: restricted\nrunAsUser: 5\n",
+		"image: img\npodSecurity: privileged\n",
+		"image: img\nimagePullSecrets: [regcred, mirror]\n",
+		"image: img\nimagePullSecrets: []\n",
 		"",
 	} {
 		f.Add(s)

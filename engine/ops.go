@@ -57,7 +57,7 @@ func (e *Engine) ApplyEdit(ctx context.Context, pool string, edit SpecEdit, repl
 	defer func() {
 		detail := ""
 		if spec.Image != "" {
-			detail = fmt.Sprintf("image %s size %d", spec.Image, spec.Size)
+			detail = fmt.Sprintf("image %s size %d", RedactImage(spec.Image), spec.Size)
 		}
 		e.audit(ctx, AuditEntry{Pool: pool, Action: ActionApply, Detail: detail, Err: err})
 	}()
@@ -89,6 +89,15 @@ func (e *Engine) ApplyEdit(ctx context.Context, pool string, edit SpecEdit, repl
 		return res, err
 	}
 	res.Warnings = spec.Warnings()
+	w, err := e.checkPodSecurity(ctx, pool, spec)
+	if err != nil {
+		return res, err
+	}
+	res.Warnings = append(res.Warnings, w...)
+	if w, err = e.checkPullSecrets(ctx, pool, spec); err != nil {
+		return res, err
+	}
+	res.Warnings = append(res.Warnings, w...)
 	if snap.ConfigMap == nil {
 		if _, err := e.Cluster.CreateConfigMap(ctx, BuildConfigMap(e.Namespace, pool, spec)); err != nil {
 			if errors.Is(err, ErrAlreadyExists) {

@@ -25,18 +25,51 @@ const (
 	DefaultDisk   = "5Gi"
 )
 
+// Pod Security levels of a pool (Spec.PodSecurity), the levels of the
+// Kubernetes Pod Security Standards its member Pods satisfy.
+const (
+	PodSecurityPrivileged = "privileged"
+	PodSecurityBaseline   = "baseline"
+	PodSecurityRestricted = "restricted"
+)
+
+// PodSecurityLevels are the levels from the loosest to the strictest.
+var PodSecurityLevels = []string{PodSecurityPrivileged, PodSecurityBaseline, PodSecurityRestricted}
+
+// DefaultRunAsUser is the user (and group, and fsGroup) a restricted
+// member runs as when runAsUser is not given.
+const DefaultRunAsUser int64 = 1000
+
+// MaxImagePullSecrets bounds Spec.ImagePullSecrets.
+const MaxImagePullSecrets = 16
+
+// maxRunAsUser is the largest user id the API server takes.
+const maxRunAsUser = 2147483647
+
 // Spec is a pool definition, stored as YAML under the key "spec" of the pool ConfigMap.
 type Spec struct {
-	Image        string   `json:"image"`
-	CPU          string   `json:"cpu,omitempty"`
-	Memory       string   `json:"memory,omitempty"`
-	Disk         string   `json:"disk,omitempty"`
-	StorageClass string   `json:"storageClass,omitempty"`
-	Privileged   bool     `json:"privileged,omitempty"`
-	Init         bool     `json:"init,omitempty"`
-	Mode         string   `json:"mode,omitempty"`
-	Size         int      `json:"size"`
-	Runtime      *Runtime `json:"runtime,omitempty"`
+	Image        string `json:"image"`
+	CPU          string `json:"cpu,omitempty"`
+	Memory       string `json:"memory,omitempty"`
+	Disk         string `json:"disk,omitempty"`
+	StorageClass string `json:"storageClass,omitempty"`
+	Privileged   bool   `json:"privileged,omitempty"`
+	// PodSecurity is the level of the Pod Security Standards the member
+	// Pods satisfy: baseline (the default of an unprivileged pool),
+	// restricted, or privileged (implied by, and implying, privileged: true).
+	PodSecurity string `json:"podSecurity,omitempty"`
+	// RunAsUser is the user, group and fsGroup of a restricted member
+	// (default DefaultRunAsUser); it is refused on another level.
+	RunAsUser int64 `json:"runAsUser,omitempty"`
+	// ImagePullSecrets names Secrets (kubernetes.io/dockerconfigjson or
+	// kubernetes.io/dockercfg) in the namespace that every member Pod pulls
+	// its images with. Not a source field: a change takes effect on each
+	// member as it is next created, and drifts none.
+	ImagePullSecrets []string `json:"imagePullSecrets,omitempty"`
+	Init             bool     `json:"init,omitempty"`
+	Mode             string   `json:"mode,omitempty"`
+	Size             int      `json:"size"`
+	Runtime          *Runtime `json:"runtime,omitempty"`
 }
 
 // ParseSpec decodes a spec from YAML (or JSON). Unknown fields and malformed
@@ -85,12 +118,94 @@ func (s *Spec) Default() {
 		s.Runtime = &Runtime{Backend: BackendStandard}
 	}
 	s.Runtime.Default()
+	if len(s.ImagePullSecrets) == 0 {
+		s.ImagePullSecrets = nil // "imagePullSecrets: []" reads as none
+	}
+	s.PodSecurity = s.podSecurityLevel()
+	if s.PodSecurity == PodSecurityPrivileged {
+		s.Privileged = true
+	}
+	if s.PodSecurity == PodSecurityRestricted && s.RunAsUser == 0 {
+		s.RunAsUser = DefaultRunAsUser
+	}
+}
+
+// defaultPodSecurity is the level of a pool that names none: privileged for
+// a privileged pool, baseline for another.
+func (s Spec) defaultPodSecurity() string {
+	if s.Privileged {
+		return PodSecurityPrivileged
+	}
+	return PodSecurityBaseline
+}
+
+// podSecurityLevel is the pool's level: PodSecurity, or the default level
+// when it names none.
+func (s Spec) podSecurityLevel() string {
+	if s.PodSecurity == "" {
+		return s.defaultPodSecurity()
+	}
+	return s.PodSecurity
+}
+
+// runAsUser is the user of a restricted member (0 on another level).
+func (s Spec) runAsUser() int64 {
+	if s.podSecurityLevel() != PodSecurityRestricted {
+		return 0
+	}
+	if s.RunAsUser == 0 {
+		return DefaultRunAsUser
+	}
+	return s.RunAsUser
+}
+
+// validatePullSecrets checks the names of imagePullSecrets: Secret names
+// (DNS-1123 subdomains), at most MaxImagePullSecrets, each once.
+func validatePullSecrets(names []string) error {
+	if len(names) > MaxImagePullSecrets {
+		return &InvalidError{Field: "imagePullSecrets", Reason: fmt.Sprintf("names %d Secrets, more than %d", len(names), MaxImagePullSecrets)}
+	}
+	seen := map[string]bool{}
+	for i, n := range names {
+		field := fmt.Sprintf("imagePullSecrets[%d]", i)
+		if msg := dns1123Subdomain(n); msg != "" {
+			return &InvalidError{Field: field, Value: n, Reason: "is not a Secret name: " + msg}
+		}
+		if seen[n] {
+			return &InvalidError{Field: field, Value: n, Reason: "is named twice"}
+		}
+		seen[n] = true
+	}
+	return nil
+}
+
+// validatePodSecurity checks podSecurity, privileged and runAsUser together.
+func (s *Spec) validatePodSecurity() error {
+	level := s.podSecurityLevel()
+	if !oneOf(level, PodSecurityLevels) {
+		return &InvalidError{Field: "podSecurity", Value: level, Reason: "must be one of " + strings.Join(PodSecurityLevels, ", ")}
+	}
+	if s.Privileged && level != PodSecurityPrivileged {
+		return &InvalidError{Field: "podSecurity", Value: level,
+			Reason: "conflicts with privileged: true: the " + level + " level refuses a privileged container (give podSecurity privileged, or drop privileged)"}
+	}
+	if level == PodSecurityRestricted {
+		if s.RunAsUser < 0 || s.RunAsUser > maxRunAsUser {
+			return &InvalidError{Field: "runAsUser", Value: fmt.Sprint(s.RunAsUser), Reason: fmt.Sprintf("must be a user id from 1 to %d (the restricted level refuses root)", maxRunAsUser)}
+		}
+	} else if s.RunAsUser != 0 {
+		return &InvalidError{Field: "runAsUser", Value: fmt.Sprint(s.RunAsUser), Reason: "applies only to podSecurity restricted (this pool is " + level + ")"}
+	}
+	return nil
 }
 
 // Validate checks every field. Persistent mode is refused with ErrPersistentMode.
 func (s *Spec) Validate() error {
 	if strings.TrimSpace(s.Image) == "" {
 		return &InvalidError{Field: "image", Reason: "is required"}
+	}
+	if err := s.validateNoCredentials(); err != nil {
+		return err
 	}
 	if strings.ContainsAny(s.Image, " \t\r\n") || hasControl(s.Image) {
 		return &InvalidError{Field: "image", Value: s.Image, Reason: "must not contain white space or control characters"}
@@ -127,6 +242,12 @@ func (s *Spec) Validate() error {
 			return err
 		}
 	}
+	if err := s.validatePodSecurity(); err != nil {
+		return err
+	}
+	if err := validatePullSecrets(s.ImagePullSecrets); err != nil {
+		return err
+	}
 	if n := len(s.sourceEncoding()); n > MaxSourceRecordBytes {
 		return &InvalidError{Field: "spec", Reason: fmt.Sprintf("the source fields (image, runtime, ...) take %d bytes, more than %d (each member records its source on its PVC)", n, MaxSourceRecordBytes)}
 	}
@@ -152,11 +273,18 @@ type sourceFields struct {
 	Privileged   bool     `json:"privileged"`
 	Init         bool     `json:"init"`
 	Runtime      *Runtime `json:"runtime"`
+	// PodSecurity and RunAsUser are encoded only when the level is not the
+	// pool's default one (baseline unprivileged, privileged privileged), so
+	// that a pool of its default level hashes as it did before the field
+	// existed: so far, a restricted pool.
+	PodSecurity string `json:"podSecurity,omitempty"`
+	RunAsUser   int64  `json:"runAsUser,omitempty"`
 }
 
 // SourceHash is the hex SHA-256, cut to 16 characters, of the canonical
 // encoding of the source fields (image, cpu, memory, disk, storageClass,
-// privileged, init and runtime). Quantities are canonicalised, so "2048Mi" and
+// privileged, init and runtime, and podSecurity with runAsUser when the
+// level is not the pool's default one). Quantities are canonicalised, so "2048Mi" and
 // "2Gi" hash alike. Size and mode are not source fields.
 func (s Spec) SourceHash() string { return hashSource(s.sourceEncoding()) }
 
@@ -184,6 +312,9 @@ func (s Spec) sourceEncoding() []byte {
 		Init:         s.Init,
 		Runtime:      &c,
 	}
+	if level := s.podSecurityLevel(); level != s.defaultPodSecurity() {
+		f.PodSecurity, f.RunAsUser = level, s.runAsUser()
+	}
 	b, _ := json.Marshal(f) // plain struct of strings, bools and ints: cannot fail
 	return b
 }
@@ -204,7 +335,8 @@ const MaxSourceRecordBytes = 16 << 10
 func (s Spec) SourceRecord() string { return string(s.sourceEncoding()) }
 
 // SpecFromSourceRecord decodes a SourceRecord into the spec a member was built
-// from: the record's source fields with pool's size and mode. It fails, never
+// from: the record's source fields with pool's size, mode and
+// imagePullSecrets. It fails, never
 // panics, on a record that does not decode, is not a valid source, or whose
 // hash is not wantHash (the source label of the object it was read from; ""
 // skips that check): a hand-edited record is not trusted.
@@ -224,6 +356,8 @@ func SpecFromSourceRecord(rec string, pool Spec, wantHash string) (Spec, error) 
 	s := Spec{
 		Image: f.Image, CPU: f.CPU, Memory: f.Memory, Disk: f.Disk, StorageClass: f.StorageClass,
 		Privileged: f.Privileged, Init: f.Init, Runtime: f.Runtime, Size: pool.Size, Mode: pool.Mode,
+		PodSecurity: f.PodSecurity, RunAsUser: f.RunAsUser,
+		ImagePullSecrets: pool.ImagePullSecrets,
 	}
 	s.Default()
 	if err := s.Validate(); err != nil {
@@ -257,16 +391,21 @@ func hasControl(s string) bool {
 
 // LocateSpecError returns err's text with the line of data it is about: the
 // decoder names the line itself; for a field error (unknown or invalid
-// field) the line where the field's key stands is added.
+// field) the line where the field's key stands is added, with its value only
+// when the error already quotes it (never an unknown field's value, which
+// may be a password, nor a redacted one).
 func LocateSpecError(data string, err error) string {
 	msg := err.Error()
 	if strings.Contains(msg, "line ") {
 		return msg
 	}
-	field := ""
+	field, value := "", ""
 	var inv *InvalidError
 	if errors.As(err, &inv) {
 		field = inv.Field
+		if !inv.Secret {
+			value = inv.Value
+		}
 	}
 	if i := strings.Index(msg, `unknown field "`); i >= 0 {
 		rest := msg[i+len(`unknown field "`):]
@@ -281,9 +420,14 @@ func LocateSpecError(data string, err error) string {
 		return msg
 	}
 	for n, line := range strings.Split(data, "\n") {
-		key, _, ok := strings.Cut(strings.TrimSpace(line), ":")
+		key, val, ok := strings.Cut(strings.TrimSpace(line), ":")
 		if ok && strings.Trim(key, `"'`) == field {
-			return fmt.Sprintf("%s (line %d: %s)", msg, n+1, strings.TrimSpace(line))
+			// The line's value is quoted only when the error already
+			// shows it: an unknown field's value, or a secret, never.
+			if v := strings.Trim(strings.TrimSpace(val), `"'`); value != "" && v == value {
+				return fmt.Sprintf("%s (line %d: %s)", msg, n+1, strings.TrimSpace(line))
+			}
+			return fmt.Sprintf("%s (line %d: %s)", msg, n+1, key)
 		}
 	}
 	return msg

@@ -21,22 +21,22 @@ func TestParseSpec(t *testing.T) {
 		{
 			name: "defaults filled",
 			yaml: "image: ghcr.io/example/desktop:1\nsize: 3\n",
-			want: Spec{Image: "ghcr.io/example/desktop:1", CPU: "1", Memory: "2Gi", Disk: "5Gi", Mode: ModeEphemeral, Size: 3, Runtime: &Runtime{Backend: BackendStandard}},
+			want: Spec{Image: "ghcr.io/example/desktop:1", CPU: "1", Memory: "2Gi", Disk: "5Gi", Mode: ModeEphemeral, Size: 3, PodSecurity: PodSecurityBaseline, Runtime: &Runtime{Backend: BackendStandard}},
 		},
 		{
 			name: "every field",
 			yaml: "image: img:2\ncpu: 500m\nmemory: 4Gi\ndisk: 20Gi\nstorageClass: fast-ssd\nprivileged: true\ninit: true\nmode: ephemeral\nsize: 0\nruntime:\n  backend: standard\n  runtimeClassName: kata\n",
-			want: Spec{Image: "img:2", CPU: "500m", Memory: "4Gi", Disk: "20Gi", StorageClass: "fast-ssd", Privileged: true, Init: true, Mode: ModeEphemeral, Runtime: &Runtime{Backend: BackendStandard, RuntimeClassName: "kata"}},
+			want: Spec{Image: "img:2", CPU: "500m", Memory: "4Gi", Disk: "20Gi", StorageClass: "fast-ssd", Privileged: true, PodSecurity: PodSecurityPrivileged, Init: true, Mode: ModeEphemeral, Runtime: &Runtime{Backend: BackendStandard, RuntimeClassName: "kata"}},
 		},
 		{
 			name: "YAML numbers for quantities",
 			yaml: "image: img\ncpu: 2\nsize: 1\n",
-			want: Spec{Image: "img", CPU: "2", Memory: "2Gi", Disk: "5Gi", Mode: ModeEphemeral, Size: 1, Runtime: &Runtime{Backend: BackendStandard}},
+			want: Spec{Image: "img", CPU: "2", Memory: "2Gi", Disk: "5Gi", Mode: ModeEphemeral, Size: 1, PodSecurity: PodSecurityBaseline, Runtime: &Runtime{Backend: BackendStandard}},
 		},
 		{
 			name: "JSON",
 			yaml: `{"image":"img","size":2}`,
-			want: Spec{Image: "img", CPU: "1", Memory: "2Gi", Disk: "5Gi", Mode: ModeEphemeral, Size: 2, Runtime: &Runtime{Backend: BackendStandard}},
+			want: Spec{Image: "img", CPU: "1", Memory: "2Gi", Disk: "5Gi", Mode: ModeEphemeral, Size: 2, PodSecurity: PodSecurityBaseline, Runtime: &Runtime{Backend: BackendStandard}},
 		},
 		{name: "empty", yaml: "  \n", wantErr: "is empty", field: "spec"},
 		{name: "malformed YAML", yaml: "image: [unclosed\n", wantErr: "invalid spec", field: "spec"},
@@ -58,6 +58,19 @@ func TestParseSpec(t *testing.T) {
 		{name: "negative disk", yaml: "image: img\ndisk: -5Gi\n", wantErr: "must be greater than zero", field: "disk"},
 		{name: "bad storage class", yaml: "image: img\nstorageClass: Fast_SSD\n", wantErr: "invalid storageClass", field: "storageClass"},
 		{name: "unknown mode", yaml: "image: img\nmode: sticky\n", wantErr: "must be ephemeral", field: "mode"},
+		{name: "restricted defaults its user", yaml: "image: img\npodSecurity: restricted\n",
+			want: Spec{Image: "img", CPU: "1", Memory: "2Gi", Disk: "5Gi", Mode: ModeEphemeral, PodSecurity: PodSecurityRestricted, RunAsUser: DefaultRunAsUser, Runtime: &Runtime{Backend: BackendStandard}}},
+		{name: "restricted with its user", yaml: "image: img\npodSecurity: restricted\nrunAsUser: 4242\n",
+			want: Spec{Image: "img", CPU: "1", Memory: "2Gi", Disk: "5Gi", Mode: ModeEphemeral, PodSecurity: PodSecurityRestricted, RunAsUser: 4242, Runtime: &Runtime{Backend: BackendStandard}}},
+		{name: "podSecurity privileged implies privileged", yaml: "image: img\npodSecurity: privileged\n",
+			want: Spec{Image: "img", CPU: "1", Memory: "2Gi", Disk: "5Gi", Mode: ModeEphemeral, Privileged: true, PodSecurity: PodSecurityPrivileged, Runtime: &Runtime{Backend: BackendStandard}}},
+		{name: "unknown level", yaml: "image: img\npodSecurity: strict\n", wantErr: `invalid podSecurity "strict": must be one of privileged, baseline, restricted`, field: "podSecurity"},
+		{name: "privileged with baseline", yaml: "image: img\nprivileged: true\npodSecurity: baseline\n", wantErr: "the baseline level refuses a privileged container", field: "podSecurity"},
+		{name: "privileged with restricted", yaml: "image: img\nprivileged: true\npodSecurity: restricted\n", wantErr: "the restricted level refuses a privileged container", field: "podSecurity"},
+		{name: "restricted as root", yaml: "image: img\npodSecurity: restricted\nrunAsUser: -1\n", wantErr: `invalid runAsUser "-1"`, field: "runAsUser"},
+		{name: "restricted user too large", yaml: "image: img\npodSecurity: restricted\nrunAsUser: 2147483648\n", wantErr: "must be a user id from 1", field: "runAsUser"},
+		{name: "runAsUser on baseline", yaml: "image: img\nrunAsUser: 1000\n", wantErr: "applies only to podSecurity restricted (this pool is baseline)", field: "runAsUser"},
+		{name: "runAsUser on privileged", yaml: "image: img\nprivileged: true\nrunAsUser: 1000\n", wantErr: "(this pool is privileged)", field: "runAsUser"},
 		{name: "non-integer ttl", yaml: "image: img\nruntime:\n  backend: sandboxd\n  template: img\n  ttlSeconds: 1.5\n", wantErr: "ttlSeconds", field: "spec"},
 	}
 	for _, tt := range tests {
@@ -98,12 +111,15 @@ func TestParseSpecPersistentMode(t *testing.T) {
 
 func TestSpecEncodeParseRoundTrip(t *testing.T) {
 	specs := map[string]Spec{
-		"minimal":    {Image: "img", Size: 1},
-		"size zero":  {Image: "img"},
-		"everything": {Image: "img:2", CPU: "250m", Memory: "1536Mi", Disk: "1Ti", StorageClass: "fast", Privileged: true, Init: true, Size: 7},
-		"kata":       {Image: "img", Size: 1, Runtime: &Runtime{RuntimeClassName: "kata"}},
-		"sandboxd":   {Image: "img", Size: 2, Runtime: &Runtime{Backend: BackendSandboxd, Template: "img", Net: "egress", Size: "large", TTLSeconds: int64p(0)}},
-		"cocoon":     {Image: "img", Size: 2, Runtime: &Runtime{Backend: BackendCocoon, Image: "ubuntu-dev-base", Mode: CocoonModeClone, OS: "windows", Pool: "gpu"}},
+		"minimal":          {Image: "img", Size: 1},
+		"size zero":        {Image: "img"},
+		"everything":       {Image: "img:2", CPU: "250m", Memory: "1536Mi", Disk: "1Ti", StorageClass: "fast", Privileged: true, Init: true, Size: 7},
+		"kata":             {Image: "img", Size: 1, Runtime: &Runtime{RuntimeClassName: "kata"}},
+		"sandboxd":         {Image: "img", Size: 2, Runtime: &Runtime{Backend: BackendSandboxd, Template: "img", Net: "egress", Size: "large", TTLSeconds: int64p(0)}},
+		"cocoon":           {Image: "img", Size: 2, Runtime: &Runtime{Backend: BackendCocoon, Image: "ubuntu-dev-base", Mode: CocoonModeClone, OS: "windows", Pool: "gpu"}},
+		"restricted":       {Image: "img", Size: 2, PodSecurity: PodSecurityRestricted, RunAsUser: 4242},
+		"privileged level": {Image: "img", Size: 2, PodSecurity: PodSecurityPrivileged},
+		"pull secrets":     {Image: "img", Size: 2, ImagePullSecrets: []string{"regcred", "mirror.example"}},
 	}
 	for name, s := range specs {
 		t.Run(name, func(t *testing.T) {
@@ -137,17 +153,18 @@ func TestSourceHash(t *testing.T) {
 	}
 
 	change := map[string]func(*Spec){
-		"image":           func(s *Spec) { s.Image = "ghcr.io/example/desktop:2" },
-		"cpu":             func(s *Spec) { s.CPU = "2" },
-		"memory":          func(s *Spec) { s.Memory = "4Gi" },
-		"disk":            func(s *Spec) { s.Disk = "10Gi" },
-		"storageClass":    func(s *Spec) { s.StorageClass = "fast" },
-		"privileged":      func(s *Spec) { s.Privileged = true },
-		"init":            func(s *Spec) { s.Init = true },
-		"runtime backend": func(s *Spec) { s.Runtime = &Runtime{Backend: BackendSandboxd, Template: s.Image} },
-		"runtime class":   func(s *Spec) { s.Runtime = &Runtime{Backend: BackendStandard, RuntimeClassName: "kata"} },
-		"sandboxd net":    func(s *Spec) { s.Runtime = &Runtime{Backend: BackendSandboxd, Template: s.Image, Net: "egress"} },
-		"cocoon image":    func(s *Spec) { s.Runtime = &Runtime{Backend: BackendCocoon, Image: "other"} },
+		"image":                  func(s *Spec) { s.Image = "ghcr.io/example/desktop:2" },
+		"cpu":                    func(s *Spec) { s.CPU = "2" },
+		"memory":                 func(s *Spec) { s.Memory = "4Gi" },
+		"disk":                   func(s *Spec) { s.Disk = "10Gi" },
+		"storageClass":           func(s *Spec) { s.StorageClass = "fast" },
+		"privileged":             func(s *Spec) { s.Privileged = true },
+		"init":                   func(s *Spec) { s.Init = true },
+		"runtime backend":        func(s *Spec) { s.Runtime = &Runtime{Backend: BackendSandboxd, Template: s.Image} },
+		"runtime class":          func(s *Spec) { s.Runtime = &Runtime{Backend: BackendStandard, RuntimeClassName: "kata"} },
+		"sandboxd net":           func(s *Spec) { s.Runtime = &Runtime{Backend: BackendSandboxd, Template: s.Image, Net: "egress"} },
+		"cocoon image":           func(s *Spec) { s.Runtime = &Runtime{Backend: BackendCocoon, Image: "other"} },
+		"podSecurity restricted": func(s *Spec) { s.PodSecurity = PodSecurityRestricted },
 		"sandboxd ttl set": func(s *Spec) {
 			s.Runtime = &Runtime{Backend: BackendSandboxd, Template: s.Image, TTLSeconds: int64p(0)}
 		},
@@ -174,6 +191,8 @@ func TestSourceHash(t *testing.T) {
 		"runtime empty":          func(s *Spec) { s.Runtime = &Runtime{} },
 		"runtime explicit":       func(s *Spec) { s.Runtime = &Runtime{Backend: BackendStandard} },
 		"5120Mi disk is default": func(s *Spec) { s.Disk = "5120Mi" },
+		"podSecurity baseline":   func(s *Spec) { s.PodSecurity = PodSecurityBaseline },
+		"podSecurity defaulted":  func(s *Spec) { s.Default() },
 	}
 	for name, mutate := range same {
 		t.Run("same with "+name, func(t *testing.T) {
@@ -195,6 +214,45 @@ func TestSourceHash(t *testing.T) {
 			t.Fatal("SourceHash modified the spec's runtime")
 		}
 	})
+}
+
+// TestSourceHashPinned: the hashes of pools of their default Pod Security
+// level are those computed before podSecurity existed, so that no running
+// member drifts on an upgrade; a restricted pool's user is a source field.
+func TestSourceHashPinned(t *testing.T) {
+	specs := backendSpecs()
+	pinned := map[string]string{ // computed before podSecurity was a field
+		"cocoon":          "d65ed4726d611b53",
+		"kata":            "235196abedd10dcd",
+		"privileged":      "3a4828942cb85033",
+		"privileged-init": "9662c2cf66d8113b",
+		"sandboxd":        "abe64e95b91ab8a2",
+		"standard":        "50e930017164799e",
+	}
+	for name, want := range pinned {
+		s := specs[name]
+		if got := s.SourceHash(); got != want {
+			t.Errorf("%s: SourceHash = %s, want %s (the hash before podSecurity)", name, got, want)
+		}
+		if strings.Contains(s.SourceRecord(), "podSecurity") || strings.Contains(s.SourceRecord(), "runAsUser") {
+			t.Errorf("%s: record %s names a default level", name, s.SourceRecord())
+		}
+	}
+	std := specs["standard"]
+	if got, want := std.SourceRecord(), `{"image":"ghcr.io/example/desktop:1","cpu":"1","memory":"2Gi","disk":"5Gi","storageClass":"","privileged":false,"init":false,"runtime":{"backend":"standard"}}`; got != want {
+		t.Errorf("standard record = %s, want %s", got, want)
+	}
+	r := std
+	r.PodSecurity = PodSecurityRestricted
+	r.Default()
+	if !strings.Contains(r.SourceRecord(), `"podSecurity":"restricted","runAsUser":1000`) {
+		t.Errorf("restricted record = %s, want the level and user", r.SourceRecord())
+	}
+	other := r
+	other.RunAsUser = 2000
+	if other.SourceHash() == r.SourceHash() {
+		t.Error("a restricted pool's runAsUser does not change its hash")
+	}
 }
 
 func TestRuntimeValidate(t *testing.T) {

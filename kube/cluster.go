@@ -32,6 +32,31 @@ type Cluster struct {
 }
 
 var _ engine.Cluster = (*Cluster)(nil)
+var _ engine.NamespaceReader = (*Cluster)(nil)
+
+var _ engine.SecretReader = (*Cluster)(nil)
+
+// SecretType reads the type of a Secret (get secrets, an optional
+// permission: OptionalPermissions). The API sends the Secret whole; its
+// data is dropped here and never returned, logged or kept.
+func (c *Cluster) SecretType(ctx context.Context, name string) (corev1.SecretType, error) {
+	s, err := c.Client.CoreV1().Secrets(c.Namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return "", MapError(err)
+	}
+	return s.Type, nil
+}
+
+// NamespaceLabels reads the labels of the namespace (get namespaces, an
+// optional permission: OptionalPermissions). A Forbidden or NotFound answer
+// wraps engine.ErrForbidden or engine.ErrNotFound.
+func (c *Cluster) NamespaceLabels(ctx context.Context) (map[string]string, error) {
+	ns, err := c.Client.CoreV1().Namespaces().Get(ctx, c.Namespace, metav1.GetOptions{})
+	if err != nil {
+		return nil, MapError(err)
+	}
+	return ns.Labels, nil
+}
 
 // NewCluster returns a Cluster for namespace.
 func NewCluster(client kubernetes.Interface, namespace string) *Cluster {

@@ -72,12 +72,19 @@ func withNodeDown(ctx context.Context, client kubernetes.Interface, read func() 
 	return snaps, nil
 }
 
-// OptionalPermissions are what ctpool-tui asks for but does without: the
+// OptionalPermissions are what ctpool-tui asks for but does without. The
 // nodes (cluster-scoped, so no namespaced Role can grant them), read for the
-// diagnosis and to tell a member whose node is down. Without them the
-// diagnosis reads no node and Snapshot.NodeDown is nil. They are left out of
-// every action's derived permissions (RequiredPermissions).
+// diagnosis and to tell a member whose node is down: without them the
+// diagnosis reads no node and Snapshot.NodeDown is nil. The namespace
+// (cluster-scoped too), whose Pod Security label apply checks a pool's level
+// against (Cluster.NamespaceLabels): without it apply warns that the level
+// is unknown and admission decides. The Secrets a pool names in
+// imagePullSecrets, whose type apply checks (Cluster.SecretType): without
+// it apply warns that they were not checked. They are left out of every
+// action's derived permissions (RequiredPermissions).
 var OptionalPermissions = []engine.Permission{
+	{Group: "", Resource: "namespaces", Verb: "get"},
+	{Group: "", Resource: "secrets", Verb: "get"},
 	{Group: "", Resource: "nodes", Verb: "list"},
 	{Group: "", Resource: "nodes", Verb: "watch"},
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"strings"
+
 	"github.com/spf13/cobra"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
@@ -15,6 +17,9 @@ type applyFlags struct {
 	sizeClass, cocoonPool, cocoonImage        string
 	cocoonMode, os                            string
 	ttlSeconds                                int64
+	podSecurity                               string
+	runAsUser                                 int64
+	pullSecrets                               []string
 }
 
 func (f *applyFlags) register(c *cobra.Command) {
@@ -26,7 +31,12 @@ func (f *applyFlags) register(c *cobra.Command) {
 	fs.StringVar(&f.mem, "memory", engine.DefaultMemory, "alias of --mem")
 	fs.StringVar(&f.disk, "disk", engine.DefaultDisk, "size of each member's data PVC")
 	fs.StringVar(&f.storageClass, "storage-class", "", "StorageClass of the data PVCs (default: the cluster's default)")
-	fs.BoolVar(&f.privileged, "privileged", false, "run members privileged, with their whole root on the PVC but /proc /sys /dev /run /tmp and files directly in / (trusted users only)")
+	fs.BoolVar(&f.privileged, "privileged", false, "run members privileged, with their whole root on the PVC but /proc /sys /dev /run /tmp and files directly in / (trusted users only); the same as --pod-security privileged")
+	fs.StringVar(&f.podSecurity, "pod-security", "", "Pod Security level the members satisfy: "+strings.Join(engine.PodSecurityLevels, ", ")+
+		" (default baseline, privileged with --privileged); apply refuses a level the namespace's pod-security.kubernetes.io/enforce label would refuse")
+	fs.Int64Var(&f.runAsUser, "run-as-user", 0, "restricted only: the user, group and fsGroup the members run as (default 1000)")
+	fs.StringArrayVar(&f.pullSecrets, "image-pull-secret", nil, "Secret (kubernetes.io/dockerconfigjson) the members pull their image with; repeat for several; "+
+		"replaces the pool's list, and --image-pull-secret= empties it; changing it drifts no member")
 	fs.BoolVar(&f.init, "init", false, "run the image's own entrypoint instead of sleep infinity")
 	fs.StringVar(&f.mode, "mode", engine.ModeEphemeral, "pool mode (only ephemeral is supported)")
 	fs.StringVar(&f.runtime, "runtime", engine.BackendStandard, "runtime backend: standard, sandboxd or cocoon")
@@ -73,8 +83,16 @@ func (f *applyFlags) spec(c *cobra.Command, cur *engine.Spec) (engine.Spec, erro
 	if set("size") {
 		s.Size = f.size
 	}
-	if set("privileged") {
-		s.Privileged = f.privileged
+	if err := f.setPodSecurity(c, &s); err != nil {
+		return s, err
+	}
+	if set("image-pull-secret") {
+		s.ImagePullSecrets = nil
+		for _, n := range f.pullSecrets {
+			if n != "" {
+				s.ImagePullSecrets = append(s.ImagePullSecrets, n)
+			}
+		}
 	}
 	if set("init") {
 		s.Init = f.init
@@ -104,4 +122,33 @@ func (f *applyFlags) spec(c *cobra.Command, cur *engine.Spec) (engine.Spec, erro
 		return s, opErr(err)
 	}
 	return s, nil
+}
+
+// setPodSecurity applies --pod-security, --privileged and --run-as-user to
+// s. --privileged is --pod-security privileged, and --privileged=false
+// leaves a privileged pool for baseline; giving both flags with different
+// meanings is a usage error. A pool that leaves the restricted level drops
+// its user unless --run-as-user is given (then Validate refuses it).
+func (f *applyFlags) setPodSecurity(c *cobra.Command, s *engine.Spec) error {
+	set := c.Flags().Changed
+	switch {
+	case set("pod-security") && set("privileged") && f.privileged != (f.podSecurity == engine.PodSecurityPrivileged):
+		return usageErr("--privileged=%t conflicts with --pod-security %s: --privileged means --pod-security privileged; give one of them", f.privileged, f.podSecurity)
+	case set("pod-security"):
+		s.PodSecurity = f.podSecurity
+		s.Privileged = f.podSecurity == engine.PodSecurityPrivileged
+	case set("privileged"):
+		s.Privileged = f.privileged
+		if f.privileged {
+			s.PodSecurity = engine.PodSecurityPrivileged
+		} else if s.PodSecurity == engine.PodSecurityPrivileged {
+			s.PodSecurity = "" // the default level of an unprivileged pool
+		}
+	}
+	if set("run-as-user") {
+		s.RunAsUser = f.runAsUser
+	} else if s.PodSecurity != engine.PodSecurityRestricted {
+		s.RunAsUser = 0
+	}
+	return nil
 }

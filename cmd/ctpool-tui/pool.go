@@ -43,8 +43,22 @@ give change; the others keep their current values. A stored definition that
 does not parse, or says mode: persistent, is refused with the field and line
 at fault and nothing is written, unless --replace is given: then the whole
 definition is written from the flags and the defaults. Changing a source field
-(image, cpu, memory, disk, storage class, privileged, init, runtime) makes the
-members drift: unclaimed ones are replaced, claimed ones stay until released.
+(image, cpu, memory, disk, storage class, privileged, pod security, init,
+runtime) makes the members drift: unclaimed ones are replaced, claimed ones
+stay until released.
+
+--pod-security picks the level of the Kubernetes Pod Security Standards the
+members satisfy: baseline (the default: no privilege escalation, the runtime's
+seccomp profile), restricted (also no capabilities and a non-root user,
+--run-as-user, default 1000, that owns /data) or privileged (--privileged).
+apply refuses, writing nothing, a level the namespace's
+pod-security.kubernetes.io/enforce label would refuse.
+
+--image-pull-secret NAME (repeatable) names a Secret of type
+kubernetes.io/dockerconfigjson that the members pull a private image with;
+apply refuses, writing nothing, one that is missing or of another type. Never
+put credentials in --image (user:password@registry is refused): the pool
+definition is a ConfigMap that anyone who may read ConfigMaps can read.
 
 A member runs sleep infinity, or with --init the image's own entrypoint as
 PID 1. An unprivileged member keeps only /data across a stop and start. A
@@ -54,6 +68,7 @@ Not kept: /proc, /sys, /dev, /run and /tmp (the runtime's own) and files
 directly in /.`,
 		Example: `  ctpool-tui apply desk --image ghcr.io/example/desktop:1 --size 3 --mem 2Gi
   ctpool-tui apply desk --image ghcr.io/example/desktop:2 --size 5
+  ctpool-tui apply team --image registry.example/team/desk:1 --image-pull-secret regcred --pod-security restricted
   ctpool-tui apply gpu --image rt:24.04 --runtime sandboxd --template rt:24.04 --net none --size-class small`,
 		Args: exactArgs(1, "POOL"),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ctpool-tui/ctpool-tui/engine"
+)
+
+// applySpec parses args as apply's flags and merges them onto cur.
+func applySpec(t *testing.T, cur *engine.Spec, args ...string) (engine.Spec, error) {
+	t.Helper()
+	var f applyFlags
+	c := &cobra.Command{Use: "apply"}
+	f.register(c)
+	if err := c.ParseFlags(args); err != nil {
+		t.Fatalf("flags %v: %v", args, err)
+	}
+	return f.spec(c, cur)
+}
+
+func storedSpec(s engine.Spec) *engine.Spec {
+	s.Default()
+	return &s
+}
+
+func TestApplyFlagsPodSecurity(t *testing.T) {
+	restricted := storedSpec(engine.Spec{Image: "img", Size: 1, PodSecurity: engine.PodSecurityRestricted, RunAsUser: 4242})
+	privileged := storedSpec(engine.Spec{Image: "img", Size: 1, Privileged: true})
+	baseline := storedSpec(engine.Spec{Image: "img", Size: 1})
+	tests := []struct {
+		name       string
+		cur        *engine.Spec
+		args       []string
+		level      string
+		privileged bool
+		user       int64
+		wantErr    string // "" = no error
+		usage      bool   // the error is a usage error
+	}{
+		{name: "new pool: baseline", args: []string{"--image", "img"}, level: engine.PodSecurityBaseline},
+		{name: "new pool: --privileged", args: []string{"--image", "img", "--privileged"}, level: engine.PodSecurityPrivileged, privileged: true},
+		{name: "new pool: --pod-security privileged", args: []string{"--image", "img", "--pod-security", "privileged"}, level: engine.PodSecurityPrivileged, privileged: true},
+		{name: "new pool: restricted", args: []string{"--image", "img", "--pod-security", "restricted"}, level: engine.PodSecurityRestricted, user: 1000},
+		{name: "new pool: restricted with a user", args: []string{"--image", "img", "--pod-security", "restricted", "--run-as-user", "5000"}, level: engine.PodSecurityRestricted, user: 5000},
+		{name: "both flags agree", args: []string{"--image", "img", "--privileged", "--pod-security", "privileged"}, level: engine.PodSecurityPrivileged, privileged: true},
+		{name: "--privileged with baseline", args: []string{"--image", "img", "--privileged", "--pod-security", "baseline"},
+			wantErr: "--privileged=true conflicts with --pod-security baseline: --privileged means --pod-security privileged", usage: true},
+		{name: "--privileged=false with privileged", args: []string{"--image", "img", "--privileged=false", "--pod-security", "privileged"},
+			wantErr: "--privileged=false conflicts with --pod-security privileged", usage: true},
+		{name: "unknown level", args: []string{"--image", "img", "--pod-security", "strict"},
+			wantErr: `invalid podSecurity "strict": must be one of privileged, baseline, restricted`, usage: true},
+		{name: "--run-as-user without restricted", args: []string{"--image", "img", "--run-as-user", "1000"},
+			wantErr: `invalid runAsUser "1000": applies only to podSecurity restricted (this pool is baseline)`, usage: true},
+		{name: "--run-as-user 0 on restricted is the default", args: []string{"--image", "img", "--pod-security", "restricted", "--run-as-user", "0"}, level: engine.PodSecurityRestricted, user: 1000},
+		{name: "--run-as-user negative", args: []string{"--image", "img", "--pod-security", "restricted", "--run-as-user", "-5"},
+			wantErr: `invalid runAsUser "-5"`, usage: true},
+		{name: "existing restricted keeps level and user", cur: restricted, args: []string{"--size", "3"}, level: engine.PodSecurityRestricted, user: 4242},
+		{name: "existing restricted to baseline drops the user", cur: restricted, args: []string{"--pod-security", "baseline"}, level: engine.PodSecurityBaseline},
+		{name: "existing restricted made privileged", cur: restricted, args: []string{"--privileged"}, level: engine.PodSecurityPrivileged, privileged: true},
+		{name: "existing privileged, --privileged=false", cur: privileged, args: []string{"--privileged=false"}, level: engine.PodSecurityBaseline},
+		{name: "existing privileged to restricted", cur: privileged, args: []string{"--pod-security", "restricted"}, level: engine.PodSecurityRestricted, user: 1000},
+		{name: "existing privileged keeps its level", cur: privileged, args: []string{"--size", "2"}, level: engine.PodSecurityPrivileged, privileged: true},
+		{name: "existing baseline made privileged", cur: baseline, args: []string{"--privileged"}, level: engine.PodSecurityPrivileged, privileged: true},
+		{name: "existing baseline, new user alone", cur: baseline, args: []string{"--run-as-user", "7"}, wantErr: "applies only to podSecurity restricted", usage: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := applySpec(t, tt.cur, tt.args...)
+			if tt.wantErr != "" {
+				var ce *codeError
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error %v, want %q", err, tt.wantErr)
+				}
+				if tt.usage && (!errors.As(err, &ce) || ce.code != exitUsage) {
+					t.Fatalf("error %v is not a usage error", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.PodSecurity != tt.level || s.Privileged != tt.privileged || s.RunAsUser != tt.user {
+				t.Fatalf("podSecurity %q privileged %v runAsUser %d, want %q %v %d", s.PodSecurity, s.Privileged, s.RunAsUser, tt.level, tt.privileged, tt.user)
+			}
+		})
+	}
+}
+
+func TestApplyFlagsImagePullSecrets(t *testing.T) {
+	withTwo := storedSpec(engine.Spec{Image: "img", Size: 1, ImagePullSecrets: []string{"a", "b"}})
+	tests := []struct {
+		name    string
+		cur     *engine.Spec
+		args    []string
+		want    []string
+		wantErr string
+	}{
+		{name: "new pool: none", args: []string{"--image", "img"}},
+		{name: "new pool: repeated", args: []string{"--image", "img", "--image-pull-secret", "regcred", "--image-pull-secret", "mirror"}, want: []string{"regcred", "mirror"}},
+		{name: "existing kept when not given", cur: withTwo, args: []string{"--size", "3"}, want: []string{"a", "b"}},
+		{name: "existing replaced", cur: withTwo, args: []string{"--image-pull-secret", "c"}, want: []string{"c"}},
+		{name: "existing emptied", cur: withTwo, args: []string{"--image-pull-secret="}},
+		{name: "a bad name", args: []string{"--image", "img", "--image-pull-secret", "Reg_Cred"}, wantErr: `invalid imagePullSecrets[0] "Reg_Cred": is not a Secret name`},
+		{name: "twice", args: []string{"--image", "img", "--image-pull-secret", "a", "--image-pull-secret", "a"}, wantErr: "is named twice"},
+		{name: "credentials in --image", args: []string{"--image", "bob:hunter2@registry.example/desk:1"}, wantErr: `invalid image "REDACTED@registry.example/desk:1": must not hold credentials`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := applySpec(t, tt.cur, tt.args...)
+			if tt.wantErr != "" {
+				var ce *codeError
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !errors.As(err, &ce) || ce.code != exitUsage || strings.Contains(err.Error(), "hunter2") {
+					t.Fatalf("error %v, want the usage error %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(s.ImagePullSecrets, tt.want) {
+				t.Fatalf("imagePullSecrets %q, want %q", s.ImagePullSecrets, tt.want)
+			}
+		})
+	}
+}
