@@ -28,10 +28,13 @@ func (e *Engine) readPool(ctx context.Context, pool string) (Snapshot, Spec, err
 
 // ApplyResult reports an apply.
 type ApplyResult struct {
-	Created   bool
-	Changed   bool
-	Warnings  []string
-	Reconcile ReconcileResult
+	Created  bool
+	Changed  bool
+	Warnings []string
+	// Reconciled: the reconcile after the write ran (Reconcile is its
+	// result); false when apply stopped before it.
+	Reconciled bool
+	Reconcile  ReconcileResult
 }
 
 // Apply writes spec as the whole pool definition (creating the pool when
@@ -113,7 +116,7 @@ func (e *Engine) ApplyEdit(ctx context.Context, pool string, edit SpecEdit, repl
 		res.Changed = true
 	}
 	rr, err := e.Reconcile(ctx, pool)
-	res.Reconcile = rr
+	res.Reconcile, res.Reconciled = rr, true
 	return res, err
 }
 

@@ -108,7 +108,9 @@ directly in /.`,
 				}
 				fmt.Fprintf(e.stdout, "pool %s %s in namespace %s (size %d, source %s)\n", pool, verb, ns, spec.Size, spec.SourceHash())
 			}
-			printReconcile(e.stdout, res.Reconcile)
+			if res.Reconciled {
+				printReconcile(e.stdout, res.Reconcile)
+			}
 			return opErr(err)
 		},
 	}
