@@ -229,6 +229,13 @@ node_up() {
 		node_object | "${kubectl[@]}" create -f - >>"$STATE_DIR/apply.log" 2>&1 ||
 		die "creating node $NODE_NAME failed (see $STATE_DIR/apply.log)"
 
+	# containerd and the kubelet run with the umask a node's init system
+	# gives them (up's own is 077, for its keys): the directories they make
+	# for a container, its / among them, must be searchable by the
+	# container's user, which need not be root.
+	local mask
+	mask="$(umask)"
+	umask 022
 	PATH="$NODE_BIN_DIR:$PATH" COMP_BIN="$NODE_BIN_DIR" start containerd - --config "$NODE_DIR/containerd/config.toml"
 	local deadline=$((SECONDS + START_TIMEOUT))
 	until "$NODE_BIN_DIR/ctr" --address "$CONTAINERD_SOCK" version >/dev/null 2>&1; do
@@ -253,6 +260,7 @@ node_up() {
 		--hostname-override="$NODE_NAME" \
 		--cloud-provider=external \
 		--v=1
+	umask "$mask"
 	wait_ready kubelet "http://127.0.0.1:$KUBELET_HEALTHZ_PORT/healthz"
 	node_real_ready() {
 		[[ "$("${kubectl[@]}" get node "$NODE_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" == True ]]
