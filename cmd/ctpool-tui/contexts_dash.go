@@ -38,18 +38,18 @@ type clusterConn struct {
 	errAt     time.Time
 }
 
-// contextsSource merges the clusters' Watchers (tui.DataSource and
-// tui.ClusterSource).
+// contextsSource is the dashboard's clusters: each one's connection and
+// the merge of their Watchers (data: kube.Contexts).
 type contextsSource struct {
 	clusters []*clusterConn
-	ch       chan struct{}
+	data     *kube.Contexts
 }
 
 // startContexts connects to each context, asks whether its identity may
 // list where the dashboard reads (in parallel, 5s each), and starts a
 // Watcher on each that may, until ctx ends.
 func startContexts(ctx context.Context, e *env, df dashFlags, names []string, readOnly bool) (*contextsSource, error) {
-	src := &contextsSource{ch: make(chan struct{}, 1)}
+	src := &contextsSource{}
 	var wg sync.WaitGroup
 	for _, name := range names {
 		c := &clusterConn{name: name}
@@ -76,157 +76,34 @@ func startContexts(ctx context.Context, e *env, df dashFlags, names []string, re
 		}()
 	}
 	wg.Wait()
+	merged := make([]kube.ContextCluster, 0, len(src.clusters))
 	for _, c := range src.clusters {
-		if c.conn == nil || c.forbidden != nil {
-			continue
+		if c.conn != nil && c.forbidden == nil {
+			if c.conn.scope.fleet {
+				c.w = kube.NewFleetWatcher(c.conn.client, c.conn.scope.namespaces)
+			} else {
+				c.w = kube.NewWatcher(c.conn.client, c.conn.namespace)
+			}
+			if err := c.w.Start(ctx); err != nil {
+				return nil, fmt.Errorf("context %s: %w", c.name, err)
+			}
 		}
-		if c.conn.scope.fleet {
-			c.w = kube.NewFleetWatcher(c.conn.client, c.conn.scope.namespaces)
-		} else {
-			c.w = kube.NewWatcher(c.conn.client, c.conn.namespace)
-		}
-		if err := c.w.Start(ctx); err != nil {
-			return nil, fmt.Errorf("context %s: %w", c.name, err)
-		}
-		go src.forward(ctx, c.w.Changed())
+		merged = append(merged, kube.ContextCluster{Name: c.name, Watcher: c.w, Forbidden: c.forbidden, Err: c.err, ErrAt: c.errAt})
 	}
+	src.data = kube.NewContexts(ctx, merged)
 	return src, nil
 }
 
-// forward passes a cluster's change signals on (at most one pending).
-func (s *contextsSource) forward(ctx context.Context, ch <-chan struct{}) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case _, ok := <-ch:
-			if !ok {
-				return
-			}
-			select {
-			case s.ch <- struct{}{}:
-			default:
-			}
-		}
-	}
-}
-
-func (s *contextsSource) Changed() <-chan struct{} { return s.ch }
-
-// Snapshots are every watched cluster's, each namespace named
-// context/namespace.
-func (s *contextsSource) Snapshots() []engine.Snapshot {
-	var out []engine.Snapshot
-	for _, c := range s.clusters {
-		if c.w == nil {
-			continue
-		}
-		for _, snap := range c.w.Snapshots() {
-			snap.Namespace = c.name + "/" + snap.Namespace
-			out = append(out, snap)
-		}
-	}
-	return out
-}
-
-// TakeChanges is every watched cluster's (tui.ChangeSource), each pool's
-// namespace named context/namespace as in Snapshots; all when one cluster
-// must be read whole (the others' are taken too: the whole read that
-// follows sees them).
-func (s *contextsSource) TakeChanges() (all bool, pools []engine.PoolChanges) {
-	for _, c := range s.clusters {
-		if c.w == nil {
-			continue
-		}
-		whole, changed := c.w.TakeChanges()
-		all = all || whole
-		for _, pc := range changed {
-			pc.Namespace = c.name + "/" + pc.Namespace
-			pools = append(pools, pc)
-		}
-	}
-	if all {
-		return true, nil
-	}
-	return false, pools
-}
-
-// ReadChanges reads a change from its cluster's cache.
-func (s *contextsSource) ReadChanges(pc engine.PoolChanges) engine.PoolUpdate {
-	c, ns := s.in(pc.Namespace)
-	if c == nil || c.w == nil {
-		// Not a cluster's: nothing of it is cached, as a Watcher reads a
-		// namespace it does not watch.
-		return engine.PoolUpdate{Definition: pc.Definition, Members: map[string]engine.MemberObjects{}}
-	}
-	pc.Namespace = ns
-	return c.w.ReadChanges(pc)
-}
-
-// Synced: every watched cluster is synced or has an error (a cluster that
-// does not answer never holds the others' first picture back).
-func (s *contextsSource) Synced() bool {
-	for _, c := range s.clusters {
-		if c.w == nil || c.w.Synced() {
-			continue
-		}
-		if at, err := c.w.LastWatchError(); err == nil || at.IsZero() {
-			return false
-		}
-	}
-	return true
-}
-
-// LastSync is the latest of the clusters'.
-func (s *contextsSource) LastSync() time.Time {
-	var last time.Time
-	for _, c := range s.clusters {
-		if c.w != nil && c.w.LastSync().After(last) {
-			last = c.w.LastSync()
-		}
-	}
-	return last
-}
-
-// LastWatchError is an error only when no cluster answers: the header then
-// says disconnected; otherwise each cluster's own state is on its line.
-func (s *contextsSource) LastWatchError() (time.Time, error) {
-	var (
-		latest time.Time
-		errs   []error
-	)
-	for _, c := range s.clusters {
-		if c.w == nil {
-			continue
-		}
-		at, err := c.w.LastWatchError()
-		if at.IsZero() || at.Before(c.w.LastSync()) {
-			return time.Time{}, nil // this one is live
-		}
-		if at.After(latest) {
-			latest = at
-		}
-		errs = append(errs, fmt.Errorf("%s: %w", c.name, err))
-	}
-	if len(errs) == 0 {
-		return time.Time{}, nil
-	}
-	return latest, errors.Join(errs...)
-}
+// contextsData is the merged clusters as the dashboard reads them
+// (tui.ChangeSource and tui.ClusterSource).
+type contextsData struct{ *kube.Contexts }
 
 // Clusters is each cluster's health for the header.
-func (s *contextsSource) Clusters() []tui.ClusterHealth {
-	out := make([]tui.ClusterHealth, 0, len(s.clusters))
-	for _, c := range s.clusters {
-		h := tui.ClusterHealth{Context: c.name, Forbidden: c.forbidden}
-		switch {
-		case c.w != nil:
-			h.Synced, h.LastSync = c.w.Synced(), c.w.LastSync()
-			h.ErrAt, h.Err = c.w.LastWatchError()
-		case c.err != nil:
-			h.ErrAt, h.Err = c.errAt, c.err
-		}
-		out = append(out, h)
+func (d contextsData) Clusters() []tui.ClusterHealth {
+	hs := d.Health()
+	out := make([]tui.ClusterHealth, len(hs))
+	for i, h := range hs {
+		out[i] = tui.ClusterHealth(h)
 	}
 	return out
 }
@@ -258,7 +135,7 @@ func contextsOptions(src *contextsSource, names []string, sc scope, readOnly boo
 	opts := tui.Options{
 		Context: strings.Join(names, ","), Namespace: ns, Fleet: true, Contexts: true, ReadOnly: readOnly,
 		ContextNames: names, Namespaces: sc.namespaces,
-		Now: time.Now, Data: src, Events: contextsEvents{src}, Logs: contextsLogs{src},
+		Now: time.Now, Data: contextsData{src.data}, Events: contextsEvents{src}, Logs: contextsLogs{src},
 	}
 	if readOnly {
 		return opts

@@ -1,4 +1,4 @@
-package main
+package kube
 
 import (
 	"context"
@@ -17,18 +17,14 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
-	"github.com/ctpool-tui/ctpool-tui/kube"
-	"github.com/ctpool-tui/ctpool-tui/tui"
 )
 
-var _ tui.ChangeSource = (*contextsSource)(nil)
-
-// TestContextsSourceChangesFollowTheCaches: random Pod, PVC and Lease
+// TestContextsChangesFollowTheCaches: random Pod, PVC and Lease
 // changes in two clusters, each read by a fleet Watcher on a fake
 // clientset; after each batch whose handlers ran, the pools kept by
 // difference from the merged changes (engine.PoolState, as the dashboard
 // keeps them) are the whole observation of the merged snapshots.
-func TestContextsSourceChangesFollowTheCaches(t *testing.T) {
+func TestContextsChangesFollowTheCaches(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	rnd := rand.New(rand.NewPCG(5, 15))
@@ -41,7 +37,7 @@ func TestContextsSourceChangesFollowTheCaches(t *testing.T) {
 		client *fake.Clientset
 		sent   int64 // events its Watcher's handlers are to get
 	}
-	src := &contextsSource{ch: make(chan struct{}, 1)}
+	var clusters []ContextCluster
 	var fixtures []*clusterFixture
 	for _, name := range []string{"prod", "arn:aws:eks:eu-west-1:1:cluster/lab"} {
 		var objs []runtime.Object
@@ -63,7 +59,7 @@ func TestContextsSourceChangesFollowTheCaches(t *testing.T) {
 			watches <- struct{}{}
 			return true, wi, nil
 		})
-		w := kube.NewFleetWatcher(f.client, nil)
+		w := NewFleetWatcher(f.client, nil)
 		if err := w.Start(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -77,14 +73,15 @@ func TestContextsSourceChangesFollowTheCaches(t *testing.T) {
 				t.Fatal("the informers did not all watch")
 			}
 		}
-		src.clusters = append(src.clusters, &clusterConn{name: name, w: w})
+		clusters = append(clusters, ContextCluster{Name: name, Watcher: w})
 		fixtures = append(fixtures, f)
 	}
+	src := NewContexts(ctx, clusters)
 	handled := func() {
 		t.Helper()
 		err := wait.PollUntilContextTimeout(ctx, time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-			for i, c := range src.clusters {
-				if events, _ := c.w.Stats(); events < fixtures[i].sent {
+			for i, c := range clusters {
+				if events, _ := c.Watcher.Stats(); events < fixtures[i].sent {
 					return false, nil
 				}
 			}
@@ -185,5 +182,26 @@ func TestContextsSourceChangesFollowTheCaches(t *testing.T) {
 	t.Logf("%d of %d rounds applied by difference", byDifference, rounds)
 	if byDifference < rounds/2 {
 		t.Errorf("only %d of %d rounds applied by difference", byDifference, rounds)
+	}
+}
+
+// A merged namespace is context/namespace; a context name may hold "/".
+func TestContextsIn(t *testing.T) {
+	prod, lab := &Watcher{}, &Watcher{}
+	src := NewContexts(t.Context(), []ContextCluster{{Name: "prod", Watcher: prod}, {Name: "arn:aws:eks:eu-west-1:1:cluster/lab", Watcher: lab}})
+	for _, tc := range []struct {
+		ns     string
+		wantW  *Watcher
+		wantNS string
+	}{
+		{"prod/vdi", prod, "vdi"},
+		{"arn:aws:eks:eu-west-1:1:cluster/lab/vdi-eng", lab, "vdi-eng"},
+		{"other/vdi", nil, "vdi"},
+		{"vdi", nil, "vdi"},
+	} {
+		w, ns := src.In(tc.ns)
+		if w != tc.wantW || ns != tc.wantNS {
+			t.Errorf("In(%q) = %p, %q; want %p, %q", tc.ns, w, ns, tc.wantW, tc.wantNS)
+		}
 	}
 }
