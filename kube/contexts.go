@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
@@ -83,8 +82,7 @@ func (s *Contexts) forward(ctx context.Context, ch <-chan struct{}) {
 // Changed delivers at most one pending signal after any cluster's changes.
 func (s *Contexts) Changed() <-chan struct{} { return s.ch }
 
-// Snapshots are every watched cluster's, each namespace named
-// context/namespace.
+// Snapshots are every watched cluster's, each with its cluster's Context.
 func (s *Contexts) Snapshots() []engine.Snapshot {
 	var out []engine.Snapshot
 	for _, c := range s.clusters {
@@ -92,16 +90,15 @@ func (s *Contexts) Snapshots() []engine.Snapshot {
 			continue
 		}
 		for _, snap := range c.Watcher.Snapshots() {
-			snap.Namespace = c.Name + "/" + snap.Namespace
+			snap.Context = c.Name
 			out = append(out, snap)
 		}
 	}
 	return out
 }
 
-// TakeChanges is every watched cluster's, each pool's namespace named
-// context/namespace as in Snapshots; all when one cluster must be read
-// whole (the others' are taken too: the whole read that follows sees them).
+// TakeChanges is every watched cluster's, each with its cluster's Context
+// as in Snapshots; all when one cluster must be read whole (the others' are taken too: the whole read that follows sees them).
 func (s *Contexts) TakeChanges() (all bool, pools []engine.PoolChanges) {
 	for _, c := range s.clusters {
 		if c.Watcher == nil {
@@ -110,7 +107,7 @@ func (s *Contexts) TakeChanges() (all bool, pools []engine.PoolChanges) {
 		whole, changed := c.Watcher.TakeChanges()
 		all = all || whole
 		for _, pc := range changed {
-			pc.Namespace = c.Name + "/" + pc.Namespace
+			pc.Context = c.Name
 			pools = append(pools, pc)
 		}
 	}
@@ -122,13 +119,13 @@ func (s *Contexts) TakeChanges() (all bool, pools []engine.PoolChanges) {
 
 // ReadChanges reads a change from its cluster's cache.
 func (s *Contexts) ReadChanges(pc engine.PoolChanges) engine.PoolUpdate {
-	w, ns := s.In(pc.Namespace)
+	w := s.Watcher(pc.Context)
 	if w == nil {
 		// Not a cluster's: nothing of it is cached, as a Watcher reads a
 		// namespace it does not watch.
 		return engine.PoolUpdate{Definition: pc.Definition, Members: map[string]engine.MemberObjects{}}
 	}
-	pc.Namespace = ns
+	pc.Context = ""
 	return w.ReadChanges(pc)
 }
 
@@ -200,17 +197,13 @@ func (s *Contexts) Health() []ContextHealth {
 	return out
 }
 
-// In returns the Watcher and namespace of a merged namespace
-// (context/namespace: the context is everything before the last "/").
-func (s *Contexts) In(ns string) (*Watcher, string) {
-	i := strings.LastIndexByte(ns, '/')
-	if i < 0 {
-		return nil, ns
-	}
+// Watcher is the Watcher of the cluster of this context (nil: none, or
+// not watched).
+func (s *Contexts) Watcher(context string) *Watcher {
 	for _, c := range s.clusters {
-		if c.Name == ns[:i] {
-			return c.Watcher, ns[i+1:]
+		if c.Name == context {
+			return c.Watcher
 		}
 	}
-	return nil, ns[i+1:]
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -95,18 +96,28 @@ func TestContextsChangesFollowTheCaches(t *testing.T) {
 
 	at := t0
 	var states []*engine.PoolState
-	index := map[string]int{}
+	index := map[engine.PoolRef]int{}
 	whole := func() {
-		states, index = nil, map[string]int{}
+		states, index = nil, map[engine.PoolRef]int{}
 		for i, snap := range src.Snapshots() {
 			states = append(states, engine.NewPoolState(snap, at))
-			index[snap.Namespace+"/"+snap.Pool] = i
+			index[snap.Ref()] = i
 		}
 	}
 	if all, _ := src.TakeChanges(); !all {
 		t.Fatal("the first changes are not all")
 	}
 	whole()
+	// Each snapshot names its cluster by Context; its Namespace is the
+	// cluster's own.
+	for _, snap := range src.Snapshots() {
+		if !slices.ContainsFunc(clusters, func(c ContextCluster) bool { return c.Name == snap.Context }) || !slices.Contains(namespaces, snap.Namespace) {
+			t.Fatalf("snapshot %q: context %q, namespace %q", snap.Pool, snap.Context, snap.Namespace)
+		}
+	}
+	if len(index) != len(clusters)*len(namespaces)*len(pools) {
+		t.Fatalf("%d pools, want %d (one per cluster, namespace and name)", len(index), len(clusters)*len(namespaces)*len(pools))
+	}
 	byDifference := 0
 	const rounds = 40
 	for round := range rounds {
@@ -151,7 +162,7 @@ func TestContextsChangesFollowTheCaches(t *testing.T) {
 		applied := !all
 		updates := map[int]engine.PoolUpdate{}
 		for _, pc := range changed {
-			i, ok := index[pc.Namespace+"/"+pc.Pool]
+			i, ok := index[pc.Ref()]
 			if !ok || pc.Full {
 				applied = false
 				break
@@ -185,23 +196,22 @@ func TestContextsChangesFollowTheCaches(t *testing.T) {
 	}
 }
 
-// A merged namespace is context/namespace; a context name may hold "/".
-func TestContextsIn(t *testing.T) {
+// A cluster is found by its context's name, which may hold "/".
+func TestContextsWatcher(t *testing.T) {
 	prod, lab := &Watcher{}, &Watcher{}
-	src := NewContexts(t.Context(), []ContextCluster{{Name: "prod", Watcher: prod}, {Name: "arn:aws:eks:eu-west-1:1:cluster/lab", Watcher: lab}})
+	src := NewContexts(t.Context(), []ContextCluster{{Name: "prod", Watcher: prod}, {Name: "arn:aws:eks:eu-west-1:1:cluster/lab", Watcher: lab}, {Name: "dmz"}})
 	for _, tc := range []struct {
-		ns     string
-		wantW  *Watcher
-		wantNS string
+		context string
+		want    *Watcher
 	}{
-		{"prod/vdi", prod, "vdi"},
-		{"arn:aws:eks:eu-west-1:1:cluster/lab/vdi-eng", lab, "vdi-eng"},
-		{"other/vdi", nil, "vdi"},
-		{"vdi", nil, "vdi"},
+		{"prod", prod},
+		{"arn:aws:eks:eu-west-1:1:cluster/lab", lab},
+		{"dmz", nil}, // not watched
+		{"other", nil},
+		{"", nil},
 	} {
-		w, ns := src.In(tc.ns)
-		if w != tc.wantW || ns != tc.wantNS {
-			t.Errorf("In(%q) = %p, %q; want %p, %q", tc.ns, w, ns, tc.wantW, tc.wantNS)
+		if w := src.Watcher(tc.context); w != tc.want {
+			t.Errorf("Watcher(%q) = %p, want %p", tc.context, w, tc.want)
 		}
 	}
 }

@@ -2,7 +2,6 @@ package tui
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	"github.com/charmbracelet/bubbles/key"
@@ -21,15 +20,16 @@ type sideState struct {
 	noNodes bool                                // the user may not read nodes: not asked again
 	caps    map[engine.Action]engine.Capability // nil until known
 	capsErr error
-	// inNS: the fleet's capabilities, per namespace (fleet.go).
-	inNS map[string]*nsCaps
+	// inNS: the fleet's capabilities, per cluster and namespace (nsRef,
+	// fleet.go).
+	inNS map[engine.PoolRef]*nsCaps
 }
 
 // capsMsg answers the capabilities request.
 type capsMsg struct {
-	namespace string // the fleet's namespace asked ("": the dashboard's)
-	caps      []engine.Capability
-	err       error
+	in   engine.PoolRef // the fleet's cluster and namespace asked (nsRef; zero: the dashboard's)
+	caps []engine.Capability
+	err  error
 }
 
 // healthMsg carries the data source's connection state, read on each tick.
@@ -99,7 +99,7 @@ func (m *Model) updateSide(msg tea.Msg) tea.Cmd {
 			}
 		}
 		if m.opts.Fleet {
-			if c := m.side.inNS[msg.namespace]; c != nil {
+			if c := m.side.inNS[msg.in]; c != nil {
 				c.caps, c.err = caps, msg.err
 			}
 			return nil
@@ -139,23 +139,23 @@ func (h health) disconnected() bool {
 // unreachable is the reason given for an action while disconnected.
 const unreachable = "API server unreachable"
 
-// refusal says why kind cannot run now on the pool with this key, or ""
+// refusal says why kind cannot run now on the pool, or ""
 // when it may: the API server is unreachable, or the user lacks a
 // permission (in the pool's namespace).
-func (m *Model) refusal(kind actionKind, pool string) string {
+func (m *Model) refusal(kind actionKind, pool engine.PoolRef) string {
 	if m.health.disconnected() {
 		return unreachable + ": " + kind.String() + " needs the server (data " + render.Duration(m.now.Sub(m.health.lastSync)) + " old)"
 	}
 	caps, _ := m.capsFor(pool)
 	if c, ok := caps[kind]; ok && !c.Allowed {
 		msg := kind.String() + " is not allowed: needs " + render.OrWord(c.MissingText(), "a permission")
-		switch ns := m.namespaceOf(pool); {
+		switch {
 		case m.opts.Contexts:
-			if i := strings.LastIndexByte(ns, '/'); i >= 0 {
-				msg += " in context " + ns[:i] + ", namespace " + ns[i+1:]
+			if pool.Context != "" {
+				msg += " in context " + pool.Context + ", namespace " + pool.Namespace
 			}
 		case m.opts.Fleet:
-			msg += " in namespace " + ns
+			msg += " in namespace " + m.namespaceOf(pool)
 		}
 		return msg
 	}
@@ -187,16 +187,16 @@ func (k *keyMap) actionBindings() []struct {
 	}
 }
 
-// capsPending reports whether what the user may do on the pool with this
-// key is still being asked: its action keys then show as pending.
-func (m *Model) capsPending(pool string) bool {
+// capsPending reports whether what the user may do on the pool is still
+// being asked: its action keys then show as pending.
+func (m *Model) capsPending(pool engine.PoolRef) bool {
 	if m.opts.ReadOnly {
 		return false
 	}
 	if !m.opts.Fleet {
 		return m.opts.Access != nil && m.side.caps == nil && m.side.capsErr == nil
 	}
-	c := m.side.inNS[m.namespaceOf(pool)]
+	c := m.side.inNS[nsRef(pool)]
 	return c != nil && c.caps == nil && c.err == nil
 }
 

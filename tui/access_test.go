@@ -178,10 +178,10 @@ func TestCapabilitiesAskedAtStartNotInReadOnly(t *testing.T) {
 	m.Update(msg)
 	// fakeAccess answers only what it was asked: force-release (x and f) is
 	// refused because ActionNames asks for it.
-	if why := m.refusal(actForceRelease, "desk"); !strings.Contains(why, "needs force-release leases.coordination.k8s.io") {
+	if why := m.refusal(actForceRelease, poolRefIn(m, "desk")); !strings.Contains(why, "needs force-release leases.coordination.k8s.io") {
 		t.Fatalf("refusal = %q", why)
 	}
-	if why := m.refusal(actReconcile, "desk"); why != "" {
+	if why := m.refusal(actReconcile, poolRefIn(m, "desk")); why != "" {
 		t.Fatalf("reconcile refused: %q", why)
 	}
 
@@ -275,7 +275,7 @@ func TestDisconnectedRefusesActionsAndRecovers(t *testing.T) {
 	if h := header(m); !strings.Contains(h, "live · synced") {
 		t.Fatalf("header after recovery = %q", h)
 	}
-	if why := m.refusal(actReconcile, "desk"); why != "" {
+	if why := m.refusal(actReconcile, poolRefIn(m, "desk")); why != "" {
 		t.Fatalf("still refused after recovery: %q", why)
 	}
 }
@@ -338,7 +338,7 @@ func TestCapabilitiesAskedAgainAfterOutage(t *testing.T) {
 	fa.ok = true
 	_, cmd := m.Update(healthMsg{health: health{synced: true, lastSync: t0}})
 	m.Update(waitMsg[capsMsg](t, cmd))
-	if why := m.refusal(actForceRelease, "desk"); !strings.Contains(why, "needs force-release") {
+	if why := m.refusal(actForceRelease, poolRefIn(m, "desk")); !strings.Contains(why, "needs force-release") {
 		t.Fatalf("after recovery: refusal %q", why)
 	}
 }

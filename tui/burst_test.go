@@ -146,7 +146,7 @@ func benchmarkMembersView(b *testing.B, n int) {
 		Now: func() time.Time { return t0 }, Actions: &fakeActions{}})
 	m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
 	m.Update(dataMsg{views: engine.ObserveAll(snaps, t0), at: t0, health: health{synced: true, lastSync: t0}})
-	m.openMembers("big")
+	m.openMembers(poolRefIn(m, "big"))
 	press(m, "pgdown", "pgdown") // somewhere in the middle of the first pages
 	if len(m.members.rows) != n {
 		b.Fatalf("%d rows, want %d", len(m.members.rows), n)

@@ -124,7 +124,7 @@ func newChurn(b *testing.B, n int, incremental, membersScreen bool) *churn {
 		b.Fatal("the first load did not load")
 	}
 	if membersScreen {
-		c.m.openMembers("desk")
+		c.m.openMembers(poolRefIn(c.m, "desk"))
 		press(c.m, "pgdown")
 		if got := len(c.m.members.rows); got != n {
 			b.Fatalf("%d rows, want %d", got, n)

@@ -28,9 +28,9 @@ type Scope struct {
 	// Data is started, and stops when the context given to Scope ends.
 	Data      DataSource
 	Actions   Actions
-	ActionsIn func(namespace string) Actions
+	ActionsIn func(context, namespace string) Actions
 	Access    Access
-	AccessIn  func(namespace string) Access
+	AccessIn  func(context, namespace string) Access
 	Console   ConsoleRunner
 }
 

@@ -154,7 +154,7 @@ func readChangesCmd(src DataSource, now func() time.Time, partial, byDifference 
 		if byDifference && !all && readableChanges(pools) {
 			msg.delta = make([]poolDelta, 0, len(pools))
 			for _, pc := range pools {
-				msg.delta = append(msg.delta, poolDelta{ns: pc.Namespace, pool: pc.Pool, update: cs.ReadChanges(pc)})
+				msg.delta = append(msg.delta, poolDelta{ref: pc.Ref(), update: cs.ReadChanges(pc)})
 			}
 			return msg
 		}
@@ -202,8 +202,8 @@ func readableChanges(pools []engine.PoolChanges) bool {
 
 // poolDelta is what a load read of one pool's changes.
 type poolDelta struct {
-	ns, pool string
-	update   engine.PoolUpdate
+	ref    engine.PoolRef
+	update engine.PoolUpdate
 }
 
 // incremental is the model's part of the pools kept by difference.
@@ -211,7 +211,7 @@ type incremental struct {
 	// states: one per m.views entry, in its order (nil: the source is no
 	// ChangeSource, or nothing was loaded yet).
 	states []*engine.PoolState
-	index  map[poolRef]int // views entry of a pool
+	index  map[engine.PoolRef]int // views entry of a pool
 	// needFull: the next load is a whole one (a delta could not be applied).
 	needFull bool
 	// seq numbers the loads; only the answer of the last one is applied.
@@ -220,8 +220,6 @@ type incremental struct {
 	deltas int
 }
 
-type poolRef struct{ ns, pool string }
-
 // adopt takes the states of a whole load (nil from another source).
 func (in *incremental) adopt(states []*engine.PoolState, views []engine.PoolView) {
 	in.states = states
@@ -229,9 +227,9 @@ func (in *incremental) adopt(states []*engine.PoolState, views []engine.PoolView
 		in.index = nil
 		return
 	}
-	in.index = make(map[poolRef]int, len(views))
+	in.index = make(map[engine.PoolRef]int, len(views))
 	for i := range views {
-		in.index[poolRef{views[i].Namespace, views[i].Name}] = i
+		in.index[views[i].Ref()] = i
 	}
 }
 
@@ -249,7 +247,7 @@ func (m *Model) applyDelta(msg dataMsg) {
 	}
 	changed := make(map[int]engine.PoolUpdate, len(msg.delta))
 	for _, d := range msg.delta {
-		i, ok := in.index[poolRef{d.ns, d.pool}]
+		i, ok := in.index[d.ref]
 		if !ok {
 			m.wantFull() // a new pool
 			return
@@ -270,7 +268,7 @@ func (m *Model) applyDelta(msg dataMsg) {
 			return
 		}
 		m.watched[i] = *s.View()
-		if m.members.pool != "" && poolKey(m.opts.Fleet, &m.watched[i]) == m.members.pool {
+		if m.members.pool != (engine.PoolRef{}) && m.watched[i].Ref() == m.members.pool {
 			open, memberChanges = i, changes
 		}
 	}

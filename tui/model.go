@@ -212,7 +212,7 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case actionDoneMsg:
 		delete(m.acts.running, msg.id)
 		m.actlog.update(m.viewCtx(), msg)
-		return m, m.audit.refresh(m.ctx, m.opts.Events)
+		return m, m.audit.refresh(m.ctx, m.eventsFor(m.audit.pool))
 	case spinner.TickMsg:
 		if len(m.acts.running) == 0 {
 			return m, nil
@@ -266,14 +266,14 @@ func (m *Model) applyData(msg dataMsg) {
 	}
 	m.rebuilds++
 	m.pools.sync(m.views, m.opts.Fleet, m.opts.Contexts)
-	if m.members.pool != "" {
+	if m.members.pool != (engine.PoolRef{}) {
 		m.members.setData(m.view(m.members.pool))
 	}
 	m.layout()
 }
 
-// view returns the pool with this key (fleet.go), or nil.
-func (m *Model) view(pool string) *engine.PoolView { return findPool(m.views, m.opts.Fleet, pool) }
+// view returns the pool with this ref (fleet.go), or nil.
+func (m *Model) view(pool engine.PoolRef) *engine.PoolView { return findPool(m.views, pool) }
 
 // layout recomputes the heights the views scroll within.
 func (m *Model) layout() {
@@ -308,7 +308,7 @@ func (m *Model) viewCtx() viewContext {
 		views: m.views, loaded: m.loaded, nodes: m.side.nodes,
 		conn: conn, connLevel: level, dataAt: dataAt,
 		kubeContext: kctx, namespace: ns, readOnly: m.opts.ReadOnly, demo: m.opts.Demo,
-		hints: hintsFrom(&m.keys, m.canAct()), events: m.opts.Events != nil, fleet: m.opts.Fleet,
+		hints: hintsFrom(&m.keys, m.canAct()), events: m.hasEvents(), fleet: m.opts.Fleet,
 		contexts: m.opts.Contexts, clusters: m.clusterStates(),
 	}
 }

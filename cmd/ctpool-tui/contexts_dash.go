@@ -19,10 +19,10 @@ import (
 )
 
 // The dashboard of several clusters (--context a,b,c, --all-contexts): one
-// Watcher per context, merged into one fleet whose namespaces are
-// context/namespace (tui.Options.Contexts). Every action, capability
-// question, Event read, log and console of a pool is routed to its own
-// cluster's client and namespace, so an identity that is operator in one
+// Watcher per context, merged into one fleet by kube.Contexts, each pool
+// carrying its cluster's context (tui.Options.Contexts). Every action,
+// capability question, Event read, log and console of a pool is routed by
+// that context to its own cluster's client and namespace, so an identity that is operator in one
 // cluster and viewer in another is gated per cluster. A cluster that does
 // not answer keeps its own state in the header and never freezes the
 // others; one whose identity may not list the pools is shown forbidden and
@@ -108,23 +108,18 @@ func (d contextsData) Clusters() []tui.ClusterHealth {
 	return out
 }
 
-// in returns the cluster and namespace of a fleet namespace
-// (context/namespace: the context is everything before the last "/").
-func (s *contextsSource) in(ns string) (*clusterConn, string) {
-	i := strings.LastIndexByte(ns, '/')
-	if i < 0 {
-		return nil, ns
-	}
+// cluster returns the cluster of this context, or nil.
+func (s *contextsSource) cluster(kctx string) *clusterConn {
 	for _, c := range s.clusters {
-		if c.name == ns[:i] {
-			return c, ns[i+1:]
+		if c.name == kctx {
+			return c
 		}
 	}
-	return nil, ns[i+1:]
+	return nil
 }
 
-// errNoCluster: a namespace of no cluster of the dashboard.
-func errNoCluster(ns string) error { return fmt.Errorf("no connected cluster for %s", ns) }
+// errNoCluster: a context of no connected cluster of the dashboard.
+func errNoCluster(kctx string) error { return fmt.Errorf("no connected cluster for context %q", kctx) }
 
 // contextsOptions wires the dashboard of several clusters.
 func contextsOptions(src *contextsSource, names []string, sc scope, readOnly bool) tui.Options {
@@ -135,58 +130,73 @@ func contextsOptions(src *contextsSource, names []string, sc scope, readOnly boo
 	opts := tui.Options{
 		Context: strings.Join(names, ","), Namespace: ns, Fleet: true, Contexts: true, ReadOnly: readOnly,
 		ContextNames: names, Namespaces: sc.namespaces,
-		Now: time.Now, Data: contextsData{src.data}, Events: contextsEvents{src}, Logs: contextsLogs{src},
+		Now: time.Now, Data: contextsData{src.data}, EventsIn: src.events, LogsIn: src.logs,
 	}
 	if readOnly {
 		return opts
 	}
-	opts.ActionsIn = func(ns string) tui.Actions {
-		c, real := src.in(ns)
+	opts.ActionsIn = func(kctx, ns string) tui.Actions {
+		c := src.cluster(kctx)
 		if c == nil || c.conn == nil || c.w == nil {
 			return nil
 		}
-		return cachedClaims(engineIn(c.conn, real), c.w.In(real))
+		return cachedClaims(engineIn(c.conn, ns), c.w.In(ns))
 	}
-	opts.AccessIn = func(ns string) tui.Access {
-		c, real := src.in(ns)
+	opts.AccessIn = func(kctx, ns string) tui.Access {
+		c := src.cluster(kctx)
 		if c == nil || c.conn == nil {
-			return noAccess{errNoCluster(ns)}
+			return noAccess{errNoCluster(kctx)}
 		}
-		return &kube.Access{Client: c.conn.client, Namespace: real}
+		return &kube.Access{Client: c.conn.client, Namespace: ns}
 	}
-	opts.Console = contextsConsole{src}
+	opts.ConsoleIn = src.console
 	return opts
 }
 
-type contextsEvents struct{ src *contextsSource }
-
-func (r contextsEvents) Events(ctx context.Context, ns, kind, name string) ([]corev1.Event, error) {
-	c, real := r.src.in(ns)
+// events reads the Events of a cluster.
+func (s *contextsSource) events(kctx string) tui.EventSource {
+	c := s.cluster(kctx)
 	if c == nil || c.conn == nil {
-		return nil, errNoCluster(ns)
+		return noCluster{errNoCluster(kctx)}
 	}
-	return (&kube.Events{Client: c.conn.client}).Events(ctx, real, kind, name)
+	return &kube.Events{Client: c.conn.client}
 }
 
-type contextsLogs struct{ src *contextsSource }
-
-func (r contextsLogs) Stream(ctx context.Context, ns, pod string, previous bool) (io.ReadCloser, error) {
-	c, real := r.src.in(ns)
+// logs streams the logs of a cluster's members.
+func (s *contextsSource) logs(kctx string) tui.LogSource {
+	c := s.cluster(kctx)
 	if c == nil || c.conn == nil {
-		return nil, errNoCluster(ns)
+		return noCluster{errNoCluster(kctx)}
 	}
-	return (&kube.Logs{Client: c.conn.client}).Stream(ctx, real, pod, previous)
+	return &kube.Logs{Client: c.conn.client}
 }
 
-type contextsConsole struct{ src *contextsSource }
-
-func (r contextsConsole) Console(ctx context.Context, ns, pod string, in io.Reader, out, errOut io.Writer) error {
-	c, real := r.src.in(ns)
+// console runs the consoles of a cluster's members, audited in the
+// member's namespace.
+func (s *contextsSource) console(kctx string) tui.ConsoleRunner {
+	c := s.cluster(kctx)
 	if c == nil || c.conn == nil || c.conn.cfg == nil {
-		return errNoCluster(ns)
+		return noCluster{errNoCluster(kctx)}
 	}
-	return auditedConsole{Exec: &kube.Exec{Config: c.conn.cfg, Client: c.conn.client}, audit: engineIn(c.conn, real).Audit}.
-		Console(ctx, real, pod, in, out, errOut)
+	conn := c.conn
+	return auditedConsole{Exec: &kube.Exec{Config: conn.cfg, Client: conn.client},
+		auditIn: func(ns string) func(context.Context, engine.AuditEntry) { return engineIn(conn, ns).Audit }}
+}
+
+// noCluster answers every read of a cluster that is not connected with its
+// error.
+type noCluster struct{ err error }
+
+func (n noCluster) Events(context.Context, string, string, string) ([]corev1.Event, error) {
+	return nil, n.err
+}
+
+func (n noCluster) Stream(context.Context, string, string, bool) (io.ReadCloser, error) {
+	return nil, n.err
+}
+
+func (n noCluster) Console(context.Context, string, string, io.Reader, io.Writer, io.Writer) error {
+	return n.err
 }
 
 // noAccess answers every capability question with its error.
