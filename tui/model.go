@@ -233,45 +233,6 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	return m, nil
 }
 
-// rebuild reads the data source and re-arms the change watch.
-func (m *Model) rebuild() tea.Cmd {
-	cmds := []tea.Cmd{m.load()}
-	if !m.armed && m.opts.Data != nil {
-		m.armed = true
-		cmds = append(cmds, m.waitChange())
-	}
-	return tea.Batch(cmds...)
-}
-
-// applyData takes a new set of observed pools and re-derives every view's
-// rows (sorting and filtering happen here, not per frame).
-func (m *Model) applyData(msg dataMsg) {
-	if msg.unsynced {
-		// Nothing observed yet: the screen stays neutral ("syncing…").
-		m.health = msg.health
-		if m.now.Before(msg.at) {
-			m.now = msg.at
-		}
-		return
-	}
-	if msg.delta != nil {
-		m.applyDelta(msg)
-		return
-	}
-	m.views, m.health, m.observedAt, m.loaded = m.takeViews(msg.views), msg.health, msg.at, true
-	m.incr.adopt(msg.states, msg.views)
-	m.clusters = msg.clusters
-	if m.now.Before(msg.at) {
-		m.now = msg.at
-	}
-	m.rebuilds++
-	m.pools.sync(m.views, m.opts.Fleet, m.opts.Contexts)
-	if m.members.pool != (engine.PoolRef{}) {
-		m.members.setData(m.view(m.members.pool))
-	}
-	m.layout()
-}
-
 // view returns the pool with this ref (fleet.go), or nil.
 func (m *Model) view(pool engine.PoolRef) *engine.PoolView { return findPool(m.views, pool) }
 
