@@ -109,13 +109,14 @@ func (m *Model) updateSide(msg tea.Msg) tea.Cmd {
 			m.side.caps = caps
 		}
 	case healthMsg:
-		was := m.health.disconnected()
-		m.health = msg.health
+		f := &m.feed
+		was := f.health.disconnected()
+		f.health = msg.health
 		if msg.clusters != nil {
-			m.clusters = msg.clusters
+			f.clusters = msg.clusters
 		}
 		// Capabilities asked during an outage are asked again on recovery.
-		if was && !m.health.disconnected() && m.opts.Fleet {
+		if was && !f.health.disconnected() && m.opts.Fleet {
 			for ns, c := range m.side.inNS {
 				if c.err != nil {
 					delete(m.side.inNS, ns)
@@ -123,7 +124,7 @@ func (m *Model) updateSide(msg tea.Msg) tea.Cmd {
 			}
 			return m.askCaps()
 		}
-		if was && !m.health.disconnected() && m.side.capsErr != nil && m.opts.Access != nil && !m.opts.ReadOnly {
+		if was && !f.health.disconnected() && m.side.capsErr != nil && m.opts.Access != nil && !m.opts.ReadOnly {
 			m.side.capsErr = nil
 			return capsCmd(m.ctx, m.opts.Access)
 		}
@@ -143,8 +144,8 @@ const unreachable = "API server unreachable"
 // when it may: the API server is unreachable, or the user lacks a
 // permission (in the pool's namespace).
 func (m *Model) refusal(kind actionKind, pool engine.PoolRef) string {
-	if m.health.disconnected() {
-		return unreachable + ": " + kind.String() + " needs the server (data " + render.Duration(m.now.Sub(m.health.lastSync)) + " old)"
+	if m.feed.health.disconnected() {
+		return unreachable + ": " + kind.String() + " needs the server (data " + render.Duration(m.now.Sub(m.feed.health.lastSync)) + " old)"
 	}
 	caps, _ := m.capsFor(pool)
 	if c, ok := caps[kind]; ok && !c.Allowed {
@@ -207,7 +208,7 @@ func (m *Model) shownKeys() keyMap {
 	k := m.keys
 	pending := m.capsPending(m.currentPool())
 	for _, ab := range k.actionBindings() {
-		if _, no := m.missing(ab.kind); no || (m.health.disconnected() && ab.b.Enabled()) {
+		if _, no := m.missing(ab.kind); no || (m.feed.health.disconnected() && ab.b.Enabled()) {
 			ab.b.SetHelp(ab.b.Help().Key, ab.b.Help().Desc+" "+render.GlyphBad)
 		} else if pending && ab.b.Enabled() {
 			ab.b.SetHelp(ab.b.Help().Key, ab.b.Help().Desc+" "+render.GlyphSyncing)
@@ -226,7 +227,7 @@ func (m *Model) unavailableLines() []string {
 		}
 		if perm, no := m.missing(ab.kind); no {
 			out = append(out, m.st.Muted.Render(render.GlyphBad+" "+ab.b.Help().Key+" "+ab.kind.String()+" · needs: "+sanitize.Sanitize(perm)))
-		} else if m.health.disconnected() {
+		} else if m.feed.health.disconnected() {
 			out = append(out, m.st.Muted.Render(render.GlyphBad+" "+ab.b.Help().Key+" "+ab.kind.String()+" · "+unreachable))
 		}
 	}

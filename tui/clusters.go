@@ -95,10 +95,9 @@ type narrowing struct {
 	context, namespace string
 }
 
-// takeViews keeps every watched pool (for later narrowings and the
-// completion of names) and returns those the view is narrowed to.
+// takeViews notes the namespaces of every watched pool (for the completion
+// of names) and returns the pools the view is narrowed to.
 func (m *Model) takeViews(views []engine.PoolView) []engine.PoolView {
-	m.watched = views
 	if m.seenNS == nil {
 		m.seenNS = map[string]bool{}
 	}
@@ -131,8 +130,8 @@ func (m *Model) watchedContexts() []string {
 		if len(m.opts.ContextNames) > 0 {
 			return m.opts.ContextNames
 		}
-		out := make([]string, 0, len(m.clusters))
-		for _, h := range m.clusters {
+		out := make([]string, 0, len(m.feed.clusters))
+		for _, h := range m.feed.clusters {
 			out = append(out, h.Context)
 		}
 		return out
@@ -190,7 +189,7 @@ func (m *Model) narrowNamespace(name string) error {
 // applyNarrowing shows the watched pools the view is now narrowed to; a
 // screen about a pool no longer shown goes back to the pools.
 func (m *Model) applyNarrowing() {
-	m.views = m.narrowed(m.watched)
+	m.views = m.narrowed(m.feed.watched)
 	m.pools.sync(m.views, m.opts.Fleet, m.opts.Contexts)
 	if pool := m.currentPool(); m.screen != screenPools && m.screen != screenWall && (pool == (engine.PoolRef{}) || m.view(pool) == nil) {
 		m.logs.stop()

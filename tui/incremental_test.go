@@ -206,9 +206,9 @@ type plainSource struct{ DataSource }
 // reload runs one load of the model and applies it, then a whole one when
 // the delta could not be applied.
 func reload(m *Model) {
-	m.Update(m.load()())
-	if m.incr.needFull {
-		m.Update(m.load()())
+	m.Update(m.feed.load(m.now)())
+	if m.feed.incr.needFull {
+		m.Update(m.feed.load(m.now)())
 	}
 }
 
@@ -244,7 +244,7 @@ func TestMembersFollowChangesLikeAWholeRebuild(t *testing.T) {
 				return m
 			}
 			inc, full := mk(store), mk(plainSource{store})
-			if inc.incr.states == nil || full.incr.states != nil {
+			if inc.feed.incr.states == nil || full.feed.incr.states != nil {
 				t.Fatal("the sources are not what the test means")
 			}
 			const steps = 400
@@ -274,9 +274,9 @@ func TestMembersFollowChangesLikeAWholeRebuild(t *testing.T) {
 					t.Fatalf("step %d %v: %s", i, did, msg)
 				}
 			}
-			t.Logf("%d of %d loads applied by difference", inc.incr.deltas, steps)
-			if inc.incr.deltas < steps/3 {
-				t.Errorf("only %d of %d loads applied by difference", inc.incr.deltas, steps)
+			t.Logf("%d of %d loads applied by difference", inc.feed.incr.deltas, steps)
+			if inc.feed.incr.deltas < steps/3 {
+				t.Errorf("only %d of %d loads applied by difference", inc.feed.incr.deltas, steps)
 			}
 		})
 	}
@@ -420,21 +420,21 @@ func TestLateDeltaAsksForAWholeLoad(t *testing.T) {
 		Now: func() time.Time { return t0 }, Data: store, Actions: &fakeActions{}})
 	m.Update(tea.WindowSizeMsg{Width: 120, Height: 30})
 	reload(m)
-	if m.incr.states == nil {
+	if m.feed.incr.states == nil {
 		t.Fatal("no pool states after the first load")
 	}
 	p := c.pods[0].DeepCopy()
 	p.Spec.NodeName = "node-z"
 	store.put(p, false)
-	older := m.load()() // takes the change
-	newer := m.load()() // finds none
+	older := m.feed.load(m.now)() // takes the change
+	newer := m.feed.load(m.now)() // finds none
 	m.Update(newer)
-	if m.incr.needFull || m.dirty {
+	if m.feed.incr.needFull || m.feed.dirty {
 		t.Fatal("the newer delta asked for a whole load")
 	}
 	m.Update(older)
-	if !m.incr.needFull || !m.dirty {
-		t.Fatalf("a late delta was dropped without asking for a whole load (needFull %v, dirty %v)", m.incr.needFull, m.dirty)
+	if !m.feed.incr.needFull || !m.feed.dirty {
+		t.Fatalf("a late delta was dropped without asking for a whole load (needFull %v, dirty %v)", m.feed.incr.needFull, m.feed.dirty)
 	}
 	reload(m)
 	if got := m.view(poolRefIn(m, "big")).Member("big-1").Node; got != "node-z" {
@@ -555,7 +555,7 @@ func TestClustersFollowChangesLikeAWholeRebuild(t *testing.T) {
 				ClusterSource
 			}
 			inc, full := mk(src), mk(plainClusters{src, src})
-			if inc.incr.states == nil || full.incr.states != nil {
+			if inc.feed.incr.states == nil || full.feed.incr.states != nil {
 				t.Fatal("the sources are not what the test means")
 			}
 			const steps = 200
@@ -582,18 +582,18 @@ func TestClustersFollowChangesLikeAWholeRebuild(t *testing.T) {
 				}
 				reload(inc)
 				reload(full)
-				if !reflect.DeepEqual(inc.watched, full.watched) {
+				if !reflect.DeepEqual(inc.feed.watched, full.feed.watched) {
 					t.Fatalf("step %d %v: the watched pools differ", i, did)
 				}
 				if msg := sameDashboards(inc, full); msg != "" {
 					t.Fatalf("step %d %v: %s", i, did, msg)
 				}
 			}
-			t.Logf("%d of %d loads applied by difference", inc.incr.deltas, steps)
+			t.Logf("%d of %d loads applied by difference", inc.feed.incr.deltas, steps)
 			// A pool with a Pod named off its member is observed whole
 			// at every change while it lasts (engine.PoolState).
-			if inc.incr.deltas < steps/4 {
-				t.Errorf("only %d of %d loads applied by difference", inc.incr.deltas, steps)
+			if inc.feed.incr.deltas < steps/4 {
+				t.Errorf("only %d of %d loads applied by difference", inc.feed.incr.deltas, steps)
 			}
 		})
 	}

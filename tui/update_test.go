@@ -232,7 +232,7 @@ func TestTickAdvancesClock(t *testing.T) {
 func TestConnectionStates(t *testing.T) {
 	m, _ := newTestModel(t, demoCluster(), testOpts{actions: &fakeActions{}})
 	set := func(h health) string {
-		m.health = h
+		m.feed.health = h
 		return header(m)
 	}
 	if s := set(health{synced: true, lastSync: t0.Add(-2 * time.Second)}); !strings.Contains(s, "● live · synced 2s ago") {
