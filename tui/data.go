@@ -14,7 +14,7 @@ type tickMsg time.Time
 
 // dataMsg carries freshly observed pools and the connection health.
 type dataMsg struct {
-	gen   int // Model.dataGen of the source read
+	gen   int // feed.gen of the source read
 	seq   int // incremental.seq of the load (0: outside the coalescing loop)
 	views []engine.PoolView
 	// states: the pools kept by difference from a ChangeSource (with
