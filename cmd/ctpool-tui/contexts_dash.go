@@ -118,8 +118,10 @@ func (s *contextsSource) cluster(kctx string) *clusterConn {
 	return nil
 }
 
-// errNoCluster: a context of no connected cluster of the dashboard.
-func errNoCluster(kctx string) error { return fmt.Errorf("no connected cluster for context %q", kctx) }
+// errNoCluster: a namespace of no connected cluster of the dashboard.
+func errNoCluster(kctx, ns string) error {
+	return fmt.Errorf("no connected cluster for %s/%s", kctx, ns)
+}
 
 // contextsOptions wires the dashboard of several clusters.
 func contextsOptions(src *contextsSource, names []string, sc scope, readOnly bool) tui.Options {
@@ -145,7 +147,7 @@ func contextsOptions(src *contextsSource, names []string, sc scope, readOnly boo
 	opts.AccessIn = func(kctx, ns string) tui.Access {
 		c := src.cluster(kctx)
 		if c == nil || c.conn == nil {
-			return noAccess{errNoCluster(kctx)}
+			return noAccess{errNoCluster(kctx, ns)}
 		}
 		return &kube.Access{Client: c.conn.client, Namespace: ns}
 	}
@@ -157,7 +159,7 @@ func contextsOptions(src *contextsSource, names []string, sc scope, readOnly boo
 func (s *contextsSource) events(kctx string) tui.EventSource {
 	c := s.cluster(kctx)
 	if c == nil || c.conn == nil {
-		return noCluster{errNoCluster(kctx)}
+		return noCluster{kctx}
 	}
 	return &kube.Events{Client: c.conn.client}
 }
@@ -166,7 +168,7 @@ func (s *contextsSource) events(kctx string) tui.EventSource {
 func (s *contextsSource) logs(kctx string) tui.LogSource {
 	c := s.cluster(kctx)
 	if c == nil || c.conn == nil {
-		return noCluster{errNoCluster(kctx)}
+		return noCluster{kctx}
 	}
 	return &kube.Logs{Client: c.conn.client}
 }
@@ -176,27 +178,27 @@ func (s *contextsSource) logs(kctx string) tui.LogSource {
 func (s *contextsSource) console(kctx string) tui.ConsoleRunner {
 	c := s.cluster(kctx)
 	if c == nil || c.conn == nil || c.conn.cfg == nil {
-		return noCluster{errNoCluster(kctx)}
+		return noCluster{kctx}
 	}
 	conn := c.conn
 	return auditedConsole{Exec: &kube.Exec{Config: conn.cfg, Client: conn.client},
 		auditIn: func(ns string) func(context.Context, engine.AuditEntry) { return engineIn(conn, ns).Audit }}
 }
 
-// noCluster answers every read of a cluster that is not connected with its
-// error.
-type noCluster struct{ err error }
+// noCluster answers every read of the context of a cluster that is not
+// connected with errNoCluster.
+type noCluster struct{ context string }
 
-func (n noCluster) Events(context.Context, string, string, string) ([]corev1.Event, error) {
-	return nil, n.err
+func (n noCluster) Events(_ context.Context, ns, _, _ string) ([]corev1.Event, error) {
+	return nil, errNoCluster(n.context, ns)
 }
 
-func (n noCluster) Stream(context.Context, string, string, bool) (io.ReadCloser, error) {
-	return nil, n.err
+func (n noCluster) Stream(_ context.Context, ns, _ string, _ bool) (io.ReadCloser, error) {
+	return nil, errNoCluster(n.context, ns)
 }
 
-func (n noCluster) Console(context.Context, string, string, io.Reader, io.Writer, io.Writer) error {
-	return n.err
+func (n noCluster) Console(_ context.Context, ns, _ string, _ io.Reader, _, _ io.Writer) error {
+	return errNoCluster(n.context, ns)
 }
 
 // noAccess answers every capability question with its error.

@@ -32,8 +32,8 @@ func TestContextsSourceCluster(t *testing.T) {
 	if _, err := opts.AccessIn("other", "vdi").Capabilities(context.Background(), nil); err == nil {
 		t.Error("AccessIn of an unknown context: no error")
 	}
-	if _, err := opts.EventsIn("other").Events(context.Background(), "vdi", "Pod", "desk-1"); err == nil {
-		t.Error("EventsIn of an unknown context: no error")
+	if _, err := opts.EventsIn("other").Events(context.Background(), "vdi", "Pod", "desk-1"); err == nil || err.Error() != "no connected cluster for other/vdi" {
+		t.Errorf("EventsIn of an unknown context: %v", err)
 	}
 	if _, err := opts.LogsIn("prod").Stream(context.Background(), "vdi", "desk-1", false); err == nil {
 		t.Error("LogsIn of a context with no connection: no error")
