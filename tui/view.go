@@ -52,7 +52,7 @@ type viewContext struct {
 	events bool
 }
 
-// pool returns the pool of the snapshot with this key, or nil.
+// pool returns the pool of the snapshot with this ref, or nil.
 func (c *viewContext) pool(ref engine.PoolRef) *engine.PoolView { return findPool(c.views, ref) }
 
 // level maps a level onto a style.

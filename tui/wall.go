@@ -86,7 +86,7 @@ func gauge(part, whole, width int) string {
 }
 
 // tile renders one pool tile of width cells; large tiles show the free
-// count in big digits and a gauge. In a fleet the title is the pool's key
+// count in big digits and a gauge. In a fleet the title is the pool's ref (title)
 // (cut from the left: the pool's name stays), the tile counts the ready
 // members too, and a pool whose cluster is not live says so (cs): its
 // word is the cluster's state unless its own is an error.
