@@ -371,6 +371,9 @@ func LeaseMember(l *coordinationv1.Lease) (pool, member string, named, ok bool) 
 // PoolChanges names what changed in one pool's objects since a cache was
 // last read (kube.Watcher.TakeChanges).
 type PoolChanges struct {
+	// Context is the cluster's in a source of several clusters
+	// (kube.Contexts), "" in one cluster.
+	Context         string
 	Namespace, Pool string
 	// Full: an object not named after its member changed; observe the pool
 	// whole.
@@ -379,4 +382,9 @@ type PoolChanges struct {
 	Definition bool
 	// Members whose Pod, PVC or Lease changed, in no order.
 	Members []string
+}
+
+// Ref is the changed pool's identity.
+func (c *PoolChanges) Ref() PoolRef {
+	return PoolRef{Context: c.Context, Namespace: c.Namespace, Name: c.Pool}
 }

@@ -42,6 +42,9 @@ var failingWaitReasons = map[string]bool{
 // Snapshot is what Observe reads: one pool's ConfigMap and the Pods, PVCs and
 // Leases labelled with its name. Objects are read, never modified.
 type Snapshot struct {
+	// Context is the kubeconfig context of the pool's cluster in a source of
+	// several clusters (kube.Contexts), "" in one cluster.
+	Context   string
 	Namespace string
 	Pool      string
 	// ConfigMap is nil when the pool has no definition.
@@ -57,6 +60,11 @@ type Snapshot struct {
 	// node's evidence. nil means the nodes are unknown (the reader may not
 	// list them): every member then reads as on a healthy node.
 	NodeDown map[string]string
+}
+
+// Ref is the snapshot's pool's identity.
+func (s *Snapshot) Ref() PoolRef {
+	return PoolRef{Context: s.Context, Namespace: s.Namespace, Name: s.Pool}
 }
 
 // Claim is the interpretation of a member's Lease.
@@ -149,6 +157,8 @@ func (m *Member) Exists() bool { return m.Pod != nil || m.PVC != nil }
 type PoolView struct {
 	Name      string
 	Namespace string
+	// Context is the snapshot's (its cluster's context; "" in one cluster).
+	Context string
 	// Defined is false when the pool's ConfigMap does not exist.
 	Defined bool
 	Spec    Spec
@@ -167,6 +177,11 @@ type PoolView struct {
 	ObservedAt time.Time
 }
 
+// Ref is the pool's identity.
+func (v *PoolView) Ref() PoolRef {
+	return PoolRef{Context: v.Context, Namespace: v.Namespace, Name: v.Name}
+}
+
 // Member returns the named member, or nil.
 func (v *PoolView) Member(name string) *Member {
 	for i := range v.Members {
@@ -180,7 +195,7 @@ func (v *PoolView) Member(name string) *Member {
 // Observe derives each member's state and markers and the pool status from a
 // snapshot. It is pure and linear in the number of objects.
 func Observe(snap Snapshot, now time.Time) PoolView {
-	v := PoolView{Name: snap.Pool, Namespace: snap.Namespace, ObservedAt: now}
+	v := PoolView{Name: snap.Pool, Namespace: snap.Namespace, Context: snap.Context, ObservedAt: now}
 	observeDefinition(&v, snap.ConfigMap)
 	size := v.Spec.Size
 

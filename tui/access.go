@@ -2,7 +2,6 @@ package tui
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	"github.com/charmbracelet/bubbles/key"
@@ -21,15 +20,16 @@ type sideState struct {
 	noNodes bool                                // the user may not read nodes: not asked again
 	caps    map[engine.Action]engine.Capability // nil until known
 	capsErr error
-	// inNS: the fleet's capabilities, per namespace (fleet.go).
-	inNS map[string]*nsCaps
+	// inNS: the fleet's capabilities, per cluster and namespace (nsRef,
+	// fleet.go).
+	inNS map[engine.PoolRef]*nsCaps
 }
 
 // capsMsg answers the capabilities request.
 type capsMsg struct {
-	namespace string // the fleet's namespace asked ("": the dashboard's)
-	caps      []engine.Capability
-	err       error
+	in   engine.PoolRef // the fleet's cluster and namespace asked (nsRef; zero: the dashboard's)
+	caps []engine.Capability
+	err  error
 }
 
 // healthMsg carries the data source's connection state, read on each tick.
@@ -99,7 +99,7 @@ func (m *Model) updateSide(msg tea.Msg) tea.Cmd {
 			}
 		}
 		if m.opts.Fleet {
-			if c := m.side.inNS[msg.namespace]; c != nil {
+			if c := m.side.inNS[msg.in]; c != nil {
 				c.caps, c.err = caps, msg.err
 			}
 			return nil
@@ -109,13 +109,14 @@ func (m *Model) updateSide(msg tea.Msg) tea.Cmd {
 			m.side.caps = caps
 		}
 	case healthMsg:
-		was := m.health.disconnected()
-		m.health = msg.health
+		f := &m.feed
+		was := f.health.disconnected()
+		f.health = msg.health
 		if msg.clusters != nil {
-			m.clusters = msg.clusters
+			f.clusters = msg.clusters
 		}
 		// Capabilities asked during an outage are asked again on recovery.
-		if was && !m.health.disconnected() && m.opts.Fleet {
+		if was && !f.health.disconnected() && m.opts.Fleet {
 			for ns, c := range m.side.inNS {
 				if c.err != nil {
 					delete(m.side.inNS, ns)
@@ -123,7 +124,7 @@ func (m *Model) updateSide(msg tea.Msg) tea.Cmd {
 			}
 			return m.askCaps()
 		}
-		if was && !m.health.disconnected() && m.side.capsErr != nil && m.opts.Access != nil && !m.opts.ReadOnly {
+		if was && !f.health.disconnected() && m.side.capsErr != nil && m.opts.Access != nil && !m.opts.ReadOnly {
 			m.side.capsErr = nil
 			return capsCmd(m.ctx, m.opts.Access)
 		}
@@ -139,23 +140,23 @@ func (h health) disconnected() bool {
 // unreachable is the reason given for an action while disconnected.
 const unreachable = "API server unreachable"
 
-// refusal says why kind cannot run now on the pool with this key, or ""
+// refusal says why kind cannot run now on the pool, or ""
 // when it may: the API server is unreachable, or the user lacks a
 // permission (in the pool's namespace).
-func (m *Model) refusal(kind actionKind, pool string) string {
-	if m.health.disconnected() {
-		return unreachable + ": " + kind.String() + " needs the server (data " + render.Duration(m.now.Sub(m.health.lastSync)) + " old)"
+func (m *Model) refusal(kind actionKind, pool engine.PoolRef) string {
+	if m.feed.health.disconnected() {
+		return unreachable + ": " + kind.String() + " needs the server (data " + render.Duration(m.now.Sub(m.feed.health.lastSync)) + " old)"
 	}
 	caps, _ := m.capsFor(pool)
 	if c, ok := caps[kind]; ok && !c.Allowed {
 		msg := kind.String() + " is not allowed: needs " + render.OrWord(c.MissingText(), "a permission")
-		switch ns := m.namespaceOf(pool); {
+		switch {
 		case m.opts.Contexts:
-			if i := strings.LastIndexByte(ns, '/'); i >= 0 {
-				msg += " in context " + ns[:i] + ", namespace " + ns[i+1:]
+			if pool.Context != "" {
+				msg += " in context " + pool.Context + ", namespace " + pool.Namespace
 			}
 		case m.opts.Fleet:
-			msg += " in namespace " + ns
+			msg += " in namespace " + m.namespaceOf(pool)
 		}
 		return msg
 	}
@@ -187,16 +188,16 @@ func (k *keyMap) actionBindings() []struct {
 	}
 }
 
-// capsPending reports whether what the user may do on the pool with this
-// key is still being asked: its action keys then show as pending.
-func (m *Model) capsPending(pool string) bool {
+// capsPending reports whether what the user may do on the pool is still
+// being asked: its action keys then show as pending.
+func (m *Model) capsPending(pool engine.PoolRef) bool {
 	if m.opts.ReadOnly {
 		return false
 	}
 	if !m.opts.Fleet {
 		return m.opts.Access != nil && m.side.caps == nil && m.side.capsErr == nil
 	}
-	c := m.side.inNS[m.namespaceOf(pool)]
+	c := m.side.inNS[nsRef(pool)]
 	return c != nil && c.caps == nil && c.err == nil
 }
 
@@ -207,7 +208,7 @@ func (m *Model) shownKeys() keyMap {
 	k := m.keys
 	pending := m.capsPending(m.currentPool())
 	for _, ab := range k.actionBindings() {
-		if _, no := m.missing(ab.kind); no || (m.health.disconnected() && ab.b.Enabled()) {
+		if _, no := m.missing(ab.kind); no || (m.feed.health.disconnected() && ab.b.Enabled()) {
 			ab.b.SetHelp(ab.b.Help().Key, ab.b.Help().Desc+" "+render.GlyphBad)
 		} else if pending && ab.b.Enabled() {
 			ab.b.SetHelp(ab.b.Help().Key, ab.b.Help().Desc+" "+render.GlyphSyncing)
@@ -226,7 +227,7 @@ func (m *Model) unavailableLines() []string {
 		}
 		if perm, no := m.missing(ab.kind); no {
 			out = append(out, m.st.Muted.Render(render.GlyphBad+" "+ab.b.Help().Key+" "+ab.kind.String()+" · needs: "+sanitize.Sanitize(perm)))
-		} else if m.health.disconnected() {
+		} else if m.feed.health.disconnected() {
 			out = append(out, m.st.Muted.Render(render.GlyphBad+" "+ab.b.Help().Key+" "+ab.kind.String()+" · "+unreachable))
 		}
 	}

@@ -178,10 +178,10 @@ func TestCapabilitiesAskedAtStartNotInReadOnly(t *testing.T) {
 	m.Update(msg)
 	// fakeAccess answers only what it was asked: force-release (x and f) is
 	// refused because ActionNames asks for it.
-	if why := m.refusal(actForceRelease, "desk"); !strings.Contains(why, "needs force-release leases.coordination.k8s.io") {
+	if why := m.refusal(actForceRelease, poolRefIn(m, "desk")); !strings.Contains(why, "needs force-release leases.coordination.k8s.io") {
 		t.Fatalf("refusal = %q", why)
 	}
-	if why := m.refusal(actReconcile, "desk"); why != "" {
+	if why := m.refusal(actReconcile, poolRefIn(m, "desk")); why != "" {
 		t.Fatalf("reconcile refused: %q", why)
 	}
 
@@ -244,9 +244,9 @@ func TestUnavailableKeyShowsReasonWithoutDialogOrCall(t *testing.T) {
 func TestDisconnectedRefusesActionsAndRecovers(t *testing.T) {
 	acts := &fakeActions{}
 	m, d := newTestModel(t, demoCluster(), testOpts{actions: acts})
-	rebuilds := m.rebuilds
+	rebuilds := m.feed.rebuilds
 	disconnect(m, d)
-	if m.rebuilds != rebuilds {
+	if m.feed.rebuilds != rebuilds {
 		t.Fatal("a health update rebuilt the views")
 	}
 	if h := header(m); !strings.Contains(h, "disconnected · data 47s old") {
@@ -259,7 +259,7 @@ func TestDisconnectedRefusesActionsAndRecovers(t *testing.T) {
 		}
 	}
 	// A dialog opened before the outage refuses at confirm too.
-	m.health = health{synced: true, lastSync: t0}
+	m.feed.health = health{synced: true, lastSync: t0}
 	drive(m, "s", "9", "enter")
 	disconnect(m, d)
 	drive(m, "tab", "enter")
@@ -275,7 +275,7 @@ func TestDisconnectedRefusesActionsAndRecovers(t *testing.T) {
 	if h := header(m); !strings.Contains(h, "live · synced") {
 		t.Fatalf("header after recovery = %q", h)
 	}
-	if why := m.refusal(actReconcile, "desk"); why != "" {
+	if why := m.refusal(actReconcile, poolRefIn(m, "desk")); why != "" {
 		t.Fatalf("still refused after recovery: %q", why)
 	}
 }
@@ -285,7 +285,7 @@ func TestHeaderAgeAdvancesOnTicksInQuietNamespace(t *testing.T) {
 	d.mu.Lock()
 	d.lastSync = t0
 	d.mu.Unlock()
-	rebuilds := m.rebuilds
+	rebuilds := m.feed.rebuilds
 	for i := 1; i <= 7; i++ {
 		_, cmd := m.Update(tickMsg(t0.Add(time.Duration(i) * time.Second)))
 		m.Update(waitMsg[healthMsg](t, cmd))
@@ -293,8 +293,8 @@ func TestHeaderAgeAdvancesOnTicksInQuietNamespace(t *testing.T) {
 	if h := header(m); !strings.Contains(h, "synced 7s ago") {
 		t.Fatalf("header = %q", h)
 	}
-	if m.rebuilds != rebuilds {
-		t.Fatalf("ticks rebuilt the views %d times", m.rebuilds-rebuilds)
+	if m.feed.rebuilds != rebuilds {
+		t.Fatalf("ticks rebuilt the views %d times", m.feed.rebuilds-rebuilds)
 	}
 }
 
@@ -338,7 +338,7 @@ func TestCapabilitiesAskedAgainAfterOutage(t *testing.T) {
 	fa.ok = true
 	_, cmd := m.Update(healthMsg{health: health{synced: true, lastSync: t0}})
 	m.Update(waitMsg[capsMsg](t, cmd))
-	if why := m.refusal(actForceRelease, "desk"); !strings.Contains(why, "needs force-release") {
+	if why := m.refusal(actForceRelease, poolRefIn(m, "desk")); !strings.Contains(why, "needs force-release") {
 		t.Fatalf("after recovery: refusal %q", why)
 	}
 }

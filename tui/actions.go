@@ -29,7 +29,10 @@ const (
 
 // actionRequest is everything an action needs, copied out of the model.
 type actionRequest struct {
-	kind         actionKind
+	kind actionKind
+	ref  engine.PoolRef
+	// pool is ref as the user sees it (poolTitle): the log and the
+	// status line show it, the delete dialog asks for it.
 	pool, member string
 	holder       string // force-release: the holder of the claim it ends (raw, unsanitised)
 	identity     string // claim: the identity a member is claimed for (raw, unsanitised)
@@ -75,7 +78,7 @@ type actionState struct {
 }
 
 // actionCmd runs one action on pool, the name in its namespace of the pool
-// req names (its key). It reads nothing from the model.
+// req names (req.ref). It reads nothing from the model.
 func actionCmd(ctx context.Context, a Actions, pool string, timeout time.Duration, id int, req actionRequest) tea.Cmd {
 	return func() (msg tea.Msg) {
 		ctx, cancel := context.WithTimeout(ctx, timeout)
@@ -146,12 +149,12 @@ func releaseText(req actionRequest, r engine.ReleaseResult) string {
 // startAction records and runs an action. Read-only mode never gets here
 // (the keys are not bound), and refuses again if it ever did.
 func (m *Model) startAction(req actionRequest) tea.Cmd {
-	a, pool := m.actionsFor(req.pool)
+	a, pool := m.actionsFor(req.ref)
 	if m.opts.ReadOnly || a == nil {
 		m.setNote(render.GlyphBad+" read-only: actions are disabled", levelError)
 		return nil
 	}
-	if why := m.refusal(req.kind, req.pool); why != "" {
+	if why := m.refusal(req.kind, req.ref); why != "" {
 		m.setNote(render.GlyphBad+" "+why, levelError)
 		return nil
 	}
@@ -177,8 +180,8 @@ func (m *Model) setNote(s string, level int) { m.acts.note, m.acts.noteLvl = s, 
 
 // actionKey maps an action key onto a dialog or an action for pool (and the
 // selected member when mm is set).
-func (m *Model) actionKey(msg tea.KeyMsg, pool string, mm *engine.Member) tea.Cmd {
-	if pool == "" {
+func (m *Model) actionKey(msg tea.KeyMsg, pool engine.PoolRef, mm *engine.Member) tea.Cmd {
+	if pool == (engine.PoolRef{}) {
 		return nil
 	}
 	k := &m.keys
@@ -199,17 +202,17 @@ func (m *Model) actionKey(msg tea.KeyMsg, pool string, mm *engine.Member) tea.Cm
 	case &k.Claim:
 		return m.openClaim(pool)
 	case &k.Reconcile:
-		return m.startAction(actionRequest{kind: actReconcile, pool: pool})
+		return m.startAction(actionRequest{kind: actReconcile, ref: pool, pool: m.title(pool)})
 	case &k.Resize:
 		if v == nil || !v.Defined {
-			m.setNote(render.GlyphBad+" "+sanitize.Sanitize(pool)+" has no definition to resize", levelError)
+			m.setNote(render.GlyphBad+" "+sanitize.Sanitize(m.title(pool))+" has no definition to resize", levelError)
 			return nil
 		}
 		m.dialog = newResizeDialog(m.st, v)
-		m.dialog.req.pool = pool
+		m.dialog.req.ref, m.dialog.req.pool = pool, m.title(pool)
 		return m.dialog.input.Focus()
 	case &k.Delete:
-		m.dialog = newDeleteDialog(m.st, pool, v)
+		m.dialog = newDeleteDialog(m.st, pool, m.title(pool), v)
 		return m.dialog.input.Focus()
 	case &k.Release, &k.ForceRelease:
 		if mm == nil {
@@ -230,7 +233,7 @@ func (m *Model) actionKey(msg tea.KeyMsg, pool string, mm *engine.Member) tea.Cm
 		// force-release (the same permission check, confirmation and audit
 		// as f and release --force).
 		m.dialog = newReleaseDialog(v, mm, m.now)
-		m.dialog.req.pool = pool
+		m.dialog.req.ref, m.dialog.req.pool = pool, m.title(pool)
 	}
 	return nil
 }

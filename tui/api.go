@@ -94,10 +94,11 @@ type Options struct {
 	// to its own namespace (ActionsIn, AccessIn).
 	Fleet bool
 	// Contexts: the pools come from several clusters (with Fleet): a
-	// Snapshot's namespace is context/namespace, and Data may report each
+	// Snapshot carries its cluster's Context, and Data may report each
 	// cluster's health (ClusterSource) for a header line of their states.
-	// The pools view gets a CONTEXT column; ActionsIn, AccessIn, Events,
-	// Logs and Console get context/namespace and route to that cluster.
+	// The pools view gets a CONTEXT column; ActionsIn and AccessIn get the
+	// context and the namespace, EventsIn, LogsIn and ConsoleIn the
+	// context, and each routes to that cluster.
 	Contexts bool
 	// ContextNames are the contexts of a fleet of clusters, for `:ctx NAME`
 	// and its completion (default: those Data reports as ClusterSource).
@@ -119,11 +120,18 @@ type Options struct {
 	Data DataSource
 	// Actions runs the pool operations (nil in read-only mode).
 	Actions Actions
-	// ActionsIn runs the pool operations of a namespace: with Fleet, every
-	// action goes through it to its pool's namespace (nil in read-only mode).
-	ActionsIn func(namespace string) Actions
+	// ActionsIn runs the pool operations of a namespace of a cluster
+	// (context "" in one cluster): with Fleet, every action goes through it
+	// to its pool's cluster and namespace (nil in read-only mode).
+	ActionsIn func(context, namespace string) Actions
 	// Events reads Pod and PVC Events for the detail pane (optional).
 	Events EventSource
+	// EventsIn, LogsIn and ConsoleIn are Events, Logs and Console of one
+	// cluster of a fleet of clusters (Contexts; optional: each replaces its
+	// own field when set).
+	EventsIn  func(context string) EventSource
+	LogsIn    func(context string) LogSource
+	ConsoleIn func(context string) ConsoleRunner
 	// Nodes lists nodes for the diagnosis (optional).
 	Nodes NodeSource
 	// Access reports which actions the user may run (optional; not asked in
@@ -131,7 +139,7 @@ type Options struct {
 	Access Access
 	// AccessIn reports what the user may do in a namespace (Fleet; optional):
 	// it is asked the first time a pool of the namespace is selected.
-	AccessIn func(namespace string) Access
+	AccessIn func(context, namespace string) Access
 	// Console opens a terminal in a member (nil: no console; never used in
 	// read-only mode: exec is a write).
 	Console ConsoleRunner
@@ -168,7 +176,7 @@ func (o *Options) defaults() {
 	}
 	if o.ReadOnly {
 		o.Actions, o.ActionsIn = nil, nil
-		o.Console = nil
+		o.Console, o.ConsoleIn = nil, nil
 	}
 }
 

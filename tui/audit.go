@@ -33,7 +33,8 @@ const maxAudit = 50
 // an older answer is dropped.
 type auditView struct {
 	open      bool
-	pool      string // the pool's key (fleet.go)
+	pool      engine.PoolRef
+	title     string // the pool as the user sees it (poolTitle)
 	namespace string
 	req       int
 	loading   bool
@@ -75,13 +76,13 @@ func auditEvents(evs []corev1.Event) []corev1.Event {
 
 // show opens the audit trail of pool and reads it (src may be nil: no
 // Events to read).
-func (a *auditView) show(ctx context.Context, src EventSource, namespace, pool string) tea.Cmd {
-	a.open, a.pool, a.namespace, a.req, a.events, a.err = true, pool, namespace, a.req+1, nil, nil
+func (a *auditView) show(ctx context.Context, src EventSource, namespace string, pool engine.PoolRef, title string) tea.Cmd {
+	a.open, a.pool, a.title, a.namespace, a.req, a.events, a.err = true, pool, title, namespace, a.req+1, nil, nil
 	if src == nil {
 		return nil
 	}
 	a.loading = true
-	return auditCmd(ctx, src, namespace, poolName(a.pool), a.req)
+	return auditCmd(ctx, src, namespace, a.pool.Name, a.req)
 }
 
 // refresh re-reads an open audit trail (an action just wrote an audit
@@ -91,7 +92,7 @@ func (a *auditView) refresh(ctx context.Context, src EventSource) tea.Cmd {
 		return nil
 	}
 	a.req++
-	return auditCmd(ctx, src, a.namespace, poolName(a.pool), a.req)
+	return auditCmd(ctx, src, a.namespace, a.pool.Name, a.req)
 }
 
 // update takes the answer to a read, and A or esc, which close the trail;
@@ -115,7 +116,7 @@ func (a *auditView) update(ctx viewContext, msg tea.Msg) (intent, tea.Cmd) {
 // view renders the pool's recent audit Events.
 func (a *auditView) view(ctx viewContext) string {
 	st := ctx.st
-	lines := []string{" " + st.Accent.Render(sanitize.Sanitize(a.pool)) + st.Muted.Render(" · audit: recent actions on "+sanitize.Sanitize(engine.ConfigMapName(poolName(a.pool)))+" (A or esc closes)")}
+	lines := []string{" " + st.Accent.Render(sanitize.Sanitize(a.title)) + st.Muted.Render(" · audit: recent actions on "+sanitize.Sanitize(engine.ConfigMapName(a.pool.Name))+" (A or esc closes)")}
 	switch {
 	case !ctx.events:
 		lines = append(lines, st.Muted.Render("  audit Events not available"))

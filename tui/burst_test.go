@@ -94,24 +94,24 @@ func TestBurstOfChangesIsCoalesced(t *testing.T) {
 // change that arrives while a rebuild is loading schedules one more.
 func TestChangeWhileLoadingIsNotLost(t *testing.T) {
 	m, _ := newTestModel(t, demoCluster(), testOpts{})
-	m.pending, m.armed = false, true
+	m.feed.pending, m.feed.armed = false, true
 	_, cmd := m.Update(changedMsg{})
-	if !m.pending || m.armed || cmd == nil {
-		t.Fatalf("first change: pending %v armed %v", m.pending, m.armed)
+	if !m.feed.pending || m.feed.armed || cmd == nil {
+		t.Fatalf("first change: pending %v armed %v", m.feed.pending, m.feed.armed)
 	}
-	if _, cmd := m.Update(changedMsg{}); cmd != nil || !m.dirty {
+	if _, cmd := m.Update(changedMsg{}); cmd != nil || !m.feed.dirty {
 		t.Fatal("a change while pending did not just mark the model dirty")
 	}
 	_, cmd = m.Update(rebuildMsg{})
-	if !m.armed || cmd == nil {
+	if !m.feed.armed || cmd == nil {
 		t.Fatal("the rebuild did not re-arm the change watch")
 	}
 	_, cmd = m.Update(dataMsg{views: demoCluster().views(), at: t0, health: health{synced: true}})
-	if !m.pending || m.dirty || cmd == nil {
-		t.Fatalf("a dirty rebuild did not schedule another: pending %v dirty %v", m.pending, m.dirty)
+	if !m.feed.pending || m.feed.dirty || cmd == nil {
+		t.Fatalf("a dirty rebuild did not schedule another: pending %v dirty %v", m.feed.pending, m.feed.dirty)
 	}
 	_, cmd = m.Update(dataMsg{views: demoCluster().views(), at: t0, health: health{synced: true}})
-	if m.pending || cmd != nil {
+	if m.feed.pending || cmd != nil {
 		t.Fatal("a clean rebuild scheduled another")
 	}
 }
@@ -146,7 +146,7 @@ func benchmarkMembersView(b *testing.B, n int) {
 		Now: func() time.Time { return t0 }, Actions: &fakeActions{}})
 	m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
 	m.Update(dataMsg{views: engine.ObserveAll(snaps, t0), at: t0, health: health{synced: true, lastSync: t0}})
-	m.openMembers("big")
+	m.openMembers(poolRefIn(m, "big"))
 	press(m, "pgdown", "pgdown") // somewhere in the middle of the first pages
 	if len(m.members.rows) != n {
 		b.Fatalf("%d rows, want %d", len(m.members.rows), n)

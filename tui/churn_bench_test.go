@@ -119,12 +119,12 @@ func newChurn(b *testing.B, n int, incremental, membersScreen bool) *churn {
 		Now: time.Now, Actions: &fakeActions{}})
 	c.m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
 	c.m.Update(tickMsg(time.Now()))
-	c.m.Update(c.m.load()())
-	if !c.m.loaded {
+	c.m.Update(c.m.feed.load(c.m.now)())
+	if !c.m.feed.loaded {
 		b.Fatal("the first load did not load")
 	}
 	if membersScreen {
-		c.m.openMembers("desk")
+		c.m.openMembers(poolRefIn(c.m, "desk"))
 		press(c.m, "pgdown")
 		if got := len(c.m.members.rows); got != n {
 			b.Fatalf("%d rows, want %d", got, n)
@@ -166,8 +166,8 @@ func (c *churn) step(b *testing.B) {
 		c.podW.Modify(p)
 	}
 	c.waitEvents(b, c.events+churnPerRebuild)
-	c.m.Update(c.m.load()())
-	if c.m.incr.needFull {
+	c.m.Update(c.m.feed.load(c.m.now)())
+	if c.m.feed.incr.needFull {
 		b.Fatal("a change of Pod status needed a whole load")
 	}
 	_ = c.m.View()

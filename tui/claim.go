@@ -14,9 +14,10 @@ import (
 
 // newClaimDialog asks for the identity a free member of the pool is
 // claimed for (the claim command's job, from the dashboard).
-func newClaimDialog(st themes.Styles, v *engine.PoolView, pool string) *dialogModel {
+// (pool as the user sees it: title).
+func newClaimDialog(st themes.Styles, v *engine.PoolView, ref engine.PoolRef, pool string) *dialogModel {
 	d := &dialogModel{kind: dlgClaim, title: "Claim a desktop of " + pool, confirm: "Claim", hasInput: true}
-	d.req = actionRequest{kind: actClaim, pool: pool}
+	d.req = actionRequest{kind: actClaim, ref: ref, pool: pool}
 	if v != nil {
 		d.lines = append(d.lines, fmt.Sprintf("%d free of %s (%d claimed).", v.Status.Free, render.Plural(len(v.Members), "member", "members"), v.Status.Claimed))
 	}
@@ -29,17 +30,17 @@ func newClaimDialog(st themes.Styles, v *engine.PoolView, pool string) *dialogMo
 }
 
 // openClaim opens the claim dialog for a pool.
-func (m *Model) openClaim(pool string) tea.Cmd {
+func (m *Model) openClaim(pool engine.PoolRef) tea.Cmd {
 	if !m.canAct() {
 		m.setNote(render.GlyphBad+" read-only: claim is a write", levelError)
 		return nil
 	}
 	v := m.view(pool)
 	if v == nil || !v.Defined {
-		m.setNote(render.GlyphBad+" "+sanitize.Sanitize(pool)+" has no definition: no member can be claimed", levelError)
+		m.setNote(render.GlyphBad+" "+sanitize.Sanitize(m.title(pool))+" has no definition: no member can be claimed", levelError)
 		return nil
 	}
-	m.dialog = newClaimDialog(m.st, v, pool)
+	m.dialog = newClaimDialog(m.st, v, pool, m.title(pool))
 	return m.dialog.input.Focus()
 }
 

@@ -13,11 +13,11 @@ import (
 )
 
 // A fleet of clusters (Options.Contexts) merges the pools of several
-// kubeconfig contexts. A pool's Namespace is then context/namespace, so that
-// its key is context/namespace/pool and every read and action of the pool
-// (ActionsIn, AccessIn, Events, logs, console) is routed by the caller to
-// its own cluster and namespace; what the user may do is asked per
-// context/namespace, so per cluster. The header gets a line with each
+// kubeconfig contexts. A pool's view then carries its Context, so that its
+// ref is context/namespace/pool and every read and action of the pool
+// (ActionsIn, AccessIn, EventsIn, LogsIn, ConsoleIn) is routed by the
+// caller to its own cluster and namespace; what the user may do is asked
+// per context and namespace, so per cluster. The header gets a line with each
 // cluster's own state, so that one cluster down never hides the others.
 
 // ClusterHealth is one cluster's connection, as a DataSource of several
@@ -86,25 +86,6 @@ func clustersLine(c viewContext) string {
 	return sanitize.Cut(" clusters: "+strings.Join(parts, "  "), c.width)
 }
 
-// splitNamespace splits a pool's namespace into its context and namespace
-// in a fleet of clusters (context/namespace, at the last "/": a namespace
-// name has none); otherwise the context is "".
-func (c *viewContext) splitNamespace(ns string) (kctx, name string) {
-	return splitNamespace(c.contexts, ns)
-}
-
-// splitNamespace is viewContext.splitNamespace in a fleet of clusters
-// (contexts) or not.
-func splitNamespace(contexts bool, ns string) (kctx, name string) {
-	if !contexts {
-		return "", ns
-	}
-	if i := strings.LastIndexByte(ns, '/'); i >= 0 {
-		return ns[:i], ns[i+1:]
-	}
-	return "", ns
-}
-
 // narrowing is what the commands `:ctx NAME` and, in a fleet of clusters,
 // `:ns NAME` narrow the view to, among what the dashboard watches ("":
 // everything). It narrows what is shown, never what is watched: the other
@@ -114,34 +95,16 @@ type narrowing struct {
 	context, namespace string
 }
 
-// splitContextNS splits a pool's namespace in a fleet of clusters into its
-// context and namespace (at the last "/": a namespace name has none).
-func splitContextNS(ns string) (kctx, name string) {
-	if i := strings.LastIndexByte(ns, '/'); i >= 0 {
-		return ns[:i], ns[i+1:]
-	}
-	return "", ns
-}
-
-// takeViews keeps every watched pool (for later narrowings and the
-// completion of names) and returns those the view is narrowed to.
+// takeViews notes the namespaces of every watched pool (for the completion
+// of names) and returns the pools the view is narrowed to.
 func (m *Model) takeViews(views []engine.PoolView) []engine.PoolView {
-	m.watched = views
 	if m.seenNS == nil {
 		m.seenNS = map[string]bool{}
 	}
 	for i := range views {
-		m.seenNS[m.nsPart(views[i].Namespace)] = true
+		m.seenNS[views[i].Namespace] = true
 	}
 	return m.narrowed(views)
-}
-
-// nsPart is the namespace of a pool's Namespace without its context.
-func (m *Model) nsPart(ns string) string {
-	if m.opts.Contexts {
-		_, ns = splitContextNS(ns)
-	}
-	return ns
 }
 
 // narrowed returns the pools of views the view is narrowed to (views
@@ -153,8 +116,7 @@ func (m *Model) narrowed(views []engine.PoolView) []engine.PoolView {
 	}
 	out := make([]engine.PoolView, 0, len(views))
 	for _, v := range views {
-		kctx, ns := splitContextNS(v.Namespace)
-		if (n.context == "" || kctx == n.context) && (n.namespace == "" || ns == n.namespace) {
+		if (n.context == "" || v.Context == n.context) && (n.namespace == "" || v.Namespace == n.namespace) {
 			out = append(out, v)
 		}
 	}
@@ -168,8 +130,8 @@ func (m *Model) watchedContexts() []string {
 		if len(m.opts.ContextNames) > 0 {
 			return m.opts.ContextNames
 		}
-		out := make([]string, 0, len(m.clusters))
-		for _, h := range m.clusters {
+		out := make([]string, 0, len(m.feed.clusters))
+		for _, h := range m.feed.clusters {
 			out = append(out, h.Context)
 		}
 		return out
@@ -227,14 +189,14 @@ func (m *Model) narrowNamespace(name string) error {
 // applyNarrowing shows the watched pools the view is now narrowed to; a
 // screen about a pool no longer shown goes back to the pools.
 func (m *Model) applyNarrowing() {
-	m.views = m.narrowed(m.watched)
+	m.views = m.narrowed(m.feed.watched)
 	m.pools.sync(m.views, m.opts.Fleet, m.opts.Contexts)
-	if pool := m.currentPool(); m.screen != screenPools && m.screen != screenWall && (pool == "" || m.view(pool) == nil) {
+	if pool := m.currentPool(); m.screen != screenPools && m.screen != screenWall && (pool == (engine.PoolRef{}) || m.view(pool) == nil) {
 		m.logs.stop()
 		m.audit.open = false
 		m.screen = screenPools
 	}
-	if m.members.pool != "" {
+	if m.members.pool != (engine.PoolRef{}) {
 		m.members.setData(m.view(m.members.pool))
 	}
 	m.layout()

@@ -34,7 +34,7 @@ func clusterSnapshots() []engine.Snapshot {
 		if snaps[i].Namespace == "vdi-eng" {
 			kctx = labContext
 		}
-		snaps[i].Namespace = kctx + "/" + snaps[i].Namespace
+		snaps[i].Context = kctx
 	}
 	return snaps
 }
@@ -165,7 +165,7 @@ func TestClustersActionsAndAccessPerCluster(t *testing.T) {
 func TestClustersHostileContextName(t *testing.T) {
 	evil := "evil\x1b]0;pwned\x07\x1b[31m"
 	snaps := fleetSnapshots()[:1]
-	snaps[0].Namespace = evil + "/" + snaps[0].Namespace
+	snaps[0].Context = evil
 	data := &clusterData{fakeData: newFakeData(snaps), clusters: []ClusterHealth{{Context: evil, Synced: true, LastSync: t0}}}
 	m := newModel(context.Background(), Options{Fleet: true, Contexts: true, Theme: themes.Dark(),
 		Renderer: themes.NoColorRenderer(io.Discard), Now: func() time.Time { return t0 }, Data: data})

@@ -28,9 +28,9 @@ type Scope struct {
 	// Data is started, and stops when the context given to Scope ends.
 	Data      DataSource
 	Actions   Actions
-	ActionsIn func(namespace string) Actions
+	ActionsIn func(context, namespace string) Actions
 	Access    Access
-	AccessIn  func(namespace string) Access
+	AccessIn  func(context, namespace string) Access
 	Console   ConsoleRunner
 }
 
@@ -307,19 +307,14 @@ func (m *Model) applyScope(msg scopeMsg) tea.Cmd {
 		m.setNote(render.GlyphBad+" "+msg.err.Error(), levelError)
 		return nil
 	}
-	if m.scopeCancel != nil {
-		m.scopeCancel()
-	}
-	close(m.scopeDone)
-	m.scopeCancel, m.scopeDone = msg.cancel, make(chan struct{})
 	sc := msg.scope
 	o := &m.opts
 	o.Namespace, o.Fleet, o.Data = sc.Namespace, sc.Fleet, sc.Data
 	if !o.ReadOnly {
 		o.Actions, o.ActionsIn, o.Access, o.AccessIn, o.Console = sc.Actions, sc.ActionsIn, sc.Access, sc.AccessIn, sc.Console
 	}
-	m.dataGen++
-	m.views, m.watched, m.loaded, m.health, m.started = nil, nil, false, health{}, m.now
+	load := m.feed.replace(sc.Data, msg.cancel, m.now)
+	m.views = nil
 	m.side.caps, m.side.capsErr, m.side.inNS = nil, nil, nil
 	m.pools = newPoolsView(m.st)
 	m.members = newMembersView(m.st)
@@ -334,8 +329,7 @@ func (m *Model) applyScope(msg scopeMsg) tea.Cmd {
 		shown = "namespaces: " + sc.Namespace
 	}
 	m.setNote(render.GlyphOK+" showing "+shown, levelOK)
-	m.pending, m.armed, m.dirty = true, true, false
-	cmds := []tea.Cmd{m.load(), m.waitChange()}
+	cmds := []tea.Cmd{load}
 	if o.Access != nil && !o.ReadOnly && !o.Fleet {
 		cmds = append(cmds, capsCmd(m.ctx, o.Access))
 	}

@@ -196,7 +196,7 @@ func TestCommandErrors(t *testing.T) {
 	sc := &fakeScoper{err: errors.New("this identity may not list pods in all namespaces; use -n NAMESPACE, or --namespaces a,b,c")}
 	m, stopped := newScopedModel(t, sc)
 	m.Update(waitMsg[scopeMsg](t, command(m, "ns all")))
-	if s := status(m); !strings.Contains(s, "may not list pods in all namespaces") || m.opts.Fleet || *stopped != 0 || !m.loaded {
+	if s := status(m); !strings.Contains(s, "may not list pods in all namespaces") || m.opts.Fleet || *stopped != 0 || !m.feed.loaded {
 		t.Fatalf("a refused switch: status %q, fleet %v, stopped %d", s, m.opts.Fleet, *stopped)
 	}
 	if cmd := command(m, "frobnicate"); cmd != nil || !strings.Contains(status(m), "commands: ns NAME") {

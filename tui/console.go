@@ -90,7 +90,7 @@ func (m *Model) markMemberTools(k *keyMap) {
 }
 
 // openConsole hands the terminal to a shell in the member, or says why not.
-func (m *Model) openConsole(pool string, mm *engine.Member) tea.Cmd {
+func (m *Model) openConsole(pool engine.PoolRef, mm *engine.Member) tea.Cmd {
 	if m.opts.ReadOnly {
 		m.setNote(render.GlyphBad+" read-only: the console is a write (pods/exec)", levelError)
 		return nil
@@ -99,13 +99,14 @@ func (m *Model) openConsole(pool string, mm *engine.Member) tea.Cmd {
 		m.setNote(render.GlyphBad+" "+why, levelError)
 		return nil
 	}
-	if m.opts.Console == nil {
+	runner := m.consoleFor(pool)
+	if runner == nil {
 		m.setNote(render.GlyphBad+" console unavailable: "+render.OrWord(m.consoleMissing(), "no exec connection"), levelError)
 		return nil
 	}
-	req := actionRequest{kind: actConsole, pool: pool, member: mm.Name}
+	req := actionRequest{kind: actConsole, ref: pool, pool: m.title(pool), member: mm.Name}
 	id := m.logStart(req)
-	p := &consoleProcess{ctx: m.ctx, runner: m.opts.Console, namespace: m.namespaceOf(pool), pod: mm.Name}
+	p := &consoleProcess{ctx: m.ctx, runner: runner, namespace: m.namespaceOf(pool), pod: mm.Name}
 	return tea.Exec(p, func(err error) tea.Msg {
 		text, err := consoleResult(err)
 		return actionDoneMsg{id: id, req: req, text: text, err: err}

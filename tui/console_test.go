@@ -78,7 +78,7 @@ func TestConsoleAndLogsUnavailableForSandboxd(t *testing.T) {
 	m.opts.Console = &fakeConsole{}
 	m.opts.Logs = &fakeLogs{}
 	press(m, "down", "down", "down", "enter")
-	if m.members.pool != "gpu" {
+	if m.title(m.members.pool) != "gpu" {
 		t.Fatalf("opened %q, want gpu", m.members.pool)
 	}
 	if h := helpLine(m); !strings.Contains(h, "console "+render.GlyphBad+" sandboxd") || !strings.Contains(h, "logs "+render.GlyphBad+" sandboxd") {

@@ -305,10 +305,10 @@ func TestIntegrationOperatorForceRelease(t *testing.T) {
 	m := newModel(t.Context(), Options{Namespace: env.Namespace, Renderer: themes.NoColorRenderer(io.Discard), Now: time.Now,
 		Data: newFakeData(nil), Actions: &fakeActions{}, Access: accessFor(client, env.Namespace)})
 	m.Update(waitMsg[capsMsg](t, capsCmd(t.Context(), m.opts.Access)))
-	if why := m.refusal(actForceRelease, "desk"); !strings.Contains(why, "needs force-release leases.coordination.k8s.io") {
+	if why := m.refusal(actForceRelease, poolRefIn(m, "desk")); !strings.Contains(why, "needs force-release leases.coordination.k8s.io") {
 		t.Fatalf("dashboard refusal = %q", why)
 	}
-	if why := m.refusal(actReconcile, "desk"); why != "" {
+	if why := m.refusal(actReconcile, poolRefIn(m, "desk")); why != "" {
 		t.Fatalf("reconcile refused: %q", why)
 	}
 
@@ -358,9 +358,9 @@ func TestIntegrationAuditList(t *testing.T) {
 	m.Update(tea.WindowSizeMsg{Width: 140, Height: 30})
 	env.WaitFor(t, 30*time.Second, "the pool", func() (bool, error) {
 		load(m, watcher)
-		return m.view("au") != nil, nil
+		return m.view(poolRefIn(m, "au")) != nil, nil
 	})
-	m.openMembers("au")
+	m.openMembers(poolRefIn(m, "au"))
 	_, cmd := m.Update(keyMsg("A"))
 	m.Update(waitMsg[auditMsg](t, cmd))
 	v := m.View()

@@ -22,11 +22,12 @@ import (
 // again when the member's Pod or PVC changed (at most every
 // eventsRefreshEvery), since a change usually comes with new Events.
 type detailView struct {
-	pool, member string
-	req          int
-	loading      bool
-	events       []corev1.Event
-	err          error
+	pool    engine.PoolRef
+	member  string
+	req     int
+	loading bool
+	events  []corev1.Event
+	err     error
 	// versions are the member's Pod and PVC resourceVersions when the
 	// Events were last asked for, at asked.
 	versions string
@@ -72,7 +73,7 @@ func (d *detailView) setEvents(msg eventsMsg) {
 }
 
 // open shows another member; its Events are asked for next.
-func (d *detailView) open(pool, member string) {
+func (d *detailView) open(pool engine.PoolRef, member string) {
 	*d = detailView{pool: pool, member: member, req: d.req + 1}
 }
 
@@ -175,7 +176,7 @@ func (d *detailView) view(ctx viewContext) string {
 	add := func(label, text string) { addStyled(label, st.ColumnHeader, st.Text, text) }
 	name := mm.Name
 	if ctx.fleet {
-		name = v.Namespace + "/" + name // two namespaces may have a desk-1
+		name = fleetNamespace(v) + "/" + name // two namespaces may have a desk-1
 	}
 	lines = append(lines, " "+st.Accent.Render(sanitize.Sanitize(name))+" · "+ctx.level(memberLevel(mm)).Render(string(mm.State))+" · "+sanitize.Sanitize(claimSummary(mm, ctx.now)))
 	lines = append(lines, "")

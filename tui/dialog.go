@@ -141,9 +141,10 @@ func listShort(items []string, n int) string {
 	return strings.Join(items[:n], ", ") + fmt.Sprintf(" and %d more", len(items)-n)
 }
 
-func newDeleteDialog(st themes.Styles, pool string, v *engine.PoolView) *dialogModel {
+// (pool as the user sees it: title, which is also what must be typed).
+func newDeleteDialog(st themes.Styles, ref engine.PoolRef, pool string, v *engine.PoolView) *dialogModel {
 	d := &dialogModel{kind: dlgDelete, title: "Delete pool " + pool + "?", confirm: "Delete", hasInput: true}
-	d.req = actionRequest{kind: actDelete, pool: pool}
+	d.req = actionRequest{kind: actDelete, ref: ref, pool: pool}
 	members, claimed := 0, 0
 	if v != nil {
 		for i := range v.Members {

@@ -6,8 +6,12 @@
 //
 // Where to start reading:
 //
-//   - model.go: the root Model (Init, Update, View) and its data; route.go
-//     sends keys and intents to the view on screen.
+//   - model.go: the root Model (Init, Update, View); route.go sends keys
+//     and intents to the view on screen. feed.go is its data feed: change
+//     signals coalesced into loads (data.go reads them), the watched pools
+//     and the connection's health.
+//   - fleet.go: a pool is its engine.PoolRef wherever the dashboard keeps
+//     one; the user sees it as name, namespace/name or context/namespace/name.
 //   - keys.go: every key binding and the help lines; access.go pairs the
 //     action keys with the engine's actions for the permission check.
 //   - members.go: the members view and the drawing of its table rows;

@@ -2,64 +2,68 @@ package tui
 
 import (
 	"context"
-	"strings"
 
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
 )
 
-// The fleet view (Options.Fleet) shows the pools of several namespaces. A
-// pool is named by its key: its name in one namespace, namespace/pool in the
-// fleet, where two namespaces may each have a pool "desk". Views, the
-// selection and action requests carry the key; what goes to the cluster is
-// split back into the namespace and the pool's name (splitPoolKey).
+// The fleet view (Options.Fleet) shows the pools of several namespaces,
+// and of several clusters with Options.Contexts. A pool is named by its
+// engine.PoolRef (context, namespace, name) wherever the dashboard keeps
+// one: views, the selection, the incremental index and action requests
+// carry it, and what goes to the cluster is its parts, never a string
+// parsed back. The user sees its name, namespace/name in the fleet and
+// context/namespace/name in a fleet of clusters (title).
 //
 // What the user may do is asked per namespace in the fleet
 // (Options.AccessIn), the first time a pool of that namespace is selected;
 // until the answer comes an action is offered and the API server decides,
 // as in one namespace before the first answer.
 
-// key names a pool: its name, or namespace/name in the fleet.
-func (c *viewContext) key(v *engine.PoolView) string { return poolKey(c.fleet, v) }
+// title is how the user sees a pool's name: its name, or its ref
+// (namespace/name, context/namespace/name) in the fleet.
+func (c *viewContext) title(v *engine.PoolView) string { return poolTitle(c.fleet, v) }
 
-func poolKey(fleet bool, v *engine.PoolView) string {
-	if fleet {
-		return v.Namespace + "/" + v.Name
-	}
-	return v.Name
+func poolTitle(fleet bool, v *engine.PoolView) string {
+	return refTitle(fleet, v.Ref())
 }
 
-// findPool returns the pool of views with this key, or nil.
-func findPool(views []engine.PoolView, fleet bool, key string) *engine.PoolView {
-	ns, name := "", key
+// title is how the user sees the pool with this ref (poolTitle).
+func (m *Model) title(ref engine.PoolRef) string { return refTitle(m.opts.Fleet, ref) }
+
+// refTitle is poolTitle of a ref.
+func refTitle(fleet bool, ref engine.PoolRef) string {
 	if fleet {
-		ns, name = splitPoolKey(key)
+		return ref.String()
 	}
+	return ref.Name
+}
+
+// fleetNamespace is how the user sees a pool's namespace in the fleet:
+// context/namespace in a fleet of clusters.
+func fleetNamespace(v *engine.PoolView) string {
+	if v.Context != "" {
+		return v.Context + "/" + v.Namespace
+	}
+	return v.Namespace
+}
+
+// findPool returns the pool of views with this ref, or nil.
+func findPool(views []engine.PoolView, ref engine.PoolRef) *engine.PoolView {
 	for i := range views {
-		if v := &views[i]; v.Name == name && (!fleet || v.Namespace == ns) {
+		if v := &views[i]; v.Name == ref.Name && v.Namespace == ref.Namespace && v.Context == ref.Context {
 			return v
 		}
 	}
 	return nil
 }
 
-// splitPoolKey splits a fleet key into the namespace and the pool's name
-// at its last "/" (a pool name has none; the namespace of a fleet of
-// clusters is context/namespace, and a context name may hold "/"); a key
-// without one is a name in the dashboard's
-// namespace (ns "").
-func splitPoolKey(key string) (ns, name string) {
-	if i := strings.LastIndexByte(key, '/'); i >= 0 {
-		return key[:i], key[i+1:]
-	}
-	return "", key
-}
-
-// poolName is the pool's name in its namespace.
-func poolName(key string) string {
-	_, name := splitPoolKey(key)
-	return name
+// nsRef is the cluster and namespace of a pool (its ref without a name):
+// what the user may do is asked per nsRef in the fleet.
+func nsRef(ref engine.PoolRef) engine.PoolRef {
+	ref.Name = ""
+	return ref
 }
 
 // canAct reports whether actions can run at all (not read-only, and wired).
@@ -67,18 +71,17 @@ func (m *Model) canAct() bool {
 	return !m.opts.ReadOnly && (m.opts.Actions != nil || m.opts.ActionsIn != nil)
 }
 
-// actionsFor returns the operations for the pool with this key and the
-// pool's name in its namespace.
-func (m *Model) actionsFor(key string) (Actions, string) {
-	ns, name := splitPoolKey(key)
+// actionsFor returns the operations for the pool and the pool's name in
+// its namespace.
+func (m *Model) actionsFor(ref engine.PoolRef) (Actions, string) {
 	if m.opts.Fleet && m.opts.ActionsIn != nil {
-		return m.opts.ActionsIn(ns), name
+		return m.opts.ActionsIn(ref.Context, ref.Namespace), ref.Name
 	}
-	return m.opts.Actions, name
+	return m.opts.Actions, ref.Name
 }
 
-// currentPool is the key of the pool the screen is about ("" for none).
-func (m *Model) currentPool() string {
+// currentPool is the pool the screen is about (zero for none).
+func (m *Model) currentPool() engine.PoolRef {
 	switch m.screen {
 	case screenPools:
 		return m.pools.selected
@@ -89,7 +92,7 @@ func (m *Model) currentPool() string {
 	case screenLogs:
 		return m.logs.pool
 	}
-	return ""
+	return engine.PoolRef{}
 }
 
 // nsCaps is what the user may do in one namespace of the fleet.
@@ -98,13 +101,12 @@ type nsCaps struct {
 	err  error
 }
 
-// capsFor returns what is known of the user's capabilities for the pool
-// with this key.
-func (m *Model) capsFor(key string) (map[engine.Action]engine.Capability, error) {
+// capsFor returns what is known of the user's capabilities for the pool.
+func (m *Model) capsFor(ref engine.PoolRef) (map[engine.Action]engine.Capability, error) {
 	if !m.opts.Fleet {
 		return m.side.caps, m.side.capsErr
 	}
-	c := m.side.inNS[m.namespaceOf(key)]
+	c := m.side.inNS[nsRef(ref)]
 	if c == nil {
 		return nil, nil
 	}
@@ -117,27 +119,27 @@ func (m *Model) askCaps() tea.Cmd {
 	if !m.opts.Fleet || m.opts.AccessIn == nil || m.opts.ReadOnly {
 		return nil
 	}
-	key := m.currentPool()
-	if key == "" {
+	ref := m.currentPool()
+	if ref == (engine.PoolRef{}) {
 		return nil
 	}
-	ns := m.namespaceOf(key)
-	if _, asked := m.side.inNS[ns]; asked || ns == "" {
+	in := nsRef(ref)
+	if _, asked := m.side.inNS[in]; asked || in.Namespace == "" {
 		return nil
 	}
 	if m.side.inNS == nil {
-		m.side.inNS = map[string]*nsCaps{}
+		m.side.inNS = map[engine.PoolRef]*nsCaps{}
 	}
-	m.side.inNS[ns] = &nsCaps{}
-	return capsCmdIn(m.ctx, m.opts.AccessIn(ns), ns)
+	m.side.inNS[in] = &nsCaps{}
+	return capsCmdIn(m.ctx, m.opts.AccessIn(in.Context, in.Namespace), in)
 }
 
-// capsCmdIn asks what the user may do in namespace ns.
-func capsCmdIn(ctx context.Context, a Access, ns string) tea.Cmd {
+// capsCmdIn asks what the user may do in one namespace (nsRef) of the fleet.
+func capsCmdIn(ctx context.Context, a Access, in engine.PoolRef) tea.Cmd {
 	ask := capsCmd(ctx, a)
 	return func() tea.Msg {
 		msg := ask().(capsMsg)
-		msg.namespace = ns
+		msg.in = in
 		return msg
 	}
 }

@@ -70,7 +70,7 @@ func (s fleetScale) snapshots() []engine.Snapshot {
 			snaps := c.snapshots()
 			if s.clusters > 0 {
 				for i := range snaps {
-					snaps[i].Namespace = fleetCluster(k) + "/" + snaps[i].Namespace
+					snaps[i].Context = fleetCluster(k)
 				}
 			}
 			out = append(out, snaps...)
@@ -93,7 +93,7 @@ func (s fleetScale) model(snaps []engine.Snapshot) (*Model, *fakeData) {
 		}
 		data = &clusterData{fakeData: fd, clusters: health}
 		opts = Options{Context: fmt.Sprintf("%d contexts", s.clusters), Namespace: "each context's", Fleet: true, Contexts: true,
-			Renderer: opts.Renderer, Now: opts.Now, ActionsIn: func(string) Actions { return &fakeActions{} }}
+			Renderer: opts.Renderer, Now: opts.Now, ActionsIn: func(string, string) Actions { return &fakeActions{} }}
 	}
 	opts.Data = data
 	m := newModel(context.Background(), opts)
@@ -104,11 +104,11 @@ func (s fleetScale) model(snaps []engine.Snapshot) (*Model, *fakeData) {
 }
 
 // fleetPool is the key of a pool in the middle of the scale.
-func (s fleetScale) fleetPool() string {
+func (s fleetScale) fleetPool() engine.PoolRef {
 	if s.clusters == 0 {
-		return "desk-25"
+		return engine.PoolRef{Namespace: ns, Name: "desk-25"}
 	}
-	return fleetCluster(s.clusters/2) + "/vdi-10/desk-25"
+	return engine.PoolRef{Context: fleetCluster(s.clusters / 2), Namespace: "vdi-10", Name: "desk-25"}
 }
 
 // BenchmarkFleetPoolsView is the frame cost of the pools view, scrolled to

@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -60,8 +61,17 @@ func fleetSnapshots() []engine.Snapshot {
 // fleetActions are one fakeActions per namespace.
 type fleetActions map[string]*fakeActions
 
-func (f fleetActions) in(ns string) Actions {
-	if a, ok := f[ns]; ok {
+// nsKey names a namespace of the fleet in the fixtures: namespace, or
+// context/namespace in a fleet of clusters.
+func nsKey(kctx, ns string) string {
+	if kctx != "" {
+		return kctx + "/" + ns
+	}
+	return ns
+}
+
+func (f fleetActions) in(kctx, ns string) Actions {
+	if a, ok := f[nsKey(kctx, ns)]; ok {
 		return a
 	}
 	return nil
@@ -103,7 +113,7 @@ type nsAccess struct {
 	asked []string
 }
 
-func (a *nsAccess) in(ns string) Access { return nsAccessIn{a: a, ns: ns} }
+func (a *nsAccess) in(kctx, ns string) Access { return nsAccessIn{a: a, ns: nsKey(kctx, ns)} }
 
 type nsAccessIn struct {
 	a  *nsAccess
@@ -236,7 +246,7 @@ func TestFleetReadsGoToThePoolsNamespace(t *testing.T) {
 	ev := &recordingEvents{}
 	m, _ := newFleetModel(t, fleetOpts{actions: newFleetActions(), events: ev})
 	press(m, "down", "enter") // vdi-cad/desk
-	if m.members.pool != "vdi-cad/desk" || m.members.current() == nil || m.members.current().Name != "desk-1" {
+	if m.title(m.members.pool) != "vdi-cad/desk" || m.members.current() == nil || m.members.current().Name != "desk-1" {
 		t.Fatalf("members of %q, member %v; want vdi-cad/desk, desk-1", m.members.pool, m.members.current())
 	}
 	m.Update(waitMsg[auditMsg](t, press(m, "A")))
@@ -292,41 +302,42 @@ func TestFleetCapabilitiesPerNamespace(t *testing.T) {
 	}
 }
 
-func TestPoolKeys(t *testing.T) {
+func TestPoolRefs(t *testing.T) {
 	for _, tc := range []struct {
-		key, ns, name string
+		v            engine.PoolView
+		one, inFleet string // poolTitle in one namespace, in the fleet
 	}{
-		{"desk", "", "desk"},
-		{"vdi-eng/desk", "vdi-eng", "desk"},
+		{engine.PoolView{Namespace: "vdi-eng", Name: "desk"}, "desk", "vdi-eng/desk"},
+		{engine.PoolView{Context: labContext, Namespace: "vdi-eng", Name: "desk"}, "desk", labContext + "/vdi-eng/desk"},
 	} {
-		ns, name := splitPoolKey(tc.key)
-		if ns != tc.ns || name != tc.name || poolName(tc.key) != tc.name {
-			t.Errorf("splitPoolKey(%q) = %q, %q; want %q, %q", tc.key, ns, name, tc.ns, tc.name)
+		if got := poolTitle(false, &tc.v); got != tc.one {
+			t.Errorf("poolTitle(%v) = %q, want %q", tc.v.Ref(), got, tc.one)
+		}
+		if got := poolTitle(true, &tc.v); got != tc.inFleet {
+			t.Errorf("poolTitle(fleet, %v) = %q, want %q", tc.v.Ref(), got, tc.inFleet)
 		}
 	}
-	v := &engine.PoolView{Namespace: "vdi-eng", Name: "desk"}
-	if poolKey(false, v) != "desk" || poolKey(true, v) != "vdi-eng/desk" {
-		t.Errorf("poolKey: %q, %q", poolKey(false, v), poolKey(true, v))
+	views := []engine.PoolView{
+		{Namespace: "vdi-cad", Name: "desk"}, {Namespace: "vdi-eng", Name: "desk"},
+		{Context: "prod-eu", Namespace: "vdi-eng", Name: "desk"},
 	}
-	views := []engine.PoolView{{Namespace: "vdi-cad", Name: "desk"}, {Namespace: "vdi-eng", Name: "desk"}}
 	for _, tc := range []struct {
-		fleet bool
-		key   string
-		want  string // namespace of the pool found; "-" for none
+		ref  engine.PoolRef
+		want int // index of the pool found; -1 for none
 	}{
-		{false, "desk", "vdi-cad"},
-		{true, "vdi-eng/desk", "vdi-eng"},
-		{true, "vdi-cad/desk", "vdi-cad"},
-		{true, "desk", "-"},
-		{true, "kiosk/desk", "-"},
-		{false, "vdi-eng/desk", "-"},
+		{engine.PoolRef{Namespace: "vdi-cad", Name: "desk"}, 0},
+		{engine.PoolRef{Namespace: "vdi-eng", Name: "desk"}, 1},
+		{engine.PoolRef{Context: "prod-eu", Namespace: "vdi-eng", Name: "desk"}, 2},
+		{engine.PoolRef{Name: "desk"}, -1},
+		{engine.PoolRef{Namespace: "kiosk", Name: "desk"}, -1},
+		{engine.PoolRef{Context: "prod-eu", Namespace: "vdi-cad", Name: "desk"}, -1},
 	} {
-		got := "-"
-		if v := findPool(views, tc.fleet, tc.key); v != nil {
-			got = v.Namespace
+		got := -1
+		if v := findPool(views, tc.ref); v != nil {
+			got = slices.IndexFunc(views, func(w engine.PoolView) bool { return w.Ref() == v.Ref() })
 		}
 		if got != tc.want {
-			t.Errorf("findPool(fleet %v, %q) in %s, want %s", tc.fleet, tc.key, got, tc.want)
+			t.Errorf("findPool(%v) = %d, want %d", tc.ref, got, tc.want)
 		}
 	}
 }

@@ -40,7 +40,7 @@ func newWallModel(t *testing.T, o wallOpts) *Model {
 	}
 	opts.Data = data
 	if !o.readOnly {
-		opts.ActionsIn = func(string) Actions { return &fakeActions{} }
+		opts.ActionsIn = func(string, string) Actions { return &fakeActions{} }
 	}
 	m := newModel(context.Background(), opts)
 	m.Update(tea.WindowSizeMsg{Width: o.width, Height: o.height})
@@ -67,7 +67,7 @@ func manyPools() ([]engine.Snapshot, []ClusterHealth) {
 			shape(c, name, i, s)
 		}
 		for _, snap := range c.snapshots() {
-			snap.Namespace = kctx + "/" + snap.Namespace
+			snap.Context = kctx
 			snaps = append(snaps, snap)
 		}
 	}
@@ -237,7 +237,7 @@ func TestFleetWallFallsBackToClusters(t *testing.T) {
 func shownKeys(m *Model) string {
 	var out []string
 	for i := range m.views {
-		out = append(out, poolKey(m.opts.Fleet, &m.views[i]))
+		out = append(out, poolTitle(m.opts.Fleet, &m.views[i]))
 	}
 	return strings.Join(out, " ")
 }
@@ -290,7 +290,7 @@ func TestContextsCommandNarrows(t *testing.T) {
 	command(m, "ctx all")
 	command(m, "ns all")
 	press(m, "end", "enter") // the lab's desk
-	if m.screen != screenMembers || m.members.pool != lab {
+	if m.screen != screenMembers || m.title(m.members.pool) != lab {
 		t.Fatalf("screen %v, pool %q", m.screen, m.members.pool)
 	}
 	command(m, "ctx prod-eu")
@@ -385,7 +385,9 @@ func TestFleetHostileContextNames(t *testing.T) {
 	evil := "evil\x1b]0;pwned\x07\x1b[31m"
 	snaps := clusterSnapshots()
 	for i := range snaps {
-		snaps[i].Namespace = strings.Replace(snaps[i].Namespace, "prod-eu/", evil+"/", 1)
+		if snaps[i].Context == "prod-eu" {
+			snaps[i].Context = evil
+		}
 	}
 	health := clusterHealths()
 	health[0].Context = evil

@@ -9,6 +9,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/ctpool-tui/ctpool-tui/engine"
 	goldenfile "github.com/ctpool-tui/ctpool-tui/internal/golden"
 )
 
@@ -157,3 +158,17 @@ func screenLine(m *Model, i int) string {
 func header(m *Model) string   { return screenLine(m, 0) }
 func status(m *Model) string   { return screenLine(m, -2) }
 func helpLine(m *Model) string { return screenLine(m, -1) }
+
+// poolRefIn is the ref of the pool of m the user sees as title (poolTitle;
+// a lookup, not a parse), or a ref of that name in no namespace when no
+// pool is seen so.
+func poolRefIn(m *Model, title string) engine.PoolRef {
+	for _, views := range [][]engine.PoolView{m.views, m.feed.watched} {
+		for i := range views {
+			if poolTitle(m.opts.Fleet, &views[i]) == title {
+				return views[i].Ref()
+			}
+		}
+	}
+	return engine.PoolRef{Name: title}
+}

@@ -30,8 +30,8 @@ type changeStore struct {
 	leases map[string]*coordinationv1.Lease
 	ch     chan struct{}
 	all    bool
-	pools  map[poolRef]*engine.PoolChanges
-	seen   map[poolRef]map[string]bool
+	pools  map[engine.PoolRef]*engine.PoolChanges
+	seen   map[engine.PoolRef]map[string]bool
 }
 
 var _ ChangeSource = (*changeStore)(nil)
@@ -147,9 +147,9 @@ func (s *changeStore) record(obj any) {
 	if !ok || s.all {
 		return
 	}
-	k := poolRef{ns, pool}
+	k := engine.PoolRef{Namespace: ns, Name: pool}
 	if s.pools == nil {
-		s.pools, s.seen = map[poolRef]*engine.PoolChanges{}, map[poolRef]map[string]bool{}
+		s.pools, s.seen = map[engine.PoolRef]*engine.PoolChanges{}, map[engine.PoolRef]map[string]bool{}
 	}
 	pc := s.pools[k]
 	if pc == nil {
@@ -206,9 +206,9 @@ type plainSource struct{ DataSource }
 // reload runs one load of the model and applies it, then a whole one when
 // the delta could not be applied.
 func reload(m *Model) {
-	m.Update(m.load()())
-	if m.incr.needFull {
-		m.Update(m.load()())
+	m.Update(m.feed.load(m.now)())
+	if m.feed.incr.needFull {
+		m.Update(m.feed.load(m.now)())
 	}
 }
 
@@ -240,11 +240,11 @@ func TestMembersFollowChangesLikeAWholeRebuild(t *testing.T) {
 				m.Update(tea.WindowSizeMsg{Width: 120, Height: 30})
 				m.Update(tickMsg(now))
 				reload(m)
-				m.openMembers("big")
+				m.openMembers(poolRefIn(m, "big"))
 				return m
 			}
 			inc, full := mk(store), mk(plainSource{store})
-			if inc.incr.states == nil || full.incr.states != nil {
+			if inc.feed.incr.states == nil || full.feed.incr.states != nil {
 				t.Fatal("the sources are not what the test means")
 			}
 			const steps = 400
@@ -259,8 +259,8 @@ func TestMembersFollowChangesLikeAWholeRebuild(t *testing.T) {
 					press(inc, keys...)
 					press(full, keys...)
 					if inc.screen != screenMembers { // esc went back
-						inc.openMembers("big")
-						full.openMembers("big")
+						inc.openMembers(poolRefIn(inc, "big"))
+						full.openMembers(poolRefIn(full, "big"))
 					}
 				}
 				if rnd.IntN(3) == 0 {
@@ -274,9 +274,9 @@ func TestMembersFollowChangesLikeAWholeRebuild(t *testing.T) {
 					t.Fatalf("step %d %v: %s", i, did, msg)
 				}
 			}
-			t.Logf("%d of %d loads applied by difference", inc.incr.deltas, steps)
-			if inc.incr.deltas < steps/3 {
-				t.Errorf("only %d of %d loads applied by difference", inc.incr.deltas, steps)
+			t.Logf("%d of %d loads applied by difference", inc.feed.incr.deltas, steps)
+			if inc.feed.incr.deltas < steps/3 {
+				t.Errorf("only %d of %d loads applied by difference", inc.feed.incr.deltas, steps)
 			}
 		})
 	}
@@ -420,24 +420,24 @@ func TestLateDeltaAsksForAWholeLoad(t *testing.T) {
 		Now: func() time.Time { return t0 }, Data: store, Actions: &fakeActions{}})
 	m.Update(tea.WindowSizeMsg{Width: 120, Height: 30})
 	reload(m)
-	if m.incr.states == nil {
+	if m.feed.incr.states == nil {
 		t.Fatal("no pool states after the first load")
 	}
 	p := c.pods[0].DeepCopy()
 	p.Spec.NodeName = "node-z"
 	store.put(p, false)
-	older := m.load()() // takes the change
-	newer := m.load()() // finds none
+	older := m.feed.load(m.now)() // takes the change
+	newer := m.feed.load(m.now)() // finds none
 	m.Update(newer)
-	if m.incr.needFull || m.dirty {
+	if m.feed.incr.needFull || m.feed.dirty {
 		t.Fatal("the newer delta asked for a whole load")
 	}
 	m.Update(older)
-	if !m.incr.needFull || !m.dirty {
-		t.Fatalf("a late delta was dropped without asking for a whole load (needFull %v, dirty %v)", m.incr.needFull, m.dirty)
+	if !m.feed.incr.needFull || !m.feed.dirty {
+		t.Fatalf("a late delta was dropped without asking for a whole load (needFull %v, dirty %v)", m.feed.incr.needFull, m.feed.dirty)
 	}
 	reload(m)
-	if got := m.view("big").Member("big-1").Node; got != "node-z" {
+	if got := m.view(poolRefIn(m, "big")).Member("big-1").Node; got != "node-z" {
 		t.Errorf("member big-1 on %q after the whole load, want node-z", got)
 	}
 }
@@ -475,7 +475,7 @@ func (c *clustersStore) Snapshots() []engine.Snapshot {
 	var out []engine.Snapshot
 	for i, s := range c.stores {
 		for _, snap := range s.Snapshots() {
-			snap.Namespace = c.names[i] + "/" + snap.Namespace
+			snap.Context = c.names[i]
 			out = append(out, snap)
 		}
 	}
@@ -489,7 +489,7 @@ func (c *clustersStore) TakeChanges() (bool, []engine.PoolChanges) {
 		a, pools := s.TakeChanges()
 		all = all || a
 		for _, pc := range pools {
-			pc.Namespace = c.names[i] + "/" + pc.Namespace
+			pc.Context = c.names[i]
 			out = append(out, pc)
 		}
 	}
@@ -500,10 +500,9 @@ func (c *clustersStore) TakeChanges() (bool, []engine.PoolChanges) {
 }
 
 func (c *clustersStore) ReadChanges(pc engine.PoolChanges) engine.PoolUpdate {
-	kctx, name := splitContextNS(pc.Namespace)
 	for i, n := range c.names {
-		if n == kctx {
-			pc.Namespace = name
+		if n == pc.Context {
+			pc.Context = ""
 			return c.stores[i].ReadChanges(pc)
 		}
 	}
@@ -539,12 +538,12 @@ func TestClustersFollowChangesLikeAWholeRebuild(t *testing.T) {
 				if kctx == "" {
 					kctx = src.names[0]
 				}
-				m.openMembers(kctx + "/" + ns + "/big")
+				m.openMembers(poolRefIn(m, kctx+"/"+ns+"/big"))
 			}
 			mk := func(data DataSource) *Model {
 				m := newModel(context.Background(), Options{Context: "2 contexts", Namespace: "each context's", Fleet: true, Contexts: true,
 					Theme: themes.Dark(), Renderer: themes.NoColorRenderer(io.Discard), Now: clock, Data: data,
-					ActionsIn: func(string) Actions { return &fakeActions{} }})
+					ActionsIn: func(string, string) Actions { return &fakeActions{} }})
 				m.Update(tea.WindowSizeMsg{Width: 120, Height: 30})
 				m.Update(tickMsg(now))
 				reload(m)
@@ -556,7 +555,7 @@ func TestClustersFollowChangesLikeAWholeRebuild(t *testing.T) {
 				ClusterSource
 			}
 			inc, full := mk(src), mk(plainClusters{src, src})
-			if inc.incr.states == nil || full.incr.states != nil {
+			if inc.feed.incr.states == nil || full.feed.incr.states != nil {
 				t.Fatal("the sources are not what the test means")
 			}
 			const steps = 200
@@ -583,18 +582,18 @@ func TestClustersFollowChangesLikeAWholeRebuild(t *testing.T) {
 				}
 				reload(inc)
 				reload(full)
-				if !reflect.DeepEqual(inc.watched, full.watched) {
+				if !reflect.DeepEqual(inc.feed.watched, full.feed.watched) {
 					t.Fatalf("step %d %v: the watched pools differ", i, did)
 				}
 				if msg := sameDashboards(inc, full); msg != "" {
 					t.Fatalf("step %d %v: %s", i, did, msg)
 				}
 			}
-			t.Logf("%d of %d loads applied by difference", inc.incr.deltas, steps)
+			t.Logf("%d of %d loads applied by difference", inc.feed.incr.deltas, steps)
 			// A pool with a Pod named off its member is observed whole
 			// at every change while it lasts (engine.PoolState).
-			if inc.incr.deltas < steps/4 {
-				t.Errorf("only %d of %d loads applied by difference", inc.incr.deltas, steps)
+			if inc.feed.incr.deltas < steps/4 {
+				t.Errorf("only %d of %d loads applied by difference", inc.feed.incr.deltas, steps)
 			}
 		})
 	}

@@ -14,15 +14,15 @@ import (
 // list is the cursor, the scroll window and the "/" filter of a list of
 // named items, the part the pools and the members views share. The owner
 // fills names and hay (one entry per item, in its order) and may order rows
-// after the filter ran; the selection is tracked by name, since rows
-// reorder with every snapshot.
-type list struct {
-	names []string // every item's name
+// after the filter ran; the selection is tracked by name (K: a pool's
+// engine.PoolRef, a member's name), since rows reorder with every snapshot.
+type list[K comparable] struct {
+	names []K      // every item's name
 	hay   []string // lower-case text the filter searches, per item
 	rows  []int    // the items shown: indices into names, filtered and ordered
 
 	cursor, offset int
-	selected       string
+	selected       K   // zero: none
 	height         int // rows that fit (at least 1)
 
 	filter listFilter
@@ -33,7 +33,7 @@ type list struct {
 }
 
 // filterRows shows the items whose hay holds the filter's text.
-func (l *list) filterRows() {
+func (l *list[K]) filterRows() {
 	q := strings.ToLower(strings.TrimSpace(l.filter.Value()))
 	l.rows = l.rows[:0]
 	for i := range l.names {
@@ -44,7 +44,7 @@ func (l *list) filterRows() {
 }
 
 // reselect puts the cursor back on the selected name, then scrolls to it.
-func (l *list) reselect() {
+func (l *list[K]) reselect() {
 	at := -1
 	for i, r := range l.rows {
 		if l.names[r] == l.selected {
@@ -56,7 +56,7 @@ func (l *list) reselect() {
 }
 
 // reselectAt is reselect with the selected name's row found (-1: not shown).
-func (l *list) reselectAt(at int) {
+func (l *list[K]) reselectAt(at int) {
 	found := at >= 0
 	if found {
 		l.cursor = at
@@ -66,7 +66,8 @@ func (l *list) reselectAt(at int) {
 	case len(l.rows) == 0:
 		l.cursor = 0
 		if !l.keepPlace {
-			l.selected = ""
+			var none K
+			l.selected = none
 		}
 	case l.keepPlace:
 		l.cursor = min(max(l.cursor, 0), len(l.rows)-1)
@@ -79,7 +80,7 @@ func (l *list) reselectAt(at int) {
 }
 
 // move moves the cursor by d rows.
-func (l *list) move(d int) {
+func (l *list[K]) move(d int) {
 	if len(l.rows) == 0 {
 		return
 	}
@@ -89,12 +90,12 @@ func (l *list) move(d int) {
 }
 
 // setHeight sets the rows that fit.
-func (l *list) setHeight(h int) {
+func (l *list[K]) setHeight(h int) {
 	l.height = max(h, 1)
 	l.scroll()
 }
 
-func (l *list) scroll() {
+func (l *list[K]) scroll() {
 	n := max(l.height, 1)
 	if l.cursor < l.offset {
 		l.offset = l.cursor
@@ -106,7 +107,7 @@ func (l *list) scroll() {
 }
 
 // current is the index of the item under the cursor, or -1.
-func (l *list) current() int {
+func (l *list[K]) current() int {
 	if len(l.rows) == 0 || l.cursor >= len(l.rows) {
 		return -1
 	}
@@ -114,13 +115,13 @@ func (l *list) current() int {
 }
 
 // clearFilter empties the filter; the owner refreshes its rows.
-func (l *list) clearFilter() { l.filter.SetValue("") }
+func (l *list[K]) clearFilter() { l.filter.SetValue("") }
 
 // update handles the keys every list has: moving, paging and the filter
 // (typed text goes to the filter while it is typed). handled is false for
 // a key that is not a list key; refilter is true when the filter's text
 // changed and the owner must refresh its rows.
-func (l *list) update(k *keyMap, msg tea.KeyMsg) (cmd tea.Cmd, handled, refilter bool) {
+func (l *list[K]) update(k *keyMap, msg tea.KeyMsg) (cmd tea.Cmd, handled, refilter bool) {
 	if l.filter.typing {
 		return nil, true, l.filter.update(k, msg)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/ctpool-tui/ctpool-tui/engine"
 	"github.com/ctpool-tui/ctpool-tui/themes"
 	"github.com/ctpool-tui/ctpool-tui/tui/sanitize"
 )
@@ -183,18 +184,19 @@ func (r *logRing) end() int { return r.first + r.n }
 // its drawing). It keeps the source and the context it was opened with, to
 // open the previous container's log on p.
 type logsView struct {
-	pool, member, namespace string
-	back                    screen // where esc returns to
-	gen                     int
-	ctx                     context.Context
-	src                     LogSource
-	cancel                  context.CancelFunc
-	ch                      <-chan logEvent
-	buf                     logRing
-	previous, wrap, follow  bool
-	top                     int // seq of the first line shown when not following
-	streaming, ended        bool
-	err                     error
+	pool                   engine.PoolRef
+	member, namespace      string
+	back                   screen // where esc returns to
+	gen                    int
+	ctx                    context.Context
+	src                    LogSource
+	cancel                 context.CancelFunc
+	ch                     <-chan logEvent
+	buf                    logRing
+	previous, wrap, follow bool
+	top                    int // seq of the first line shown when not following
+	streaming, ended       bool
+	err                    error
 
 	search    textinput.Model
 	searching bool
@@ -211,7 +213,7 @@ func newLogSearch(st themes.Styles) textinput.Model {
 
 // open shows a member's log and starts streaming it; wrapping stays as it
 // was (on the first time).
-func (l *logsView) open(ctx context.Context, src LogSource, st themes.Styles, pool, member, namespace string, back screen) tea.Cmd {
+func (l *logsView) open(ctx context.Context, src LogSource, st themes.Styles, pool engine.PoolRef, member, namespace string, back screen) tea.Cmd {
 	l.stop()
 	wrapOn := l.wrap || l.member == ""
 	*l = logsView{pool: pool, member: member, namespace: namespace, back: back, ctx: ctx, src: src,

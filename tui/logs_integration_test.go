@@ -158,7 +158,7 @@ func TestIntegrationLogViewFollowsForMinutes(t *testing.T) {
 	d := newLogDriver(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	d.run(d.view.open(ctx, &kube.Logs{Client: logClient(t, env)}, *d.vc.st, "follow", m.Pod, env.Namespace, screenPools))
+	d.run(d.view.open(ctx, &kube.Logs{Client: logClient(t, env)}, *d.vc.st, engine.PoolRef{Namespace: env.Namespace, Name: "follow"}, m.Pod, env.Namespace, screenPools))
 	d.until(30*time.Second, "the first lines", func() bool { return d.has("boot 2") })
 
 	start := time.Now()
@@ -193,7 +193,7 @@ func TestIntegrationLogViewOnTheKubeletAPI(t *testing.T) {
 	d := newLogDriver(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	d.run(d.view.open(ctx, &kube.Logs{Client: env.Client}, *d.vc.st, "logs", m.Pod, env.Namespace, screenPools))
+	d.run(d.view.open(ctx, &kube.Logs{Client: env.Client}, *d.vc.st, engine.PoolRef{Namespace: env.Namespace, Name: "logs"}, m.Pod, env.Namespace, screenPools))
 
 	// Escape sequences, OSC 52 (clipboard), a title and C1 controls.
 	kubetest.AppendLog(t, m.Log, "stdout",

@@ -61,7 +61,7 @@ func TestIntegrationRealNodeLogFollowsARestart(t *testing.T) {
 	d := newLogDriver(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	d.run(d.view.open(ctx, &kube.Logs{Client: logClient(t, env)}, *d.vc.st, pool, member, env.Namespace, screenPools))
+	d.run(d.view.open(ctx, &kube.Logs{Client: logClient(t, env)}, *d.vc.st, engine.PoolRef{Namespace: env.Namespace, Name: pool}, member, env.Namespace, screenPools))
 	d.until(30*time.Second, "the first boot's line", func() bool { return d.has("first boot line") })
 
 	// Killing PID 1 ends the container, and the runtime may kill this exec

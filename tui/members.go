@@ -23,8 +23,8 @@ const membersChrome = 4
 // the data, the filter or the sort changes; view renders only the window
 // around the cursor. The selection is tracked by member name.
 type membersView struct {
-	list
-	pool   string
+	list[string]
+	pool   engine.PoolRef
 	pv     *engine.PoolView // the pool (nil: gone)
 	all    []engine.Member
 	index  map[string]int
@@ -35,13 +35,13 @@ type membersView struct {
 
 func newMembersView(st themes.Styles) membersView {
 	return membersView{
-		list:  list{filter: newListFilter(st, "name, state, holder, node, message…"), keepPlace: true},
+		list:  list[string]{filter: newListFilter(st, "name, state, holder, node, message…"), keepPlace: true},
 		index: map[string]int{},
 	}
 }
 
 // open switches to another pool: selection, filter and scroll start over.
-func (l *membersView) open(pool string) {
+func (l *membersView) open(pool engine.PoolRef) {
 	l.pool, l.selected, l.cursor, l.offset = pool, "", 0, 0
 	l.filter.reset()
 }
@@ -227,11 +227,11 @@ func (l *membersView) view(ctx viewContext) string {
 	v := l.pv
 	var b strings.Builder
 	if v == nil {
-		b.WriteString(st.Error.Render(render.GlyphBad+" pool "+sanitize.Sanitize(l.pool)+" is gone") + st.Muted.Render("  (esc back)"))
+		b.WriteString(st.Error.Render(render.GlyphBad+" pool "+sanitize.Sanitize(refTitle(ctx.fleet, l.pool))+" is gone") + st.Muted.Render("  (esc back)"))
 		return b.String()
 	}
 	status := v.Status
-	title := st.Accent.Render(sanitize.Sanitize(ctx.key(v))) + st.Muted.Render(fmt.Sprintf(" · %s · %s · %d ready · %d claimed · %d free",
+	title := st.Accent.Render(sanitize.Sanitize(ctx.title(v))) + st.Muted.Render(fmt.Sprintf(" · %s · %s · %d ready · %d claimed · %d free",
 		sanitize.Sanitize(v.Spec.BackendName()), render.Plural(len(v.Members), "member", "members"), status.Ready, status.Claimed, status.Free))
 	if status.Exhausted {
 		title += " " + st.Error.Render(render.GlyphWarn+" EXHAUSTED")

@@ -40,28 +40,15 @@ type Model struct {
 	spin spinner.Model
 
 	width, height int
-	now, started  time.Time
+	now           time.Time
 
-	views      []engine.PoolView // the pools shown: watched, narrowed (clusters.go)
-	watched    []engine.PoolView // every pool the data source has
-	narrow     narrowing         // `:ctx NAME`, and `:ns NAME` in a fleet of clusters
-	seenNS     map[string]bool   // every namespace seen, for the command line's completion
-	incr       incremental       // the watched pools kept by difference (data.go); only from a ChangeSource
-	loaded     bool
-	observedAt time.Time
-	health     health
-	clusters   []ClusterHealth // a fleet of clusters: each one's health
-
-	// Coalescing: armed while a waitChangeCmd runs, pending while a rebuild
-	// is scheduled or loading, dirty when a change arrived meanwhile.
-	armed, pending, dirty bool
-	rebuilds              int
-	// dataGen counts the data sources (a `:ns` switch replaces it): an
-	// answer of an older one is dropped. scopeGen counts `:ns` commands;
-	// scopeCancel stops the current data source's informers.
-	dataGen, scopeGen int
-	scopeCancel       func()
-	scopeDone         chan struct{} // closed when the data source is replaced
+	// feed loads the pools and the connection's health (feed.go).
+	feed   feed
+	views  []engine.PoolView // the pools shown: the feed's watched, narrowed (clusters.go)
+	narrow narrowing         // `:ctx NAME`, and `:ns NAME` in a fleet of clusters
+	seenNS map[string]bool   // every namespace seen, for the command line's completion
+	// scopeGen counts `:ns` commands (an older one's answer is dropped).
+	scopeGen int
 
 	screen  screen
 	pools   poolsView
@@ -99,14 +86,14 @@ func newModel(ctx context.Context, opts Options) *Model {
 	now := opts.Now()
 	m := &Model{
 		ctx: ctx, opts: opts, st: st, keys: newKeyMap(opts.ReadOnly), help: h, spin: sp,
-		width: 80, height: 24, now: now, started: now,
+		width: 80, height: 24, now: now,
+		feed:    newFeed(opts.Data, opts.Now, opts.StopData, now),
 		members: newMembersView(st),
 		pools:   newPoolsView(st),
 		acts:    actionState{running: map[int]actionRequest{}},
 		command: newCommandLine(st),
 	}
 	m.keys.Command.SetEnabled(opts.Scoper != nil || opts.Contexts)
-	m.scopeCancel, m.scopeDone = opts.StopData, make(chan struct{})
 	if opts.ReadOnly {
 		m.screen = screenWall
 	}
@@ -117,9 +104,8 @@ func newModel(ctx context.Context, opts Options) *Model {
 func (m *Model) Init() tea.Cmd {
 	var cmds []tea.Cmd
 	cmds = append(cmds, tickCmd(m.opts.Now))
-	if m.opts.Data != nil {
-		m.pending, m.armed = true, true
-		cmds = append(cmds, m.load(), m.waitChange())
+	if start := m.feed.start(m.now); start != nil {
+		cmds = append(cmds, start)
 	}
 	cmds = append(cmds, m.startCmds()...)
 	return tea.Batch(cmds...)
@@ -151,56 +137,19 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case tickMsg:
 		m.now = time.Time(msg)
-		cmds := []tea.Cmd{tickCmd(m.opts.Now), healthCmd(m.opts.Data), m.refreshEvents()}
-		// Until the first sync, poll: an empty namespace sends no signal.
-		if (!m.health.synced || !m.loaded) && !m.pending && m.opts.Data != nil {
-			m.pending = true
-			cmds = append(cmds, m.load())
+		cmds := []tea.Cmd{tickCmd(m.opts.Now), healthCmd(m.feed.src), m.refreshEvents()}
+		if poll := m.feed.tick(m.now); poll != nil {
+			cmds = append(cmds, poll)
 		}
 		return m, tea.Batch(cmds...)
 	case changedMsg:
-		if msg.gen != m.dataGen {
-			return m, nil // the source a `:ns` replaced
-		}
-		m.armed = false
-		if m.pending {
-			m.dirty = true
-			return m, nil
-		}
-		m.pending = true
-		if !m.loaded {
-			// Before the first screen a read costs no Observe (nothing
-			// is observed until every cache has synced) and the signal
-			// may be the end of the sync: read at once.
-			return m, m.rebuild()
-		}
-		return m, coalesceCmd()
+		return m, m.feed.changed(msg, m.now)
 	case rebuildMsg:
-		return m, m.rebuild()
+		return m, m.feed.rebuild(m.now)
 	case scopeMsg:
 		return m, m.applyScope(msg)
 	case dataMsg:
-		if msg.gen != m.dataGen {
-			return m, nil // read from the source a `:ns` replaced
-		}
-		if msg.seq != 0 && msg.seq != m.incr.seq {
-			if msg.delta != nil {
-				m.wantFull() // the changes it took are read again by a whole load
-			}
-			return m, nil // read by an older load than the one in flight
-		}
-		m.applyData(msg)
-		m.pending = false
-		events := tea.Batch(m.refreshEvents(), m.askCaps())
-		if m.dirty || !m.armed {
-			m.dirty = false
-			m.pending = true
-			if !m.loaded {
-				return m, tea.Batch(m.rebuild(), events) // see changedMsg
-			}
-			return m, tea.Batch(coalesceCmd(), events)
-		}
-		return m, events
+		return m, m.takeData(msg)
 	case eventsMsg:
 		m.detail.setEvents(msg)
 		return m, nil
@@ -212,7 +161,7 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case actionDoneMsg:
 		delete(m.acts.running, msg.id)
 		m.actlog.update(m.viewCtx(), msg)
-		return m, m.audit.refresh(m.ctx, m.opts.Events)
+		return m, m.audit.refresh(m.ctx, m.eventsFor(m.audit.pool))
 	case spinner.TickMsg:
 		if len(m.acts.running) == 0 {
 			return m, nil
@@ -233,47 +182,24 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	return m, nil
 }
 
-// rebuild reads the data source and re-arms the change watch.
-func (m *Model) rebuild() tea.Cmd {
-	cmds := []tea.Cmd{m.load()}
-	if !m.armed && m.opts.Data != nil {
-		m.armed = true
-		cmds = append(cmds, m.waitChange())
+// takeData applies a load's answer the feed accepts, then lets the feed
+// schedule the next load; the open detail pane's Events and the current
+// pool's capabilities follow the new data.
+func (m *Model) takeData(msg dataMsg) tea.Cmd {
+	if !m.feed.accept(msg) {
+		return nil
 	}
-	return tea.Batch(cmds...)
+	m.applyData(msg)
+	next := m.feed.settle(m.now)
+	events := tea.Batch(m.refreshEvents(), m.askCaps())
+	if next != nil {
+		return tea.Batch(next, events)
+	}
+	return events
 }
 
-// applyData takes a new set of observed pools and re-derives every view's
-// rows (sorting and filtering happen here, not per frame).
-func (m *Model) applyData(msg dataMsg) {
-	if msg.unsynced {
-		// Nothing observed yet: the screen stays neutral ("syncing…").
-		m.health = msg.health
-		if m.now.Before(msg.at) {
-			m.now = msg.at
-		}
-		return
-	}
-	if msg.delta != nil {
-		m.applyDelta(msg)
-		return
-	}
-	m.views, m.health, m.observedAt, m.loaded = m.takeViews(msg.views), msg.health, msg.at, true
-	m.incr.adopt(msg.states, msg.views)
-	m.clusters = msg.clusters
-	if m.now.Before(msg.at) {
-		m.now = msg.at
-	}
-	m.rebuilds++
-	m.pools.sync(m.views, m.opts.Fleet, m.opts.Contexts)
-	if m.members.pool != "" {
-		m.members.setData(m.view(m.members.pool))
-	}
-	m.layout()
-}
-
-// view returns the pool with this key (fleet.go), or nil.
-func (m *Model) view(pool string) *engine.PoolView { return findPool(m.views, m.opts.Fleet, pool) }
+// view returns the pool with this ref (fleet.go), or nil.
+func (m *Model) view(pool engine.PoolRef) *engine.PoolView { return findPool(m.views, pool) }
 
 // layout recomputes the heights the views scroll within.
 func (m *Model) layout() {
@@ -297,18 +223,19 @@ func (m *Model) bodyHeight() int {
 // viewCtx is what the views read for this message or frame, sized for the
 // body.
 func (m *Model) viewCtx() viewContext {
-	conn, level := m.health.connState(m.now, m.started, m.loaded)
-	dataAt := m.health.lastSync
+	f := &m.feed
+	conn, level := f.health.connState(m.now, f.started, f.loaded)
+	dataAt := f.health.lastSync
 	if dataAt.IsZero() {
-		dataAt = m.observedAt
+		dataAt = f.observedAt
 	}
 	kctx, ns := m.where()
 	return viewContext{
 		st: &m.st, keys: &m.keys, now: m.now, width: m.width, height: m.bodyHeight(),
-		views: m.views, loaded: m.loaded, nodes: m.side.nodes,
+		views: m.views, loaded: f.loaded, nodes: m.side.nodes,
 		conn: conn, connLevel: level, dataAt: dataAt,
 		kubeContext: kctx, namespace: ns, readOnly: m.opts.ReadOnly, demo: m.opts.Demo,
-		hints: hintsFrom(&m.keys, m.canAct()), events: m.opts.Events != nil, fleet: m.opts.Fleet,
+		hints: hintsFrom(&m.keys, m.canAct()), events: m.hasEvents(), fleet: m.opts.Fleet,
 		contexts: m.opts.Contexts, clusters: m.clusterStates(),
 	}
 }
@@ -318,8 +245,8 @@ func (m *Model) clusterStates() []clusterState {
 	if !m.opts.Contexts {
 		return nil
 	}
-	out := make([]clusterState, 0, len(m.clusters))
-	for _, h := range m.clusters {
+	out := make([]clusterState, 0, len(m.feed.clusters))
+	for _, h := range m.feed.clusters {
 		out = append(out, h.state(m.now))
 	}
 	return out
@@ -367,7 +294,7 @@ func (m *Model) compose() string {
 		body = m.shown().view(ctx)
 	}
 	conn, level := ctx.conn, ctx.connLevel
-	if m.opts.Data == nil {
+	if m.feed.src == nil {
 		conn, level = render.GlyphBad+" no data source", levelError
 	}
 	lines := []string{headerLine(ctx, conn, level)}

@@ -20,7 +20,7 @@ import (
 // NAMESPACE column) and a filter on the pool's name, namespace, backend and
 // image. Its rows are indices into the snapshot's pools.
 type poolsView struct {
-	list
+	list[engine.PoolRef]
 	// The widest pool name, namespace and context of the pools synced
 	// (the columns' widths), measured once per snapshot rather than per
 	// frame: a fleet has thousands of pools.
@@ -31,29 +31,29 @@ type poolsView struct {
 }
 
 func newPoolsView(st themes.Styles) poolsView {
-	return poolsView{list: list{filter: newListFilter(st, "pool, backend, image…")}}
+	return poolsView{list: list[engine.PoolRef]{filter: newListFilter(st, "pool, backend, image…")}}
 }
 
-// sync follows a new list of pools, keeping the selection by key; in a
-// fleet of clusters (contexts) a pool's namespace is context/namespace.
+// sync follows a new list of pools, keeping the selection by ref; in a
+// fleet of clusters (contexts) a pool's namespace is shown with its
+// context.
 func (p *poolsView) sync(views []engine.PoolView, fleet, contexts bool) {
 	p.names, p.hay = p.names[:0], p.hay[:0]
 	p.nameW, p.nsW, p.ctxW, p.numW = 0, 0, 0, 0
 	for i := range views {
 		v := &views[i]
 		p.numW = max(p.numW, len(strconv.Itoa(max(v.Spec.Size, len(v.Members)))))
-		p.names = append(p.names, poolKey(fleet, v))
+		p.names = append(p.names, v.Ref())
 		hay := v.Name + " " + v.Spec.BackendName() + " " + v.Spec.Image
 		if fleet {
-			hay = v.Namespace + " " + hay
+			hay = fleetNamespace(v) + " " + hay
 		}
 		p.hay = append(p.hay, strings.ToLower(sanitize.Sanitize(hay)))
 		p.nameW = max(p.nameW, sanitize.Width(v.Name))
 		if fleet {
-			kctx, ns := splitNamespace(contexts, v.Namespace)
-			p.nsW = max(p.nsW, sanitize.Width(ns), 1)
+			p.nsW = max(p.nsW, sanitize.Width(v.Namespace), 1)
 			if contexts {
-				p.ctxW = max(p.ctxW, sanitize.Width(kctx), 1)
+				p.ctxW = max(p.ctxW, sanitize.Width(v.Context), 1)
 			}
 		}
 	}
@@ -90,7 +90,7 @@ func (p *poolsView) update(ctx viewContext, msg tea.Msg) (intent, tea.Cmd) {
 		p.clearFilter()
 		p.refresh()
 	case key.Matches(km, k.Open):
-		if p.selected != "" {
+		if p.selected != (engine.PoolRef{}) {
 			return openPool{pool: p.selected}, nil
 		}
 	default:
@@ -176,9 +176,8 @@ func poolRow(ctx viewContext, cols []column, v *engine.PoolView, selected bool) 
 	if st.Exhausted {
 		free += " " + render.GlyphWarn
 	}
-	kctx, ns := ctx.splitNamespace(v.Namespace)
 	vals := map[string]string{
-		"CONTEXT": kctx, "NAMESPACE": ns, "POOL": v.Name, "BACKEND": v.Spec.BackendName(), "IMAGE": v.Spec.Image,
+		"CONTEXT": v.Context, "NAMESPACE": v.Namespace, "POOL": v.Name, "BACKEND": v.Spec.BackendName(), "IMAGE": v.Spec.Image,
 		"SIZE": fmt.Sprint(v.Spec.Size), "READY": fmt.Sprint(st.Ready), "CLAIMED": fmt.Sprint(st.Claimed),
 		"FREE": free, "UNSCHED": fmt.Sprint(st.Unschedulable), "DRIFT": fmt.Sprint(st.Drifted),
 		"FAILED": fmt.Sprint(st.Failed), "LAST RECONCILE": lastReconcile(v, ctx.now),
@@ -241,17 +240,17 @@ func isLow(v *engine.PoolView) bool {
 func (p *poolsView) notes(ctx viewContext, limit int) []string {
 	var out []string
 	if v := ctx.pool(p.selected); v != nil {
-		out = append(out, ctx.st.Bold.Render(render.GlyphCursor+" "+sanitize.Sanitize(ctx.key(v))+": ")+sanitize.Sanitize(poolExplanation(v)))
+		out = append(out, ctx.st.Bold.Render(render.GlyphCursor+" "+sanitize.Sanitize(ctx.title(v))+": ")+sanitize.Sanitize(poolExplanation(v)))
 	}
 	for i := range ctx.views {
 		v := &ctx.views[i]
 		if len(out) >= limit {
 			break
 		}
-		if ctx.key(v) == p.selected || poolLevel(v) < levelError {
+		if v.Ref() == p.selected || poolLevel(v) < levelError {
 			continue
 		}
-		out = append(out, ctx.st.Error.Render("  "+sanitize.Sanitize(ctx.key(v))+": ")+sanitize.Sanitize(poolExplanation(v)))
+		out = append(out, ctx.st.Error.Render("  "+sanitize.Sanitize(ctx.title(v))+": ")+sanitize.Sanitize(poolExplanation(v)))
 	}
 	for i := range out {
 		out[i] = sanitize.Cut(out[i], ctx.width)

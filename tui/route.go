@@ -119,7 +119,7 @@ func (m *Model) apply(in intent, cmd tea.Cmd) tea.Cmd {
 	case openMember:
 		return tea.Batch(cmd, m.openDetail(in.pool, in.member))
 	case openAudit:
-		return tea.Batch(cmd, m.audit.show(m.ctx, m.opts.Events, m.namespaceOf(in.pool), in.pool))
+		return tea.Batch(cmd, m.audit.show(m.ctx, m.eventsFor(in.pool), m.namespaceOf(in.pool), in.pool, m.title(in.pool)))
 	case actionKey:
 		return tea.Batch(cmd, m.actionKey(in.msg, in.pool, in.member))
 	case dialogDone:
@@ -153,7 +153,7 @@ func (m *Model) helpLine(ctx viewContext) string {
 	return fitHelp(ctx, &m.help, keys)
 }
 
-func (m *Model) openMembers(pool string) {
+func (m *Model) openMembers(pool engine.PoolRef) {
 	if m.members.pool != pool {
 		m.members.open(pool)
 	}
@@ -163,7 +163,7 @@ func (m *Model) openMembers(pool string) {
 }
 
 // openDetail shows a member's details and starts loading its Events.
-func (m *Model) openDetail(pool, member string) tea.Cmd {
+func (m *Model) openDetail(pool engine.PoolRef, member string) tea.Cmd {
 	m.detail.open(pool, member)
 	m.screen = screenDetail
 	// The nodes may have changed since start (a virtual node came up).
@@ -171,10 +171,11 @@ func (m *Model) openDetail(pool, member string) tea.Cmd {
 	if !m.side.noNodes {
 		nodes = nodesCmd(m.ctx, m.opts.Nodes)
 	}
-	if m.opts.Events == nil {
+	src := m.eventsFor(pool)
+	if src == nil {
 		return nodes
 	}
-	events := m.detail.ask(m.ctx, m.opts.Events, m.namespaceOf(pool), memberVersions(m.view(pool), member), m.now)
+	events := m.detail.ask(m.ctx, src, m.namespaceOf(pool), memberVersions(m.view(pool), member), m.now)
 	return tea.Batch(events, nodes)
 }
 
@@ -182,40 +183,66 @@ func (m *Model) openDetail(pool, member string) tea.Cmd {
 // (detailView.stale). The Events shown stay until the answer comes.
 func (m *Model) refreshEvents() tea.Cmd {
 	d := &m.detail
-	if m.screen != screenDetail || m.opts.Events == nil {
+	if m.screen != screenDetail || !m.hasEvents() {
 		return nil
 	}
 	cur := memberVersions(m.view(d.pool), d.member)
 	if !d.stale(cur, m.now) {
 		return nil
 	}
-	return d.ask(m.ctx, m.opts.Events, m.namespaceOf(d.pool), cur, m.now)
+	return d.ask(m.ctx, m.eventsFor(d.pool), m.namespaceOf(d.pool), cur, m.now)
 }
 
 // openLogs shows the member's log and starts streaming it, or says why not.
-func (m *Model) openLogs(pool string, mm *engine.Member) tea.Cmd {
+func (m *Model) openLogs(pool engine.PoolRef, mm *engine.Member) tea.Cmd {
 	if why := toolUnavailable(actLogs, m.view(pool), mm); why != "" {
 		m.setNote(render.GlyphBad+" "+why, levelError)
 		return nil
 	}
-	if m.opts.Logs == nil {
+	src := m.logsFor(pool)
+	if src == nil {
 		m.setNote(render.GlyphBad+" logs unavailable: no log connection", levelError)
 		return nil
 	}
-	cmd := m.logs.open(m.ctx, m.opts.Logs, m.st, pool, mm.Name, m.namespaceOf(pool), m.screen)
+	cmd := m.logs.open(m.ctx, src, m.st, pool, mm.Name, m.namespaceOf(pool), m.screen)
 	m.screen = screenLogs
 	return cmd
 }
 
-// namespaceOf is the namespace of the pool with this key (the dashboard's
-// when unknown).
-func (m *Model) namespaceOf(pool string) string {
-	if m.opts.Fleet {
-		ns, _ := splitPoolKey(pool)
-		return ns
-	}
-	if v := m.view(pool); v != nil && v.Namespace != "" {
-		return v.Namespace
+// namespaceOf is the namespace of the pool (the dashboard's when unknown).
+func (m *Model) namespaceOf(pool engine.PoolRef) string {
+	if m.opts.Fleet || pool.Namespace != "" {
+		return pool.Namespace
 	}
 	return m.opts.Namespace
+}
+
+// The Events, logs and console of a pool are its cluster's in a fleet of
+// clusters (Options.EventsIn, LogsIn, ConsoleIn), else the dashboard's.
+
+// hasEvents reports whether the dashboard reads Events at all.
+func (m *Model) hasEvents() bool { return m.opts.Events != nil || m.opts.EventsIn != nil }
+
+// eventsFor is where the pool's Events are read (nil: nowhere).
+func (m *Model) eventsFor(pool engine.PoolRef) EventSource {
+	if m.opts.EventsIn != nil {
+		return m.opts.EventsIn(pool.Context)
+	}
+	return m.opts.Events
+}
+
+// logsFor is where the pool's member logs are streamed from (nil: nowhere).
+func (m *Model) logsFor(pool engine.PoolRef) LogSource {
+	if m.opts.LogsIn != nil {
+		return m.opts.LogsIn(pool.Context)
+	}
+	return m.opts.Logs
+}
+
+// consoleFor runs the pool's members' consoles (nil: no console).
+func (m *Model) consoleFor(pool engine.PoolRef) ConsoleRunner {
+	if m.opts.ConsoleIn != nil {
+		return m.opts.ConsoleIn(pool.Context)
+	}
+	return m.opts.Console
 }

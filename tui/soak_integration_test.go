@@ -223,7 +223,7 @@ func TestIntegrationSoak(t *testing.T) {
 		var view string
 		if err := query(ctx, prog, func(m *Model) {
 			m.Update(tea.WindowSizeMsg{Width: 200, Height: len(cluster[pool]) + 20})
-			m.openMembers(pool)
+			m.openMembers(poolRefIn(m, pool))
 			view = m.View()
 		}); err != nil {
 			t.Fatal(err)

@@ -39,10 +39,10 @@ func firstFrame(t *testing.T, data *fakeData, elapsed time.Duration, width, heig
 		Renderer: themes.NoColorRenderer(io.Discard), Now: func() time.Time { return t0.Add(elapsed) },
 		Data: data, Actions: &fakeActions{},
 	})
-	m.started = t0
+	m.feed.started = t0
 	m.Update(tea.WindowSizeMsg{Width: width, Height: height})
 	m.Update(tickMsg(t0.Add(elapsed)))
-	m.Update(m.load()())
+	m.Update(m.feed.load(m.now)())
 	return m, m.View()
 }
 
@@ -73,8 +73,8 @@ func TestNoAlarmBeforeSync(t *testing.T) {
 			data.synced = tt.synced
 			m, got := firstFrame(t, data, tt.elapsed, 120, 40)
 			checkScreen(t, got, 120, 40)
-			if m.loaded != tt.loaded {
-				t.Errorf("loaded = %v, want %v", m.loaded, tt.loaded)
+			if m.feed.loaded != tt.loaded {
+				t.Errorf("loaded = %v, want %v", m.feed.loaded, tt.loaded)
 			}
 			if h := header(m); !strings.Contains(h, tt.header) {
 				t.Errorf("header %q lacks %q", h, tt.header)
@@ -131,11 +131,11 @@ func TestActionKeysPendingUntilCapabilities(t *testing.T) {
 				Data: newFakeData(demoCluster().snapshots()), Actions: &fakeActions{}, Access: &fakeAccess{},
 			})
 			m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
-			m.Update(m.load()())
+			m.Update(m.feed.load(m.now)())
 			if tt.answer != nil {
 				m.Update(*tt.answer)
 			}
-			if !m.loaded {
+			if !m.feed.loaded {
 				t.Fatal("the pools are not shown before the permissions")
 			}
 			if got := strings.Contains(helpLine(m), render.GlyphSyncing); got != tt.pending {

@@ -20,7 +20,7 @@ func openDesk(t *testing.T, o testOpts) (*Model, *fakeActions) {
 	}
 	m, _ := newTestModel(t, demoCluster(), o)
 	press(m, "down", "enter")
-	if m.screen != screenMembers || m.members.pool != "desk" {
+	if m.screen != screenMembers || m.title(m.members.pool) != "desk" {
 		t.Fatalf("screen %d pool %q, want the members of desk", m.screen, m.members.pool)
 	}
 	return m, acts
@@ -37,16 +37,16 @@ func TestPoolsNavigation(t *testing.T) {
 	}
 	for _, s := range steps {
 		press(m, s.key)
-		if m.pools.selected != s.want {
+		if m.title(m.pools.selected) != s.want {
 			t.Fatalf("after %s: selected %q, want %q", s.key, m.pools.selected, s.want)
 		}
 	}
 	press(m, "G", "enter")
-	if m.screen != screenMembers || m.members.pool != "kiosk" {
+	if m.screen != screenMembers || m.title(m.members.pool) != "kiosk" {
 		t.Fatalf("enter opened %d/%q", m.screen, m.members.pool)
 	}
 	press(m, "esc")
-	if m.screen != screenPools || m.pools.selected != "kiosk" {
+	if m.screen != screenPools || m.title(m.pools.selected) != "kiosk" {
 		t.Fatalf("esc went to %d with %q selected", m.screen, m.pools.selected)
 	}
 }
@@ -206,7 +206,7 @@ func TestQuitAndHelpKeys(t *testing.T) {
 	if m.screen != screenPools {
 		t.Fatal("tab does not go back to the table")
 	}
-	m.dialog = newDeleteDialog(m.st, "desk", m.view("desk"))
+	m.dialog = newDeleteDialog(m.st, poolRefIn(m, "desk"), "desk", m.view(poolRefIn(m, "desk")))
 	if _, ok := press(m, "ctrl+c")().(tea.QuitMsg); !ok {
 		t.Error("ctrl+c does not quit from a dialog")
 	}
@@ -232,7 +232,7 @@ func TestTickAdvancesClock(t *testing.T) {
 func TestConnectionStates(t *testing.T) {
 	m, _ := newTestModel(t, demoCluster(), testOpts{actions: &fakeActions{}})
 	set := func(h health) string {
-		m.health = h
+		m.feed.health = h
 		return header(m)
 	}
 	if s := set(health{synced: true, lastSync: t0.Add(-2 * time.Second)}); !strings.Contains(s, "● live · synced 2s ago") {
@@ -256,12 +256,12 @@ func TestConnectionStates(t *testing.T) {
 func TestMissingDefinitionAndBrokenSpecDoNotCrash(t *testing.T) {
 	m, _ := newTestModel(t, demoCluster(), testOpts{actions: &fakeActions{}})
 	for _, pool := range []string{"broken", "ghost"} {
-		m.openMembers(pool)
+		m.openMembers(poolRefIn(m, pool))
 		v := m.View()
 		checkScreen(t, v, 120, 40)
 		press(m, "enter", "esc", "s", "esc", "esc")
 	}
-	m.openMembers("ghost")
+	m.openMembers(poolRefIn(m, "ghost"))
 	press(m, "s")
 	if m.dialog != nil || !strings.Contains(status(m), "ghost has no definition") {
 		t.Errorf("resize of an undefined pool: %v %q", m.dialog, status(m))
@@ -325,7 +325,7 @@ func TestPoolsFilter(t *testing.T) {
 	m, _ := newTestModel(t, demoCluster(), testOpts{actions: &fakeActions{}})
 	all := len(m.pools.rows)
 	press(m, "/", "c", "a", "d")
-	if !m.pools.filter.typing || len(m.pools.rows) != 1 || m.pools.selected != "gpu" {
+	if !m.pools.filter.typing || len(m.pools.rows) != 1 || m.title(m.pools.selected) != "gpu" {
 		t.Fatalf("/cad: filtering %v, shown %v, selected %q", m.pools.filter.typing, m.pools.rows, m.pools.selected)
 	}
 	press(m, "enter")
@@ -333,18 +333,18 @@ func TestPoolsFilter(t *testing.T) {
 		t.Fatalf("enter: filtering %v, screen %d, shown %v", m.pools.filter.typing, m.screen, m.pools.rows)
 	}
 	press(m, "enter")
-	if m.screen != screenMembers || m.members.pool != "gpu" {
+	if m.screen != screenMembers || m.title(m.members.pool) != "gpu" {
 		t.Fatalf("enter on the match opened %q (screen %d)", m.members.pool, m.screen)
 	}
 	press(m, "esc")
 	press(m, "esc")
-	if m.pools.filter.Value() != "" || len(m.pools.rows) != all || m.pools.selected != "gpu" {
+	if m.pools.filter.Value() != "" || len(m.pools.rows) != all || m.title(m.pools.selected) != "gpu" {
 		t.Fatalf("esc: filter %q, %d shown of %d, selected %q", m.pools.filter.Value(), len(m.pools.rows), all, m.pools.selected)
 	}
 	// New data keeps the filter.
 	press(m, "/", "z", "z", "enter")
 	m.Update(dataMsg{views: demoCluster().views(), at: t0, health: health{synced: true, lastSync: t0}})
-	if len(m.pools.rows) != 0 || m.pools.selected != "" {
+	if len(m.pools.rows) != 0 || m.pools.selected != (engine.PoolRef{}) {
 		t.Fatalf("after new data: shown %v, selected %q", m.pools.rows, m.pools.selected)
 	}
 	if cmd := press(m, "r"); cmd != nil || len(m.acts.running) != 0 {

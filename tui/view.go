@@ -38,10 +38,11 @@ type viewContext struct {
 	// The dashboard's options as views show them.
 	kubeContext, namespace string
 	readOnly, demo         bool
-	// fleet: pools of several namespaces, each named namespace/pool (key).
+	// fleet: pools of several namespaces, each seen as namespace/pool
+	// (title).
 	fleet bool
-	// contexts: pools of several clusters, whose namespace is
-	// context/namespace; clusters is each one's state for the header.
+	// contexts: pools of several clusters, each view carrying its
+	// cluster's Context; clusters is each one's state for the header.
 	contexts bool
 	clusters []clusterState
 	// hints: the keys that explanations and diagnoses name (none when
@@ -51,8 +52,8 @@ type viewContext struct {
 	events bool
 }
 
-// pool returns the pool of the snapshot with this key, or nil.
-func (c *viewContext) pool(key string) *engine.PoolView { return findPool(c.views, c.fleet, key) }
+// pool returns the pool of the snapshot with this ref, or nil.
+func (c *viewContext) pool(ref engine.PoolRef) *engine.PoolView { return findPool(c.views, ref) }
 
 // level maps a level onto a style.
 func (c *viewContext) level(level int) lipgloss.Style {
@@ -77,16 +78,19 @@ type (
 	// showScreen: show another screen as it was left.
 	showScreen struct{ screen screen }
 	// openPool: show a pool's members.
-	openPool struct{ pool string }
+	openPool struct{ pool engine.PoolRef }
 	// openMember: show a member's details.
-	openMember struct{ pool, member string }
+	openMember struct {
+		pool   engine.PoolRef
+		member string
+	}
 	// openAudit: list the pool's audit Events over the members view.
-	openAudit struct{ pool string }
+	openAudit struct{ pool engine.PoolRef }
 	// actionKey: a key the view does not handle, maybe an action on the
 	// pool (and the member when set).
 	actionKey struct {
 		msg    tea.KeyMsg
-		pool   string
+		pool   engine.PoolRef
 		member *engine.Member
 	}
 	// passOn: the key is not this view's; the view beneath handles it.

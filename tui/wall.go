@@ -86,7 +86,7 @@ func gauge(part, whole, width int) string {
 }
 
 // tile renders one pool tile of width cells; large tiles show the free
-// count in big digits and a gauge. In a fleet the title is the pool's key
+// count in big digits and a gauge. In a fleet the title is the pool's ref (title)
 // (cut from the left: the pool's name stays), the tile counts the ready
 // members too, and a pool whose cluster is not live says so (cs): its
 // word is the cluster's state unless its own is an error.
@@ -148,7 +148,7 @@ func tile(ctx viewContext, v *engine.PoolView, width int, large bool, cs *cluste
 	if level >= levelWarn {
 		border = style
 	}
-	title := sanitize.Sanitize(ctx.key(v))
+	title := sanitize.Sanitize(ctx.title(v))
 	if ctx.fleet {
 		title = tailCut(title, width-5)
 	}
@@ -343,10 +343,10 @@ func attention(ctx viewContext) []attnItem {
 	views, now := ctx.views, ctx.now
 	for i := range views {
 		v := &views[i]
-		pool := ctx.key(v)
+		pool := ctx.title(v)
 		member := func(name string) string {
 			if ctx.fleet {
-				return v.Namespace + "/" + name
+				return fleetNamespace(v) + "/" + name
 			}
 			return name
 		}

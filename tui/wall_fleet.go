@@ -36,13 +36,12 @@ func poolRank(v *engine.PoolView, cs *clusterState) int {
 	return rankRest
 }
 
-// clusterOf returns the state of the cluster of the pool with namespace ns
+// clusterOf returns the state of the cluster kctx of a pool
 // (nil outside a fleet of clusters, or for a cluster not reported).
-func clusterOf(ctx viewContext, states map[string]*clusterState, ns string) *clusterState {
+func clusterOf(ctx viewContext, states map[string]*clusterState, kctx string) *clusterState {
 	if !ctx.contexts {
 		return nil
 	}
-	kctx, _ := splitContextNS(ns)
 	return states[kctx]
 }
 
@@ -60,13 +59,13 @@ func fleetTiles(ctx viewContext, large bool, capacity int) ([]wallTile, string) 
 		ranks := make([]int, len(views))
 		for i := range views {
 			order[i] = i
-			ranks[i] = poolRank(&views[i], clusterOf(ctx, states, views[i].Namespace))
+			ranks[i] = poolRank(&views[i], clusterOf(ctx, states, views[i].Context))
 		}
 		sort.SliceStable(order, func(a, b int) bool { return ranks[order[a]] < ranks[order[b]] })
 		tiles := make([]wallTile, 0, len(views))
 		for _, i := range order {
 			v := &views[i]
-			cs := clusterOf(ctx, states, v.Namespace)
+			cs := clusterOf(ctx, states, v.Context)
 			tiles = append(tiles, func(w int) []string { return tile(ctx, v, w, large, cs) })
 		}
 		return tiles, "pools (tab shows the table)"
@@ -116,7 +115,7 @@ func groupPools(ctx viewContext, states map[string]*clusterState) []*groupTile {
 		v := &ctx.views[i]
 		name := v.Namespace
 		if ctx.contexts {
-			name, _ = splitContextNS(v.Namespace)
+			name = v.Context
 		}
 		g := get(name)
 		g.pools++

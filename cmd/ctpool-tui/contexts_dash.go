@@ -19,10 +19,10 @@ import (
 )
 
 // The dashboard of several clusters (--context a,b,c, --all-contexts): one
-// Watcher per context, merged into one fleet whose namespaces are
-// context/namespace (tui.Options.Contexts). Every action, capability
-// question, Event read, log and console of a pool is routed to its own
-// cluster's client and namespace, so an identity that is operator in one
+// Watcher per context, merged into one fleet by kube.Contexts, each pool
+// carrying its cluster's context (tui.Options.Contexts). Every action,
+// capability question, Event read, log and console of a pool is routed by
+// that context to its own cluster's client and namespace, so an identity that is operator in one
 // cluster and viewer in another is gated per cluster. A cluster that does
 // not answer keeps its own state in the header and never freezes the
 // others; one whose identity may not list the pools is shown forbidden and
@@ -38,18 +38,18 @@ type clusterConn struct {
 	errAt     time.Time
 }
 
-// contextsSource merges the clusters' Watchers (tui.DataSource and
-// tui.ClusterSource).
+// contextsSource is the dashboard's clusters: each one's connection and
+// the merge of their Watchers (data: kube.Contexts).
 type contextsSource struct {
 	clusters []*clusterConn
-	ch       chan struct{}
+	data     *kube.Contexts
 }
 
 // startContexts connects to each context, asks whether its identity may
 // list where the dashboard reads (in parallel, 5s each), and starts a
 // Watcher on each that may, until ctx ends.
 func startContexts(ctx context.Context, e *env, df dashFlags, names []string, readOnly bool) (*contextsSource, error) {
-	src := &contextsSource{ch: make(chan struct{}, 1)}
+	src := &contextsSource{}
 	var wg sync.WaitGroup
 	for _, name := range names {
 		c := &clusterConn{name: name}
@@ -76,178 +76,52 @@ func startContexts(ctx context.Context, e *env, df dashFlags, names []string, re
 		}()
 	}
 	wg.Wait()
+	merged := make([]kube.ContextCluster, 0, len(src.clusters))
 	for _, c := range src.clusters {
-		if c.conn == nil || c.forbidden != nil {
-			continue
+		if c.conn != nil && c.forbidden == nil {
+			if c.conn.scope.fleet {
+				c.w = kube.NewFleetWatcher(c.conn.client, c.conn.scope.namespaces)
+			} else {
+				c.w = kube.NewWatcher(c.conn.client, c.conn.namespace)
+			}
+			if err := c.w.Start(ctx); err != nil {
+				return nil, fmt.Errorf("context %s: %w", c.name, err)
+			}
 		}
-		if c.conn.scope.fleet {
-			c.w = kube.NewFleetWatcher(c.conn.client, c.conn.scope.namespaces)
-		} else {
-			c.w = kube.NewWatcher(c.conn.client, c.conn.namespace)
-		}
-		if err := c.w.Start(ctx); err != nil {
-			return nil, fmt.Errorf("context %s: %w", c.name, err)
-		}
-		go src.forward(ctx, c.w.Changed())
+		merged = append(merged, kube.ContextCluster{Name: c.name, Watcher: c.w, Forbidden: c.forbidden, Err: c.err, ErrAt: c.errAt})
 	}
+	src.data = kube.NewContexts(ctx, merged)
 	return src, nil
 }
 
-// forward passes a cluster's change signals on (at most one pending).
-func (s *contextsSource) forward(ctx context.Context, ch <-chan struct{}) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case _, ok := <-ch:
-			if !ok {
-				return
-			}
-			select {
-			case s.ch <- struct{}{}:
-			default:
-			}
-		}
-	}
-}
-
-func (s *contextsSource) Changed() <-chan struct{} { return s.ch }
-
-// Snapshots are every watched cluster's, each namespace named
-// context/namespace.
-func (s *contextsSource) Snapshots() []engine.Snapshot {
-	var out []engine.Snapshot
-	for _, c := range s.clusters {
-		if c.w == nil {
-			continue
-		}
-		for _, snap := range c.w.Snapshots() {
-			snap.Namespace = c.name + "/" + snap.Namespace
-			out = append(out, snap)
-		}
-	}
-	return out
-}
-
-// TakeChanges is every watched cluster's (tui.ChangeSource), each pool's
-// namespace named context/namespace as in Snapshots; all when one cluster
-// must be read whole (the others' are taken too: the whole read that
-// follows sees them).
-func (s *contextsSource) TakeChanges() (all bool, pools []engine.PoolChanges) {
-	for _, c := range s.clusters {
-		if c.w == nil {
-			continue
-		}
-		whole, changed := c.w.TakeChanges()
-		all = all || whole
-		for _, pc := range changed {
-			pc.Namespace = c.name + "/" + pc.Namespace
-			pools = append(pools, pc)
-		}
-	}
-	if all {
-		return true, nil
-	}
-	return false, pools
-}
-
-// ReadChanges reads a change from its cluster's cache.
-func (s *contextsSource) ReadChanges(pc engine.PoolChanges) engine.PoolUpdate {
-	c, ns := s.in(pc.Namespace)
-	if c == nil || c.w == nil {
-		// Not a cluster's: nothing of it is cached, as a Watcher reads a
-		// namespace it does not watch.
-		return engine.PoolUpdate{Definition: pc.Definition, Members: map[string]engine.MemberObjects{}}
-	}
-	pc.Namespace = ns
-	return c.w.ReadChanges(pc)
-}
-
-// Synced: every watched cluster is synced or has an error (a cluster that
-// does not answer never holds the others' first picture back).
-func (s *contextsSource) Synced() bool {
-	for _, c := range s.clusters {
-		if c.w == nil || c.w.Synced() {
-			continue
-		}
-		if at, err := c.w.LastWatchError(); err == nil || at.IsZero() {
-			return false
-		}
-	}
-	return true
-}
-
-// LastSync is the latest of the clusters'.
-func (s *contextsSource) LastSync() time.Time {
-	var last time.Time
-	for _, c := range s.clusters {
-		if c.w != nil && c.w.LastSync().After(last) {
-			last = c.w.LastSync()
-		}
-	}
-	return last
-}
-
-// LastWatchError is an error only when no cluster answers: the header then
-// says disconnected; otherwise each cluster's own state is on its line.
-func (s *contextsSource) LastWatchError() (time.Time, error) {
-	var (
-		latest time.Time
-		errs   []error
-	)
-	for _, c := range s.clusters {
-		if c.w == nil {
-			continue
-		}
-		at, err := c.w.LastWatchError()
-		if at.IsZero() || at.Before(c.w.LastSync()) {
-			return time.Time{}, nil // this one is live
-		}
-		if at.After(latest) {
-			latest = at
-		}
-		errs = append(errs, fmt.Errorf("%s: %w", c.name, err))
-	}
-	if len(errs) == 0 {
-		return time.Time{}, nil
-	}
-	return latest, errors.Join(errs...)
-}
+// contextsData is the merged clusters as the dashboard reads them
+// (tui.ChangeSource and tui.ClusterSource).
+type contextsData struct{ *kube.Contexts }
 
 // Clusters is each cluster's health for the header.
-func (s *contextsSource) Clusters() []tui.ClusterHealth {
-	out := make([]tui.ClusterHealth, 0, len(s.clusters))
-	for _, c := range s.clusters {
-		h := tui.ClusterHealth{Context: c.name, Forbidden: c.forbidden}
-		switch {
-		case c.w != nil:
-			h.Synced, h.LastSync = c.w.Synced(), c.w.LastSync()
-			h.ErrAt, h.Err = c.w.LastWatchError()
-		case c.err != nil:
-			h.ErrAt, h.Err = c.errAt, c.err
-		}
-		out = append(out, h)
+func (d contextsData) Clusters() []tui.ClusterHealth {
+	hs := d.Health()
+	out := make([]tui.ClusterHealth, len(hs))
+	for i, h := range hs {
+		out[i] = tui.ClusterHealth(h)
 	}
 	return out
 }
 
-// in returns the cluster and namespace of a fleet namespace
-// (context/namespace: the context is everything before the last "/").
-func (s *contextsSource) in(ns string) (*clusterConn, string) {
-	i := strings.LastIndexByte(ns, '/')
-	if i < 0 {
-		return nil, ns
-	}
+// cluster returns the cluster of this context, or nil.
+func (s *contextsSource) cluster(kctx string) *clusterConn {
 	for _, c := range s.clusters {
-		if c.name == ns[:i] {
-			return c, ns[i+1:]
+		if c.name == kctx {
+			return c
 		}
 	}
-	return nil, ns[i+1:]
+	return nil
 }
 
-// errNoCluster: a namespace of no cluster of the dashboard.
-func errNoCluster(ns string) error { return fmt.Errorf("no connected cluster for %s", ns) }
+// errNoCluster: a namespace of no connected cluster of the dashboard.
+func errNoCluster(kctx, ns string) error {
+	return fmt.Errorf("no connected cluster for %s/%s", kctx, ns)
+}
 
 // contextsOptions wires the dashboard of several clusters.
 func contextsOptions(src *contextsSource, names []string, sc scope, readOnly bool) tui.Options {
@@ -258,58 +132,73 @@ func contextsOptions(src *contextsSource, names []string, sc scope, readOnly boo
 	opts := tui.Options{
 		Context: strings.Join(names, ","), Namespace: ns, Fleet: true, Contexts: true, ReadOnly: readOnly,
 		ContextNames: names, Namespaces: sc.namespaces,
-		Now: time.Now, Data: src, Events: contextsEvents{src}, Logs: contextsLogs{src},
+		Now: time.Now, Data: contextsData{src.data}, EventsIn: src.events, LogsIn: src.logs,
 	}
 	if readOnly {
 		return opts
 	}
-	opts.ActionsIn = func(ns string) tui.Actions {
-		c, real := src.in(ns)
+	opts.ActionsIn = func(kctx, ns string) tui.Actions {
+		c := src.cluster(kctx)
 		if c == nil || c.conn == nil || c.w == nil {
 			return nil
 		}
-		return cachedClaims(engineIn(c.conn, real), c.w.In(real))
+		return cachedClaims(engineIn(c.conn, ns), c.w.In(ns))
 	}
-	opts.AccessIn = func(ns string) tui.Access {
-		c, real := src.in(ns)
+	opts.AccessIn = func(kctx, ns string) tui.Access {
+		c := src.cluster(kctx)
 		if c == nil || c.conn == nil {
-			return noAccess{errNoCluster(ns)}
+			return noAccess{errNoCluster(kctx, ns)}
 		}
-		return &kube.Access{Client: c.conn.client, Namespace: real}
+		return &kube.Access{Client: c.conn.client, Namespace: ns}
 	}
-	opts.Console = contextsConsole{src}
+	opts.ConsoleIn = src.console
 	return opts
 }
 
-type contextsEvents struct{ src *contextsSource }
-
-func (r contextsEvents) Events(ctx context.Context, ns, kind, name string) ([]corev1.Event, error) {
-	c, real := r.src.in(ns)
+// events reads the Events of a cluster.
+func (s *contextsSource) events(kctx string) tui.EventSource {
+	c := s.cluster(kctx)
 	if c == nil || c.conn == nil {
-		return nil, errNoCluster(ns)
+		return noCluster{kctx}
 	}
-	return (&kube.Events{Client: c.conn.client}).Events(ctx, real, kind, name)
+	return &kube.Events{Client: c.conn.client}
 }
 
-type contextsLogs struct{ src *contextsSource }
-
-func (r contextsLogs) Stream(ctx context.Context, ns, pod string, previous bool) (io.ReadCloser, error) {
-	c, real := r.src.in(ns)
+// logs streams the logs of a cluster's members.
+func (s *contextsSource) logs(kctx string) tui.LogSource {
+	c := s.cluster(kctx)
 	if c == nil || c.conn == nil {
-		return nil, errNoCluster(ns)
+		return noCluster{kctx}
 	}
-	return (&kube.Logs{Client: c.conn.client}).Stream(ctx, real, pod, previous)
+	return &kube.Logs{Client: c.conn.client}
 }
 
-type contextsConsole struct{ src *contextsSource }
-
-func (r contextsConsole) Console(ctx context.Context, ns, pod string, in io.Reader, out, errOut io.Writer) error {
-	c, real := r.src.in(ns)
+// console runs the consoles of a cluster's members, audited in the
+// member's namespace.
+func (s *contextsSource) console(kctx string) tui.ConsoleRunner {
+	c := s.cluster(kctx)
 	if c == nil || c.conn == nil || c.conn.cfg == nil {
-		return errNoCluster(ns)
+		return noCluster{kctx}
 	}
-	return auditedConsole{Exec: &kube.Exec{Config: c.conn.cfg, Client: c.conn.client}, audit: engineIn(c.conn, real).Audit}.
-		Console(ctx, real, pod, in, out, errOut)
+	conn := c.conn
+	return auditedConsole{Exec: &kube.Exec{Config: conn.cfg, Client: conn.client},
+		auditIn: func(ns string) func(context.Context, engine.AuditEntry) { return engineIn(conn, ns).Audit }}
+}
+
+// noCluster answers every read of the context of a cluster that is not
+// connected with errNoCluster.
+type noCluster struct{ context string }
+
+func (n noCluster) Events(_ context.Context, ns, _, _ string) ([]corev1.Event, error) {
+	return nil, errNoCluster(n.context, ns)
+}
+
+func (n noCluster) Stream(_ context.Context, ns, _ string, _ bool) (io.ReadCloser, error) {
+	return nil, errNoCluster(n.context, ns)
+}
+
+func (n noCluster) Console(_ context.Context, ns, _ string, _ io.Reader, _, _ io.Writer) error {
+	return errNoCluster(n.context, ns)
 }
 
 // noAccess answers every capability question with its error.

@@ -100,7 +100,7 @@ func TestContextsReadOnlyPerCluster(t *testing.T) {
 	}
 
 	opts := contextsOptions(src, names, scope{}, true)
-	if opts.ActionsIn != nil || opts.AccessIn != nil || opts.Console != nil || opts.Actions != nil || opts.Access != nil || !opts.ReadOnly {
+	if opts.ActionsIn != nil || opts.AccessIn != nil || opts.Console != nil || opts.ConsoleIn != nil || opts.Actions != nil || opts.Access != nil || !opts.ReadOnly {
 		t.Errorf("read-only options wire writes: %+v", opts)
 	}
 	if !slices.Equal(opts.ContextNames, names) {

@@ -1,25 +1,44 @@
 package main
 
-import "testing"
+import (
+	"context"
+	"testing"
+)
 
-// A fleet namespace is context/namespace; a context name may hold "/".
-func TestContextsSourceIn(t *testing.T) {
+// A cluster is found by its context's name, which may hold "/"; the reads
+// of a context with no connection answer its error, and it runs no action.
+func TestContextsSourceCluster(t *testing.T) {
 	src := &contextsSource{clusters: []*clusterConn{{name: "prod"}, {name: "arn:aws:eks:eu-west-1:1:cluster/lab"}}}
 	for _, tc := range []struct {
-		ns, wantCtx, wantNS string
+		kctx, want string
 	}{
-		{"prod/vdi", "prod", "vdi"},
-		{"arn:aws:eks:eu-west-1:1:cluster/lab/vdi-eng", "arn:aws:eks:eu-west-1:1:cluster/lab", "vdi-eng"},
-		{"other/vdi", "", "vdi"},
-		{"vdi", "", "vdi"},
+		{"prod", "prod"},
+		{"arn:aws:eks:eu-west-1:1:cluster/lab", "arn:aws:eks:eu-west-1:1:cluster/lab"},
+		{"lab", ""},
+		{"", ""},
 	} {
-		c, ns := src.in(tc.ns)
 		got := ""
-		if c != nil {
+		if c := src.cluster(tc.kctx); c != nil {
 			got = c.name
 		}
-		if got != tc.wantCtx || ns != tc.wantNS {
-			t.Errorf("in(%q) = %q, %q; want %q, %q", tc.ns, got, ns, tc.wantCtx, tc.wantNS)
+		if got != tc.want {
+			t.Errorf("cluster(%q) = %q, want %q", tc.kctx, got, tc.want)
 		}
+	}
+	opts := contextsOptions(src, []string{"prod"}, scope{}, false)
+	if a := opts.ActionsIn("prod", "vdi"); a != nil {
+		t.Errorf("ActionsIn of a context with no connection: %T", a)
+	}
+	if _, err := opts.AccessIn("other", "vdi").Capabilities(context.Background(), nil); err == nil {
+		t.Error("AccessIn of an unknown context: no error")
+	}
+	if _, err := opts.EventsIn("other").Events(context.Background(), "vdi", "Pod", "desk-1"); err == nil || err.Error() != "no connected cluster for other/vdi" {
+		t.Errorf("EventsIn of an unknown context: %v", err)
+	}
+	if _, err := opts.LogsIn("prod").Stream(context.Background(), "vdi", "desk-1", false); err == nil {
+		t.Error("LogsIn of a context with no connection: no error")
+	}
+	if err := opts.ConsoleIn("prod").Console(context.Background(), "vdi", "desk-1", nil, nil, nil); err == nil {
+		t.Error("ConsoleIn of a context with no connection: no error")
 	}
 }

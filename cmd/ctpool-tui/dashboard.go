@@ -244,9 +244,9 @@ func fleetOptions(conn *connection, w *kube.Watcher, readOnly bool) tui.Options 
 		c.auditIn = func(ns string) func(context.Context, engine.AuditEntry) { return engineIn(conn, ns).Audit }
 		opts.Console = c
 	}
-	opts.ActionsIn = func(ns string) tui.Actions { return cachedClaims(engineIn(conn, ns), w.In(ns)) }
+	opts.ActionsIn = func(_, ns string) tui.Actions { return cachedClaims(engineIn(conn, ns), w.In(ns)) }
 	if !conn.demo {
-		opts.AccessIn = func(ns string) tui.Access {
+		opts.AccessIn = func(_, ns string) tui.Access {
 			return &kube.Access{Client: conn.client, Namespace: ns}
 		}
 	}

@@ -74,11 +74,11 @@ func TestFleetOptionsPerNamespace(t *testing.T) {
 			o.Fleet, o.Namespace, o.Access != nil, o.AccessIn != nil, o.ActionsIn != nil, o.Logs != nil)
 	}
 	for _, ns := range conn.scope.namespaces {
-		a, ok := o.ActionsIn(ns).(dashboardActions)
+		a, ok := o.ActionsIn("", ns).(dashboardActions)
 		if !ok || a.Engine.Namespace != ns || a.claims.Namespace != ns {
-			t.Errorf("ActionsIn(%s): %T %+v", ns, o.ActionsIn(ns), a)
+			t.Errorf("ActionsIn(%s): %T %+v", ns, o.ActionsIn("", ns), a)
 		}
-		caps, err := o.AccessIn(ns).Capabilities(context.Background(), []engine.Action{engine.ActionReconcile})
+		caps, err := o.AccessIn("", ns).Capabilities(context.Background(), []engine.Action{engine.ActionReconcile})
 		if err != nil || len(caps) != 1 || caps[0].Allowed != (ns == "vdi-eng") {
 			t.Errorf("AccessIn(%s): %+v, %v", ns, caps, err)
 		}

@@ -1,10 +1,11 @@
-package main
+package kube
 
 import (
 	"context"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -17,18 +18,14 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
-	"github.com/ctpool-tui/ctpool-tui/kube"
-	"github.com/ctpool-tui/ctpool-tui/tui"
 )
 
-var _ tui.ChangeSource = (*contextsSource)(nil)
-
-// TestContextsSourceChangesFollowTheCaches: random Pod, PVC and Lease
+// TestContextsChangesFollowTheCaches: random Pod, PVC and Lease
 // changes in two clusters, each read by a fleet Watcher on a fake
 // clientset; after each batch whose handlers ran, the pools kept by
 // difference from the merged changes (engine.PoolState, as the dashboard
 // keeps them) are the whole observation of the merged snapshots.
-func TestContextsSourceChangesFollowTheCaches(t *testing.T) {
+func TestContextsChangesFollowTheCaches(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	rnd := rand.New(rand.NewPCG(5, 15))
@@ -41,7 +38,7 @@ func TestContextsSourceChangesFollowTheCaches(t *testing.T) {
 		client *fake.Clientset
 		sent   int64 // events its Watcher's handlers are to get
 	}
-	src := &contextsSource{ch: make(chan struct{}, 1)}
+	var clusters []ContextCluster
 	var fixtures []*clusterFixture
 	for _, name := range []string{"prod", "arn:aws:eks:eu-west-1:1:cluster/lab"} {
 		var objs []runtime.Object
@@ -63,7 +60,7 @@ func TestContextsSourceChangesFollowTheCaches(t *testing.T) {
 			watches <- struct{}{}
 			return true, wi, nil
 		})
-		w := kube.NewFleetWatcher(f.client, nil)
+		w := NewFleetWatcher(f.client, nil)
 		if err := w.Start(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -77,14 +74,15 @@ func TestContextsSourceChangesFollowTheCaches(t *testing.T) {
 				t.Fatal("the informers did not all watch")
 			}
 		}
-		src.clusters = append(src.clusters, &clusterConn{name: name, w: w})
+		clusters = append(clusters, ContextCluster{Name: name, Watcher: w})
 		fixtures = append(fixtures, f)
 	}
+	src := NewContexts(ctx, clusters)
 	handled := func() {
 		t.Helper()
 		err := wait.PollUntilContextTimeout(ctx, time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-			for i, c := range src.clusters {
-				if events, _ := c.w.Stats(); events < fixtures[i].sent {
+			for i, c := range clusters {
+				if events, _ := c.Watcher.Stats(); events < fixtures[i].sent {
 					return false, nil
 				}
 			}
@@ -98,18 +96,28 @@ func TestContextsSourceChangesFollowTheCaches(t *testing.T) {
 
 	at := t0
 	var states []*engine.PoolState
-	index := map[string]int{}
+	index := map[engine.PoolRef]int{}
 	whole := func() {
-		states, index = nil, map[string]int{}
+		states, index = nil, map[engine.PoolRef]int{}
 		for i, snap := range src.Snapshots() {
 			states = append(states, engine.NewPoolState(snap, at))
-			index[snap.Namespace+"/"+snap.Pool] = i
+			index[snap.Ref()] = i
 		}
 	}
 	if all, _ := src.TakeChanges(); !all {
 		t.Fatal("the first changes are not all")
 	}
 	whole()
+	// Each snapshot names its cluster by Context; its Namespace is the
+	// cluster's own.
+	for _, snap := range src.Snapshots() {
+		if !slices.ContainsFunc(clusters, func(c ContextCluster) bool { return c.Name == snap.Context }) || !slices.Contains(namespaces, snap.Namespace) {
+			t.Fatalf("snapshot %q: context %q, namespace %q", snap.Pool, snap.Context, snap.Namespace)
+		}
+	}
+	if len(index) != len(clusters)*len(namespaces)*len(pools) {
+		t.Fatalf("%d pools, want %d (one per cluster, namespace and name)", len(index), len(clusters)*len(namespaces)*len(pools))
+	}
 	byDifference := 0
 	const rounds = 40
 	for round := range rounds {
@@ -154,7 +162,7 @@ func TestContextsSourceChangesFollowTheCaches(t *testing.T) {
 		applied := !all
 		updates := map[int]engine.PoolUpdate{}
 		for _, pc := range changed {
-			i, ok := index[pc.Namespace+"/"+pc.Pool]
+			i, ok := index[pc.Ref()]
 			if !ok || pc.Full {
 				applied = false
 				break
@@ -185,5 +193,25 @@ func TestContextsSourceChangesFollowTheCaches(t *testing.T) {
 	t.Logf("%d of %d rounds applied by difference", byDifference, rounds)
 	if byDifference < rounds/2 {
 		t.Errorf("only %d of %d rounds applied by difference", byDifference, rounds)
+	}
+}
+
+// A cluster is found by its context's name, which may hold "/".
+func TestContextsWatcher(t *testing.T) {
+	prod, lab := &Watcher{}, &Watcher{}
+	src := NewContexts(t.Context(), []ContextCluster{{Name: "prod", Watcher: prod}, {Name: "arn:aws:eks:eu-west-1:1:cluster/lab", Watcher: lab}, {Name: "dmz"}})
+	for _, tc := range []struct {
+		context string
+		want    *Watcher
+	}{
+		{"prod", prod},
+		{"arn:aws:eks:eu-west-1:1:cluster/lab", lab},
+		{"dmz", nil}, // not watched
+		{"other", nil},
+		{"", nil},
+	} {
+		if w := src.Watcher(tc.context); w != tc.want {
+			t.Errorf("Watcher(%q) = %p, want %p", tc.context, w, tc.want)
+		}
 	}
 }
