@@ -75,7 +75,7 @@ lint: ## gofmt, go.mod and go.sum tidy, a stale generated permission table, go v
 
 .PHONY: vulndb
 vulndb: ## cut the project's copy of the vulnerability database (hack/vulndb/db) again from a full one at VULNDB
-	$(GO) run ./hack/vulndb cut -from $${VULNDB:-../shared/vulndb} -source "$${VULNDB_SOURCE:?name the full copy, e.g. golang/vulndb and its commit}" -date "$${VULNDB_DATE:?the full copy's date, YYYY-MM-DD}"
+	$(GO) run ./hack/vulndb cut -from $${VULNDB:-../shared/vulndb} -source "$${VULNDB_SOURCE:?name the full copy, e.g. golang/vulndb and its commit}" -date "$${VULNDB_DATE:?the date of the full copy, YYYY-MM-DD}"
 
 .PHONY: test
 test: lint ## everything CI runs: lint, unit and integration tests on a local control plane, short fuzzing
