@@ -52,10 +52,7 @@ func TestPodSecurityAdmission(t *testing.T) {
 	stricter := map[string]string{PodSecurityPrivileged: PodSecurityBaseline, PodSecurityBaseline: PodSecurityRestricted}
 	for name, spec := range podSecuritySpecs() {
 		t.Run(name, func(t *testing.T) {
-			level := spec.PodSecurity
-			if level == "" {
-				t.Fatal("Default left podSecurity empty")
-			}
+			level := spec.PodSecurityLevel()
 			if why := refused(level, spec); len(why) > 0 {
 				t.Fatalf("a %s pool's Pod is refused by the %s level: %s", level, level, strings.Join(why, "; "))
 			}

@@ -121,14 +121,27 @@ func (s *Spec) Default() {
 	if len(s.ImagePullSecrets) == 0 {
 		s.ImagePullSecrets = nil // "imagePullSecrets: []" reads as none
 	}
-	s.PodSecurity = s.podSecurityLevel()
-	if s.PodSecurity == PodSecurityPrivileged {
+	// The level is written down only when it is not the pool's default
+	// one, so that the privileged flag alone keeps deciding between the two
+	// defaults: a stored pool edited to privileged: true, or a caller that
+	// sets Privileged on a defaulted spec, is privileged, not in conflict
+	// with a baseline nobody chose. PodSecurityLevel reads the level.
+	level := s.podSecurityLevel()
+	if level == PodSecurityPrivileged {
 		s.Privileged = true
 	}
-	if s.PodSecurity == PodSecurityRestricted && s.RunAsUser == 0 {
+	if level == s.defaultPodSecurity() {
+		s.PodSecurity = ""
+	}
+	if level == PodSecurityRestricted && s.RunAsUser == 0 {
 		s.RunAsUser = DefaultRunAsUser
 	}
 }
+
+// PodSecurityLevel is the pool's Pod Security level: PodSecurity, or the
+// default level (privileged for a privileged pool, else baseline) when it
+// names none.
+func (s Spec) PodSecurityLevel() string { return s.podSecurityLevel() }
 
 // defaultPodSecurity is the level of a pool that names none: privileged for
 // a privileged pool, baseline for another.

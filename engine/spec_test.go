@@ -21,22 +21,22 @@ func TestParseSpec(t *testing.T) {
 		{
 			name: "defaults filled",
 			yaml: "image: ghcr.io/example/desktop:1\nsize: 3\n",
-			want: Spec{Image: "ghcr.io/example/desktop:1", CPU: "1", Memory: "2Gi", Disk: "5Gi", Mode: ModeEphemeral, Size: 3, PodSecurity: PodSecurityBaseline, Runtime: &Runtime{Backend: BackendStandard}},
+			want: Spec{Image: "ghcr.io/example/desktop:1", CPU: "1", Memory: "2Gi", Disk: "5Gi", Mode: ModeEphemeral, Size: 3, Runtime: &Runtime{Backend: BackendStandard}},
 		},
 		{
 			name: "every field",
 			yaml: "image: img:2\ncpu: 500m\nmemory: 4Gi\ndisk: 20Gi\nstorageClass: fast-ssd\nprivileged: true\ninit: true\nmode: ephemeral\nsize: 0\nruntime:\n  backend: standard\n  runtimeClassName: kata\n",
-			want: Spec{Image: "img:2", CPU: "500m", Memory: "4Gi", Disk: "20Gi", StorageClass: "fast-ssd", Privileged: true, PodSecurity: PodSecurityPrivileged, Init: true, Mode: ModeEphemeral, Runtime: &Runtime{Backend: BackendStandard, RuntimeClassName: "kata"}},
+			want: Spec{Image: "img:2", CPU: "500m", Memory: "4Gi", Disk: "20Gi", StorageClass: "fast-ssd", Privileged: true, Init: true, Mode: ModeEphemeral, Runtime: &Runtime{Backend: BackendStandard, RuntimeClassName: "kata"}},
 		},
 		{
 			name: "YAML numbers for quantities",
 			yaml: "image: img\ncpu: 2\nsize: 1\n",
-			want: Spec{Image: "img", CPU: "2", Memory: "2Gi", Disk: "5Gi", Mode: ModeEphemeral, Size: 1, PodSecurity: PodSecurityBaseline, Runtime: &Runtime{Backend: BackendStandard}},
+			want: Spec{Image: "img", CPU: "2", Memory: "2Gi", Disk: "5Gi", Mode: ModeEphemeral, Size: 1, Runtime: &Runtime{Backend: BackendStandard}},
 		},
 		{
 			name: "JSON",
 			yaml: `{"image":"img","size":2}`,
-			want: Spec{Image: "img", CPU: "1", Memory: "2Gi", Disk: "5Gi", Mode: ModeEphemeral, Size: 2, PodSecurity: PodSecurityBaseline, Runtime: &Runtime{Backend: BackendStandard}},
+			want: Spec{Image: "img", CPU: "1", Memory: "2Gi", Disk: "5Gi", Mode: ModeEphemeral, Size: 2, Runtime: &Runtime{Backend: BackendStandard}},
 		},
 		{name: "empty", yaml: "  \n", wantErr: "is empty", field: "spec"},
 		{name: "malformed YAML", yaml: "image: [unclosed\n", wantErr: "invalid spec", field: "spec"},
@@ -63,7 +63,7 @@ func TestParseSpec(t *testing.T) {
 		{name: "restricted with its user", yaml: "image: img\npodSecurity: restricted\nrunAsUser: 4242\n",
 			want: Spec{Image: "img", CPU: "1", Memory: "2Gi", Disk: "5Gi", Mode: ModeEphemeral, PodSecurity: PodSecurityRestricted, RunAsUser: 4242, Runtime: &Runtime{Backend: BackendStandard}}},
 		{name: "podSecurity privileged implies privileged", yaml: "image: img\npodSecurity: privileged\n",
-			want: Spec{Image: "img", CPU: "1", Memory: "2Gi", Disk: "5Gi", Mode: ModeEphemeral, Privileged: true, PodSecurity: PodSecurityPrivileged, Runtime: &Runtime{Backend: BackendStandard}}},
+			want: Spec{Image: "img", CPU: "1", Memory: "2Gi", Disk: "5Gi", Mode: ModeEphemeral, Privileged: true, Runtime: &Runtime{Backend: BackendStandard}}},
 		{name: "unknown level", yaml: "image: img\npodSecurity: strict\n", wantErr: `invalid podSecurity "strict": must be one of privileged, baseline, restricted`, field: "podSecurity"},
 		{name: "privileged with baseline", yaml: "image: img\nprivileged: true\npodSecurity: baseline\n", wantErr: "the baseline level refuses a privileged container", field: "podSecurity"},
 		{name: "privileged with restricted", yaml: "image: img\nprivileged: true\npodSecurity: restricted\n", wantErr: "the restricted level refuses a privileged container", field: "podSecurity"},
@@ -354,5 +354,33 @@ func TestBackendName(t *testing.T) {
 		if got := (Spec{Runtime: tt.rt}).BackendName(); got != tt.want {
 			t.Errorf("BackendName(%+v) = %q, want %q", tt.rt, got, tt.want)
 		}
+	}
+}
+
+// A defaulted spec names no level it did not choose: setting Privileged on
+// it (a caller, or privileged: true added to a stored definition by hand)
+// makes a privileged pool, not one in conflict with a baseline nobody gave.
+func TestDefaultLeavesTheDefaultLevelUnwritten(t *testing.T) {
+	s, err := ParseSpec("image: img\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.PodSecurity != "" || s.PodSecurityLevel() != PodSecurityBaseline {
+		t.Fatalf("defaulted: podSecurity %q, level %q; want none written and baseline", s.PodSecurity, s.PodSecurityLevel())
+	}
+	if strings.Contains(s.Encode(), "podSecurity") {
+		t.Fatalf("the stored definition names the default level:\n%s", s.Encode())
+	}
+	s.Privileged = true
+	s.Default()
+	if err := s.Validate(); err != nil {
+		t.Fatalf("privileged on a defaulted spec: %v", err)
+	}
+	if s.PodSecurityLevel() != PodSecurityPrivileged {
+		t.Fatalf("level %q, want privileged", s.PodSecurityLevel())
+	}
+	edited, err := ParseSpec(strings.TrimSpace(Spec{Image: "img", Size: 1}.Encode()) + "\nprivileged: true\n")
+	if err != nil || edited.PodSecurityLevel() != PodSecurityPrivileged {
+		t.Fatalf("a stored definition edited to privileged: true: %v, level %q", err, edited.PodSecurityLevel())
 	}
 }

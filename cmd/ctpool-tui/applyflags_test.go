@@ -84,8 +84,8 @@ func TestApplyFlagsPodSecurity(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if s.PodSecurity != tt.level || s.Privileged != tt.privileged || s.RunAsUser != tt.user {
-				t.Fatalf("podSecurity %q privileged %v runAsUser %d, want %q %v %d", s.PodSecurity, s.Privileged, s.RunAsUser, tt.level, tt.privileged, tt.user)
+			if s.PodSecurityLevel() != tt.level || s.Privileged != tt.privileged || s.RunAsUser != tt.user {
+				t.Fatalf("podSecurity %q privileged %v runAsUser %d, want %q %v %d", s.PodSecurityLevel(), s.Privileged, s.RunAsUser, tt.level, tt.privileged, tt.user)
 			}
 		})
 	}
