@@ -1,0 +1,194 @@
+package engine
+
+import (
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// The observed model: a pool's objects as read (Snapshot), its members
+// (Member, Claim, State) and the view Observe derives from them (PoolView).
+
+// State is the state of one member (DECISIONS.md, first match wins).
+type State string
+
+// Member states.
+const (
+	StateTerminating   State = "Terminating"
+	StateMissing       State = "Missing"
+	StateStopped       State = "Stopped"
+	StateFailed        State = "Failed"
+	StateUnschedulable State = "Unschedulable"
+	StateReady         State = "Ready"
+	StateStarting      State = "Starting"
+)
+
+// States lists every state in the order of the decision table.
+var States = []State{StateTerminating, StateMissing, StateStopped, StateFailed, StateUnschedulable, StateReady, StateStarting}
+
+// failingWaitReasons are the container waiting reasons that make a member
+// Failed: the kubelet's own words for a container that will not start without
+// a change (ErrImageNeverPull: the image is not on the node and the pull
+// policy forbids pulling; InvalidImageName: the reference does not parse).
+var failingWaitReasons = map[string]bool{
+	"CrashLoopBackOff":     true,
+	"ImagePullBackOff":     true,
+	"ErrImagePull":         true,
+	"ErrImageNeverPull":    true,
+	"InvalidImageName":     true,
+	"CreateContainerError": true,
+}
+
+// Snapshot is what Observe reads: one pool's ConfigMap and the Pods, PVCs and
+// Leases labelled with its name. Objects are read, never modified.
+type Snapshot struct {
+	// Context is the kubeconfig context of the pool's cluster in a source of
+	// several clusters (kube.Contexts), "" in one cluster.
+	Context   string
+	Namespace string
+	Pool      string
+	// ConfigMap is nil when the pool has no definition.
+	ConfigMap *corev1.ConfigMap
+	Pods      []*corev1.Pod
+	PVCs      []*corev1.PersistentVolumeClaim
+	Leases    []*coordinationv1.Lease
+	// LeaseSeen, when set, holds for a Lease name when the reader first saw
+	// the Lease's current resourceVersion (a reader that watches); a Lease
+	// stamped in the future counts from then (interpretLeaseSeen).
+	LeaseSeen map[string]time.Time
+	// NodeDown holds the nodes that are down (NodeDown), by name, with the
+	// node's evidence. nil means the nodes are unknown (the reader may not
+	// list them): every member then reads as on a healthy node.
+	NodeDown map[string]string
+}
+
+// Ref is the snapshot's pool's identity.
+func (s *Snapshot) Ref() PoolRef {
+	return PoolRef{Context: s.Context, Namespace: s.Namespace, Name: s.Pool}
+}
+
+// Claim is the interpretation of a member's Lease.
+type Claim struct {
+	Holder     string
+	Acquired   time.Time
+	Renewed    time.Time
+	Expires    time.Time
+	Duration   time.Duration
+	Expired    bool
+	Reconciler bool // held by the reconciler: maintenance
+	// Stale: a reconciler Lease older than ReconcilerLeaseTTL, or a Lease too
+	// broken to honour, that the next reconcile may take over.
+	Stale bool
+	// Since is when the Lease counts as taken or renewed: its renew (or
+	// acquire) time, a time in the future clamped by the skew rule.
+	Since time.Time
+}
+
+// Member is one observed member with its state and markers.
+type Member struct {
+	Name  string
+	Pool  string
+	Index int // 0 when the name does not fit <pool>-<n>
+	State State
+
+	Pod   *corev1.Pod
+	PVC   *corev1.PersistentVolumeClaim
+	Lease *coordinationv1.Lease
+	// Claim is a user's claim: the Lease held by an identity (expired or
+	// not). It is nil for no Lease, the reconciler's Lease and an empty
+	// holder's, which Hold reads instead.
+	Claim *Claim
+	// Hold is the reading of a Lease that is no user's claim: the
+	// reconciler's (Maintenance) or one with an empty holder (Unheld).
+	Hold *Claim
+
+	Claimed          bool // Claim != nil: held by a user identity
+	Maintenance      bool // held by the reconciler (Hold)
+	MaintenanceStale bool
+	// Unheld: the member's Lease has an empty holder. It is no claim and no
+	// maintenance; the member is not free while it exists, and a reconcile
+	// removes it once stale (Hold.Stale).
+	Unheld bool
+	// Blocked names an object that holds this member's name but is not this
+	// pool's member, and why ("pod desk-1 exists and is not this pool's
+	// member: ..."). A blocked member is left alone: never created,
+	// started, replaced, deleted or handed out.
+	Blocked   string
+	Drift     bool
+	AboveSize bool
+	Free      bool
+
+	Source string // the member's source label
+	Node   string
+	// NodeDown is the evidence that the node the member's Pod is bound to
+	// is down (Snapshot.NodeDown), or "". The Pod's own readings (Ready,
+	// probes, container states) are then stale: the desktop is probably
+	// fine, and nothing of it is replaced until the node is back.
+	NodeDown string
+	Created  time.Time // Pod creation time (zero without a Pod)
+	// Message is the scheduler's message for Unschedulable, the failure reason
+	// for Failed, and empty otherwise.
+	Message string
+	// Problems are malformed or surprising facts about this member's objects.
+	Problems []string
+}
+
+// Holder returns the claim holder, or "" when the member is not claimed by a user.
+func (m *Member) Holder() string {
+	if m.Claim != nil {
+		return m.Claim.Holder
+	}
+	return ""
+}
+
+// LeaseRead is the reading of the member's Lease, a claim or not (nil
+// without one).
+func (m *Member) LeaseRead() *Claim {
+	if m.Claim != nil {
+		return m.Claim
+	}
+	return m.Hold
+}
+
+// Exists reports whether the member has a Pod or a PVC.
+func (m *Member) Exists() bool { return m.Pod != nil || m.PVC != nil }
+
+// PoolView is what Observe derives from a snapshot.
+type PoolView struct {
+	Name      string
+	Namespace string
+	// Context is the snapshot's (its cluster's context; "" in one cluster).
+	Context string
+	// Defined is false when the pool's ConfigMap does not exist.
+	Defined bool
+	Spec    Spec
+	// SpecError is set when the stored spec cannot be parsed or is invalid.
+	SpecError error
+	Source    string
+	// Status is the status derived now from the snapshot.
+	Status Status
+	// Recorded is the status the last reconcile wrote into the ConfigMap.
+	Recorded      Status
+	RecordedError error
+	Members       []Member
+	// Problems at pool level (no definition, malformed spec or status).
+	Problems []string
+	// ObservedAt is the time passed to Observe.
+	ObservedAt time.Time
+}
+
+// Ref is the pool's identity.
+func (v *PoolView) Ref() PoolRef {
+	return PoolRef{Context: v.Context, Namespace: v.Namespace, Name: v.Name}
+}
+
+// Member returns the named member, or nil.
+func (v *PoolView) Member(name string) *Member {
+	for i := range v.Members {
+		if v.Members[i].Name == name {
+			return &v.Members[i]
+		}
+	}
+	return nil
+}
