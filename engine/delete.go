@@ -26,7 +26,9 @@ type DeleteResult struct {
 // ErrClaimed, and it keeps the definition when a member delete fails or a
 // reconciler still holds a member's Lease, so it is safe to run again.
 // Objects that carry the pool label but are not members are left alone and
-// listed. Deleting a pool that does not exist succeeds.
+// listed. An isolated pool's NetworkPolicy goes last before the definition
+// (a policy of that name without the pool label is left alone). Deleting a
+// pool that does not exist succeeds.
 func (e *Engine) Delete(ctx context.Context, pool string) (res DeleteResult, err error) {
 	defer func() { e.audit(ctx, AuditEntry{Pool: pool, Action: ActionDelete, Err: err}) }()
 	if err := ValidatePoolName(pool); err != nil {
@@ -113,6 +115,18 @@ func (e *Engine) Delete(ctx context.Context, pool string) (res DeleteResult, err
 		if err := e.Cluster.DeleteLease(ctx, l.Name, l.ResourceVersion); err != nil && !errors.Is(err, ErrConflict) {
 			return res, fmt.Errorf("delete %s: lease %s: %w", pool, l.Name, err)
 		}
+	}
+	// An isolated pool's NetworkPolicy goes before its definition, so that a
+	// failure leaves the definition to run delete again with. A definition
+	// that does not parse may have been isolated: its policy (the pool
+	// label says it is the pool's) is removed when this identity may.
+	switch {
+	case perr == nil && spec.Isolate:
+		if _, err := e.removeIsolation(ctx, pool); err != nil {
+			return res, fmt.Errorf("delete %s: the definition stays: %w; run delete again", pool, err)
+		}
+	case perr != nil:
+		_, _ = e.removeIsolation(ctx, pool)
 	}
 	if err := e.Cluster.DeleteConfigMap(ctx, snap.ConfigMap.Name, snap.ConfigMap.UID); err != nil && !errors.Is(err, ErrNotFound) {
 		return res, fmt.Errorf("delete %s: definition: %w", pool, err)

@@ -13,6 +13,7 @@ import (
 func Observe(snap Snapshot, now time.Time) PoolView {
 	v := PoolView{Name: snap.Pool, Namespace: snap.Namespace, Context: snap.Context, ObservedAt: now}
 	observeDefinition(&v, snap.ConfigMap)
+	v.policy = snap.NetworkPolicy
 	size := v.Spec.Size
 
 	// Members whose names fit <pool>-<n> go into a slice by index (dense and

@@ -35,6 +35,9 @@ type ApplyResult struct {
 	// result); false when apply stopped before it.
 	Reconciled bool
 	Reconcile  ReconcileResult
+	// PolicyRemoved: the pool was isolated and no longer is, and apply
+	// deleted its NetworkPolicy.
+	PolicyRemoved bool
 }
 
 // Apply writes spec as the whole pool definition (creating the pool when
@@ -72,6 +75,11 @@ func (e *Engine) ApplyEdit(ctx context.Context, pool string, edit SpecEdit, repl
 		return res, fmt.Errorf("read pool %s: %w", pool, err)
 	}
 	var stored *Spec
+	wasIsolated := false
+	if snap.ConfigMap != nil {
+		prev, perr := ParseSpec(snap.ConfigMap.Data[KeySpec])
+		wasIsolated = perr == nil && prev.Isolate
+	}
 	if snap.ConfigMap != nil && !replace {
 		data := snap.ConfigMap.Data[KeySpec]
 		cur, perr := ParseSpec(data)
@@ -114,6 +122,13 @@ func (e *Engine) ApplyEdit(ctx context.Context, pool string, edit SpecEdit, repl
 			return res, fmt.Errorf("update pool %s: %w", pool, err)
 		}
 		res.Changed = true
+	}
+	if wasIsolated && !spec.Isolate {
+		removed, err := e.removeIsolation(ctx, pool)
+		if err != nil {
+			return res, fmt.Errorf("pool %s is written without isolate, but its NetworkPolicy %s stays (its members stay isolated): %w; run apply again, or delete the policy by hand", pool, NetworkPolicyName(pool), err)
+		}
+		res.PolicyRemoved = removed
 	}
 	rr, err := e.Reconcile(ctx, pool)
 	res.Reconcile, res.Reconciled = rr, true

@@ -63,6 +63,9 @@ type ReconcileResult struct {
 	Status        Status
 	StatusWritten bool
 	Errors        []string
+	// Isolation is what the reconcile found and did of an isolated pool's
+	// NetworkPolicy (nil for a pool that is not isolated).
+	Isolation *IsolationView
 	// Timings are how long each step that ran took, in the order they ran
 	// (read, create, start, replace, delete, status), measured with the
 	// engine's clock. A step with no member to work on does not appear.
@@ -117,9 +120,10 @@ func (r ReconcileResult) Done() int {
 	return n
 }
 
-// Reconcile brings a pool in line with its definition: create missing
-// members, start stopped ones, replace unclaimed drifted or failed ones, delete
-// unclaimed ones above the size, record the status. It takes the member Lease
+// Reconcile brings a pool in line with its definition: create or repair an
+// isolated pool's NetworkPolicy, create missing members, start stopped
+// ones, replace unclaimed drifted or failed ones, delete unclaimed ones
+// above the size, record the status. It takes the member Lease
 // as the reconciler before each create, replace or delete and never touches a
 // claimed member. It returns a *StepError when any step failed.
 func (e *Engine) Reconcile(ctx context.Context, pool string) (ReconcileResult, error) {
@@ -138,7 +142,17 @@ func (e *Engine) Reconcile(ctx context.Context, pool string) (ReconcileResult, e
 		e.recordSpecError(ctx, snap, err)
 		return read, fmt.Errorf("pool %s: %w", pool, err)
 	}
-	res, err := e.reconcile(ctx, snap, spec, spec.Size)
+	var iso *IsolationView
+	var pre []string
+	if spec.Isolate {
+		v, err := e.ensureIsolation(ctx, pool, spec)
+		iso = &v
+		if err != nil {
+			pre = append(pre, err.Error())
+		}
+	}
+	res, err := e.reconcileWith(ctx, snap, spec, spec.Size, pre)
+	res.Isolation = iso
 	res.Timings = append(read.Timings, res.Timings...)
 	return res, err
 }
@@ -158,11 +172,18 @@ func (e *Engine) recordSpecError(ctx context.Context, snap Snapshot, specErr err
 
 // reconcile runs the steps for a parsed spec with the given size (Delete uses 0).
 func (e *Engine) reconcile(ctx context.Context, snap Snapshot, spec Spec, size int) (ReconcileResult, error) {
+	return e.reconcileWith(ctx, snap, spec, size, nil)
+}
+
+// reconcileWith is reconcile with errors found before its steps (pre: the
+// pool's NetworkPolicy), recorded in the status with the steps' own.
+func (e *Engine) reconcileWith(ctx context.Context, snap Snapshot, spec Spec, size int, pre []string) (ReconcileResult, error) {
 	spec.Size = size
 	now := e.Now()
 	view := Observe(withSize(snap, spec), now)
 	e.recheckBlocked(ctx, &view)
 	var res ReconcileResult
+	res.Errors = append(res.Errors, pre...)
 	var mu sync.Mutex
 	blocked := map[string]string{} // members a create found blocked
 	add := func(a MemberAction) {

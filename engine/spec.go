@@ -66,10 +66,18 @@ type Spec struct {
 	// its images with. Not a source field: a change takes effect on each
 	// member as it is next created, and drifts none.
 	ImagePullSecrets []string `json:"imagePullSecrets,omitempty"`
-	Init             bool     `json:"init,omitempty"`
-	Mode             string   `json:"mode,omitempty"`
-	Size             int      `json:"size"`
-	Runtime          *Runtime `json:"runtime,omitempty"`
+	// Isolate makes the engine own the pool's NetworkPolicy
+	// (NetworkPolicyName): members accept traffic only from the Ingress
+	// peers (none by default) and never from a pool member, and, when Egress
+	// names peers, reach only DNS and those. Not a source field: apply and
+	// reconcile change the policy, no member drifts.
+	Isolate bool          `json:"isolate,omitempty"`
+	Ingress []NetworkPeer `json:"ingress,omitempty"`
+	Egress  []NetworkPeer `json:"egress,omitempty"`
+	Init    bool          `json:"init,omitempty"`
+	Mode    string        `json:"mode,omitempty"`
+	Size    int           `json:"size"`
+	Runtime *Runtime      `json:"runtime,omitempty"`
 }
 
 // ParseSpec decodes a spec from YAML (or JSON). Unknown fields and malformed
@@ -120,6 +128,12 @@ func (s *Spec) Default() {
 	s.Runtime.Default()
 	if len(s.ImagePullSecrets) == 0 {
 		s.ImagePullSecrets = nil // "imagePullSecrets: []" reads as none
+	}
+	if len(s.Ingress) == 0 {
+		s.Ingress = nil
+	}
+	if len(s.Egress) == 0 {
+		s.Egress = nil // open, as with no egress field
 	}
 	// The level is written down only when it is not the pool's default
 	// one, so that the privileged flag alone keeps deciding between the two
@@ -259,6 +273,9 @@ func (s *Spec) Validate() error {
 		return err
 	}
 	if err := validatePullSecrets(s.ImagePullSecrets); err != nil {
+		return err
+	}
+	if err := s.validateIsolation(); err != nil {
 		return err
 	}
 	if n := len(s.sourceEncoding()); n > MaxSourceRecordBytes {

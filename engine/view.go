@@ -1,10 +1,12 @@
 package engine
 
 import (
+	"strings"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 )
 
 // The observed model: a pool's objects as read (Snapshot), its members
@@ -61,6 +63,17 @@ type Snapshot struct {
 	// node's evidence. nil means the nodes are unknown (the reader may not
 	// list them): every member then reads as on a healthy node.
 	NodeDown map[string]string
+	// NetworkPolicy is an isolated pool's NetworkPolicy as a reader read it
+	// (ReadNetworkPolicy); nil when it was not read (a dashboard's cache
+	// holds none).
+	NetworkPolicy *NetworkPolicyRead
+}
+
+// NetworkPolicyRead is the read of a pool's NetworkPolicy: the policy (nil
+// when there is none) or why it could not be read.
+type NetworkPolicyRead struct {
+	Policy *networkingv1.NetworkPolicy
+	Err    error
 }
 
 // Ref is the snapshot's pool's identity.
@@ -176,6 +189,33 @@ type PoolView struct {
 	Problems []string
 	// ObservedAt is the time passed to Observe.
 	ObservedAt time.Time
+	// policy is the snapshot's read of the NetworkPolicy (Isolation).
+	policy *NetworkPolicyRead
+}
+
+// Isolation is what is known of an isolated pool's NetworkPolicy, nil for
+// a pool that is not isolated: its state against the definition when the
+// snapshot read it, else unknown, with the last reconcile's isolate error
+// when it recorded one.
+func (v *PoolView) Isolation() *IsolationView {
+	if !v.Spec.Isolate || v.SpecError != nil {
+		return nil
+	}
+	if r := v.policy; r != nil && r.Err == nil {
+		iv := ObserveIsolation(v.Name, v.Spec, r.Policy)
+		return &iv
+	}
+	iv := IsolationView{Policy: NetworkPolicyName(v.Name), State: IsolationUnknown, Detail: "not read here; ctpool-tui status " + v.Name + " reads it"}
+	if r := v.policy; r != nil {
+		iv.Detail = readFailure("networkpolicies", r.Err)
+	}
+	for _, e := range v.Recorded.Errors {
+		if strings.HasPrefix(e, "isolate: ") {
+			iv.Detail += "; the last reconcile said: " + strings.TrimPrefix(e, "isolate: ")
+			break
+		}
+	}
+	return &iv
 }
 
 // Ref is the pool's identity.
