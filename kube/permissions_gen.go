@@ -150,3 +150,28 @@ var actionPermissions = map[engine.Action][]engine.Permission{
 		{Group: "coordination.k8s.io", Resource: "leases", Verb: "update"},
 	},
 }
+
+// isolatedPermissions is what each action needs beyond actionPermissions
+// for an isolated pool (IsolatedPermissions): its NetworkPolicy.
+var isolatedPermissions = map[engine.Action][]engine.Permission{
+	engine.ActionReconcile: {
+		{Group: "networking.k8s.io", Resource: "networkpolicies", Verb: "create"},
+		{Group: "networking.k8s.io", Resource: "networkpolicies", Verb: "get"},
+		{Group: "networking.k8s.io", Resource: "networkpolicies", Verb: "patch"},
+	},
+	engine.ActionResize: {
+		{Group: "networking.k8s.io", Resource: "networkpolicies", Verb: "create"},
+		{Group: "networking.k8s.io", Resource: "networkpolicies", Verb: "get"},
+		{Group: "networking.k8s.io", Resource: "networkpolicies", Verb: "patch"},
+	},
+	engine.ActionApply: {
+		{Group: "networking.k8s.io", Resource: "networkpolicies", Verb: "create"},
+		{Group: "networking.k8s.io", Resource: "networkpolicies", Verb: "delete"},
+		{Group: "networking.k8s.io", Resource: "networkpolicies", Verb: "get"},
+		{Group: "networking.k8s.io", Resource: "networkpolicies", Verb: "patch"},
+	},
+	engine.ActionDelete: {
+		{Group: "networking.k8s.io", Resource: "networkpolicies", Verb: "delete"},
+		{Group: "networking.k8s.io", Resource: "networkpolicies", Verb: "get"},
+	},
+}

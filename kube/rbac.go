@@ -48,6 +48,19 @@ func RequiredPermissions(action engine.Action) ([]engine.Permission, error) {
 	return slices.Clone(ps), nil
 }
 
+// IsolatedPermissions is what an action needs beyond RequiredPermissions
+// for an isolated pool (its NetworkPolicy), derived the same way; none for
+// an action that never touches the policy. The roles hold them
+// (ActionPermissions); the dashboard's check of what may be done does not
+// ask for them, so that an identity without them keeps every action on the
+// pools that are not isolated.
+func IsolatedPermissions(action engine.Action) ([]engine.Permission, error) {
+	if _, err := engine.ParseAction(string(action)); err != nil {
+		return nil, err
+	}
+	return slices.Clone(isolatedPermissions[action]), nil
+}
+
 // sortedPermissions returns a set of permissions sorted by group, resource
 // and verb.
 func sortedPermissions(set map[engine.Permission]bool) []engine.Permission {
@@ -73,7 +86,8 @@ func RolePermissions(role string) ([]engine.Permission, error) {
 // operator's claims, releases, console and logs.
 var ReconcilerActions = []engine.Action{engine.ActionWatch, engine.ActionReconcile}
 
-// ActionPermissions is the union of the actions' permissions, sorted.
+// ActionPermissions is the union of the actions' permissions, those of
+// isolated pools included, sorted.
 func ActionPermissions(actions ...engine.Action) ([]engine.Permission, error) {
 	set := map[engine.Permission]bool{}
 	for _, a := range actions {
@@ -81,7 +95,8 @@ func ActionPermissions(actions ...engine.Action) ([]engine.Permission, error) {
 		if err != nil {
 			return nil, err
 		}
-		for _, p := range ps {
+		iso, _ := IsolatedPermissions(a)
+		for _, p := range append(ps, iso...) {
 			set[p] = true
 		}
 	}

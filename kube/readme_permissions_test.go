@@ -44,6 +44,25 @@ func TestREADMEPermissionTable(t *testing.T) {
 			t.Errorf("README's permission table lacks the derived row of %s (or it is stale); write:\n%s", a, row)
 		}
 	}
+	for _, a := range engine.AllActions {
+		ps, err := IsolatedPermissions(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ps) == 0 {
+			if strings.Contains(readme, "\n| `"+string(a)+"` | networkpolicies: ") {
+				t.Errorf("README says %s needs networkpolicies on an isolated pool; it does not", a)
+			}
+			continue
+		}
+		verbs := make([]string, len(ps))
+		for i, p := range ps {
+			verbs[i] = p.Verb
+		}
+		if row := "| `" + string(a) + "` | networkpolicies: " + strings.Join(verbs, ", ") + " |"; !strings.Contains(readme, "\n"+row+"\n") {
+			t.Errorf("README's table of isolated pools lacks the derived row of %s (or it is stale); write:\n%s", a, row)
+		}
+	}
 	if !strings.Contains(readme, "**`force-release` on Leases**, a custom verb") {
 		t.Error("README does not say that force-release is a custom verb beyond the contract's list")
 	}

@@ -17,6 +17,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
@@ -63,6 +64,40 @@ func Derive(action engine.Action) ([]engine.Permission, error) {
 	return ps, nil
 }
 
+// DeriveIsolated is what action needs beyond Derive's when the pool is
+// isolated (its NetworkPolicy): every scenario of the action is run again
+// on an isolated pool, with the scenarios only an isolated pool has (a
+// policy deleted by hand, a pool un-isolated), and the permissions Derive
+// already holds are taken out. Only isolated pools need these.
+func DeriveIsolated(action engine.Action) ([]engine.Permission, error) {
+	plain, err := Derive(action)
+	if err != nil {
+		return nil, err
+	}
+	set := map[engine.Permission]bool{}
+	for _, sc := range derivations[action] {
+		sc.isolated = true
+		sc.name += ", isolated"
+		if err := sc.run(set); err != nil {
+			return nil, fmt.Errorf("derive %s (%s): %w", action, sc.name, err)
+		}
+	}
+	for _, sc := range isolatedDerivations[action] {
+		if err := sc.run(set); err != nil {
+			return nil, fmt.Errorf("derive %s (%s): %w", action, sc.name, err)
+		}
+	}
+	for _, p := range plain {
+		delete(set, p)
+	}
+	ps := make([]engine.Permission, 0, len(set))
+	for p := range set {
+		ps = append(ps, p)
+	}
+	engine.SortPermissions(ps)
+	return ps, nil
+}
+
 const (
 	seedNS   = "rbac"
 	seedPool = "p"
@@ -84,12 +119,15 @@ type deriveEnv struct {
 type scenario struct {
 	name      string
 	withClaim bool
-	at        time.Duration // after seedTime
+	// isolated seeds the pool isolated, with its NetworkPolicy changed by
+	// hand (so that a reconcile puts it back).
+	isolated bool
+	at       time.Duration // after seedTime
 	act       func(ctx context.Context, env *deriveEnv) error
 }
 
 func (sc scenario) run(set map[engine.Permission]bool) error {
-	client := fake.NewClientset(seedObjects(seedNS, seedPool, sc.withClaim)...)
+	client := fake.NewClientset(seedObjects(seedNS, seedPool, sc.withClaim, sc.isolated)...)
 	now := func() time.Time { return seedTime.Add(sc.at) }
 	env := &deriveEnv{client: client, extra: map[engine.Permission]bool{}}
 	env.eng = &engine.Engine{
@@ -121,7 +159,8 @@ func (sc scenario) run(set map[engine.Permission]bool) error {
 // are not recorded as calls).
 var (
 	podsResource   = corev1.SchemeGroupVersion.WithResource("pods")
-	leasesResource = coordinationv1.SchemeGroupVersion.WithResource("leases")
+	leasesResource   = coordinationv1.SchemeGroupVersion.WithResource("leases")
+	policiesResource = networkingv1.SchemeGroupVersion.WithResource("networkpolicies")
 )
 
 // usual is the clock of most scenarios: alice's claim is fresh, the
@@ -259,6 +298,83 @@ var derivations = map[engine.Action][]scenario{
 	}}},
 }
 
+// isolatedDerivations are the paths only an isolated pool takes, each
+// checked: the scenarios of derivations run on an isolated pool too.
+var isolatedDerivations = map[engine.Action][]scenario{
+	engine.ActionReconcile: {
+		{name: "a policy changed by hand, put back", withClaim: true, isolated: true, at: usual, act: func(ctx context.Context, env *deriveEnv) error {
+			res, _ := env.eng.Reconcile(ctx, seedPool)
+			if res.Isolation == nil || res.Isolation.Detail != "put back" {
+				return fmt.Errorf("reconcile of a changed policy: %+v; want it put back", res.Isolation)
+			}
+			return nil
+		}},
+		{name: "a policy deleted by hand, created", withClaim: true, isolated: true, at: usual, act: func(ctx context.Context, env *deriveEnv) error {
+			if err := env.client.NetworkingV1().NetworkPolicies(seedNS).Delete(ctx, engine.NetworkPolicyName(seedPool), metav1.DeleteOptions{}); err != nil {
+				return err
+			}
+			env.client.ClearActions()
+			res, _ := env.eng.Reconcile(ctx, seedPool)
+			if res.Isolation == nil || res.Isolation.Detail != "created" {
+				return fmt.Errorf("reconcile of a missing policy: %+v; want it created", res.Isolation)
+			}
+			return nil
+		}},
+	},
+	engine.ActionResize: {
+		{name: "a policy deleted by hand, created", withClaim: true, isolated: true, at: usual, act: func(ctx context.Context, env *deriveEnv) error {
+			if err := env.client.NetworkingV1().NetworkPolicies(seedNS).Delete(ctx, engine.NetworkPolicyName(seedPool), metav1.DeleteOptions{}); err != nil {
+				return err
+			}
+			env.client.ClearActions()
+			res, _ := env.eng.Resize(ctx, seedPool, 7)
+			if res.Isolation == nil || res.Isolation.Detail != "created" {
+				return fmt.Errorf("resize with its policy missing: %+v; want it created", res.Isolation)
+			}
+			return nil
+		}},
+	},
+	engine.ActionApply: {
+		{name: "an isolated pool changed, its policy put back", withClaim: true, isolated: true, at: usual, act: func(ctx context.Context, env *deriveEnv) error {
+			spec := seedSpec(6)
+			spec.Isolate = true
+			spec.Image = "registry.example/desktop:3"
+			res, _ := env.eng.Apply(ctx, seedPool, spec)
+			if res.Reconcile.Isolation == nil || res.Reconcile.Isolation.Detail != "put back" {
+				return fmt.Errorf("apply of an isolated pool whose policy was changed: %+v; want it put back", res.Reconcile.Isolation)
+			}
+			return nil
+		}},
+		{name: "a new isolated pool", withClaim: true, isolated: true, at: usual, act: func(ctx context.Context, env *deriveEnv) error {
+			spec := seedSpec(2)
+			spec.Isolate = true
+			res, _ := env.eng.Apply(ctx, "q", spec)
+			if res.Reconcile.Isolation == nil || res.Reconcile.Isolation.Detail != "created" {
+				return fmt.Errorf("apply of a new isolated pool: %+v; want its policy created", res.Reconcile.Isolation)
+			}
+			return nil
+		}},
+		{name: "a pool un-isolated", withClaim: true, isolated: true, at: usual, act: func(ctx context.Context, env *deriveEnv) error {
+			res, _ := env.eng.Apply(ctx, seedPool, seedSpec(6))
+			if !res.PolicyRemoved {
+				return fmt.Errorf("apply without isolate of an isolated pool: its policy was not removed")
+			}
+			return nil
+		}},
+	},
+	engine.ActionDelete: {
+		{name: "an isolated pool", isolated: true, at: usual, act: func(ctx context.Context, env *deriveEnv) error {
+			if _, err := env.eng.Delete(ctx, seedPool); err != nil {
+				return err
+			}
+			if _, err := env.client.Tracker().Get(policiesResource, seedNS, engine.NetworkPolicyName(seedPool)); err == nil {
+				return fmt.Errorf("delete of an isolated pool left its policy")
+			}
+			return nil
+		}},
+	},
+}
+
 // waitForWatches polls the recorded calls until n watches of pool objects
 // were made or ctx ends.
 func waitForWatches(ctx context.Context, client *fake.Clientset, n int) error {
@@ -295,17 +411,24 @@ func permissionOf(a k8stesting.Action) (engine.Permission, bool) {
 	return engine.Permission{Group: res.Group, Resource: r, Verb: a.GetVerb()}, true
 }
 
-// Table derives the permissions of every action.
-func Table() (map[engine.Action][]engine.Permission, error) {
-	t := map[engine.Action][]engine.Permission{}
+// Table derives the permissions of every action, and what each needs
+// beyond them for an isolated pool.
+func Table() (plain, isolated map[engine.Action][]engine.Permission, err error) {
+	plain, isolated = map[engine.Action][]engine.Permission{}, map[engine.Action][]engine.Permission{}
 	for _, a := range engine.AllActions {
 		ps, err := Derive(a)
 		if err != nil {
-			return nil, fmt.Errorf("derive %s: %w", a, err)
+			return nil, nil, fmt.Errorf("derive %s: %w", a, err)
 		}
-		t[a] = ps
+		plain[a] = ps
+		if ps, err = DeriveIsolated(a); err != nil {
+			return nil, nil, fmt.Errorf("derive %s: %w", a, err)
+		}
+		if len(ps) > 0 {
+			isolated[a] = ps
+		}
 	}
-	return t, nil
+	return plain, isolated, nil
 }
 
 // Generated is the path of the generated table, relative to kube's directory.
@@ -314,7 +437,7 @@ const Generated = "permissions_gen.go"
 // Source derives every action's permissions and returns them as kube's Go
 // source file permissions_gen.go, formatted.
 func Source() ([]byte, error) {
-	t, err := Table()
+	t, iso, err := Table()
 	if err != nil {
 		return nil, err
 	}
@@ -334,6 +457,22 @@ var actionPermissions = map[engine.Action][]engine.Permission{
 	for _, a := range engine.AllActions {
 		fmt.Fprintf(&b, "\t%s: {\n", constName(a))
 		for _, p := range t[a] {
+			fmt.Fprintf(&b, "\t\t{Group: %q, Resource: %q, Verb: %q},\n", p.Group, p.Resource, p.Verb)
+		}
+		b.WriteString("\t},\n")
+	}
+	b.WriteString(`}
+
+// isolatedPermissions is what each action needs beyond actionPermissions
+// for an isolated pool (IsolatedPermissions): its NetworkPolicy.
+var isolatedPermissions = map[engine.Action][]engine.Permission{
+`)
+	for _, a := range engine.AllActions {
+		if len(iso[a]) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "\t%s: {\n", constName(a))
+		for _, p := range iso[a] {
 			fmt.Fprintf(&b, "\t\t{Group: %q, Resource: %q, Verb: %q},\n", p.Group, p.Resource, p.Verb)
 		}
 		b.WriteString("\t},\n")
@@ -372,9 +511,11 @@ func seedSpec(size int) engine.Spec {
 
 // seedObjects is a pool that takes every path of the operations: p-1 claimed
 // by alice, p-2 free and Ready, p-3 drifted, p-4 stopped under a stale
-// reconciler Lease, p-5 missing, p-6 failed, p-7 above the size.
-func seedObjects(ns, pool string, withClaim bool) []runtime.Object {
+// reconciler Lease, p-5 missing, p-6 failed, p-7 above the size. An
+// isolated pool's NetworkPolicy is there, opened by hand.
+func seedObjects(ns, pool string, withClaim, isolated bool) []runtime.Object {
 	spec := seedSpec(6)
+	spec.Isolate = isolated
 	old := spec
 	old.Image = "registry.example/desktop:1"
 	cm := engine.BuildConfigMap(ns, pool, spec)
@@ -401,6 +542,12 @@ func seedObjects(ns, pool string, withClaim bool) []runtime.Object {
 		l := engine.ClaimLease(ns, pool, engine.MemberName(pool, 1), "alice@example.com", seedTime.Add(90*time.Minute))
 		l.ResourceVersion = "1"
 		objs = append(objs, l)
+	}
+	if isolated {
+		np := engine.BuildNetworkPolicy(ns, pool, spec)
+		np.Spec.Ingress = []networkingv1.NetworkPolicyIngressRule{{}} // opened by hand
+		np.ResourceVersion = "1"
+		objs = append(objs, np)
 	}
 	objs = append(objs, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: engine.ConsoleServiceName(engine.MemberName(pool, 1)), Namespace: ns}})
 	return objs

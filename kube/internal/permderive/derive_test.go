@@ -73,3 +73,57 @@ func TestEveryActionHasADerivation(t *testing.T) {
 		t.Error("Derive of an unknown action succeeded")
 	}
 }
+
+// Only isolated pools need networkpolicies: no action's own derivation
+// holds them, the four that reconcile or remove a pool's policy need them
+// for an isolated pool, and the others never.
+func TestDeriveIsolated(t *testing.T) {
+	np := func(verbs ...string) []engine.Permission {
+		var out []engine.Permission
+		for _, v := range verbs {
+			out = append(out, engine.Permission{Group: "networking.k8s.io", Resource: "networkpolicies", Verb: v})
+		}
+		return out
+	}
+	want := map[engine.Action][]engine.Permission{
+		engine.ActionReconcile: np("create", "get", "patch"),
+		engine.ActionResize:    np("create", "get", "patch"),
+		engine.ActionApply:     np("create", "delete", "get", "patch"),
+		engine.ActionDelete:    np("delete", "get"),
+	}
+	for _, a := range engine.AllActions {
+		plain, err := Derive(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range plain {
+			if p.Resource == "networkpolicies" {
+				t.Errorf("%s needs %s on a pool that is not isolated", a, p)
+			}
+		}
+		got, err := DeriveIsolated(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, want[a]) {
+			t.Errorf("%s on an isolated pool needs %v more, want %v", a, got, want[a])
+		}
+	}
+}
+
+// The un-isolate scenario on a pool that never was isolated misses its
+// path and says so.
+func TestDeriveIsolatedFailsWhenAScenarioMissesItsPath(t *testing.T) {
+	for _, sc := range isolatedDerivations[engine.ActionApply] {
+		if !strings.Contains(sc.name, "un-isolated") {
+			continue
+		}
+		sc.isolated = false
+		err := sc.run(map[engine.Permission]bool{})
+		if err == nil || !strings.Contains(err.Error(), "was not removed") {
+			t.Fatalf("run = %v, want the missed removal reported", err)
+		}
+		return
+	}
+	t.Fatal("no un-isolate scenario for apply")
+}
