@@ -123,7 +123,7 @@ type scenario struct {
 	// hand (so that a reconcile puts it back).
 	isolated bool
 	at       time.Duration // after seedTime
-	act       func(ctx context.Context, env *deriveEnv) error
+	act      func(ctx context.Context, env *deriveEnv) error
 }
 
 func (sc scenario) run(set map[engine.Permission]bool) error {
@@ -158,7 +158,7 @@ func (sc scenario) run(set map[engine.Permission]bool) error {
 // The resources a scenario checks in the fake's store (reads of the store
 // are not recorded as calls).
 var (
-	podsResource   = corev1.SchemeGroupVersion.WithResource("pods")
+	podsResource     = corev1.SchemeGroupVersion.WithResource("pods")
 	leasesResource   = coordinationv1.SchemeGroupVersion.WithResource("leases")
 	policiesResource = networkingv1.SchemeGroupVersion.WithResource("networkpolicies")
 )
