@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -12,14 +13,14 @@ import (
 type applyFlags struct {
 	image, cpu, mem, disk, storageClass, mode string
 	size                                      int
-	privileged, init                          bool
+	privileged, init, isolate                 bool
 	runtime, runtimeClass, template, net      string
 	sizeClass, cocoonPool, cocoonImage        string
 	cocoonMode, os                            string
 	ttlSeconds                                int64
 	podSecurity                               string
 	runAsUser                                 int64
-	pullSecrets                               []string
+	pullSecrets, ingress, egress              []string
 }
 
 func (f *applyFlags) register(c *cobra.Command) {
@@ -37,6 +38,12 @@ func (f *applyFlags) register(c *cobra.Command) {
 	fs.Int64Var(&f.runAsUser, "run-as-user", 0, "restricted only: the user, group and fsGroup the members run as (default 1000)")
 	fs.StringArrayVar(&f.pullSecrets, "image-pull-secret", nil, "Secret (kubernetes.io/dockerconfigjson) the members pull their image with; repeat for several; "+
 		"replaces the pool's list, and --image-pull-secret= empties it; changing it drifts no member")
+	fs.BoolVar(&f.isolate, "isolate", false, "own a NetworkPolicy for the pool: members accept traffic from no one but the definition's ingress peers and never from each other; "+
+		"--isolate=false removes it (and the pool's ingress and egress peers)")
+	fs.StringArrayVar(&f.ingress, "ingress", nil, `isolated pools: a source the members accept traffic from, as JSON: {"namespaceSelector":{...},"podSelector":{...}} or {"cidr":"10.0.0.0/8","except":[...]}, `+
+		`with "ports":[...] to narrow it; repeat for several; replaces the pool's list, and --ingress= empties it`)
+	fs.StringArrayVar(&f.egress, "egress", nil, "isolated pools: a destination the members may reach, in --ingress's form; given, it restricts egress to these and DNS; "+
+		"replaces the pool's list, and --egress= empties it (egress open)")
 	fs.BoolVar(&f.init, "init", false, "run the image's own entrypoint instead of sleep infinity")
 	fs.StringVar(&f.mode, "mode", engine.ModeEphemeral, "pool mode (only ephemeral is supported)")
 	fs.StringVar(&f.runtime, "runtime", engine.BackendStandard, "runtime backend: standard, sandboxd or cocoon")
@@ -97,6 +104,26 @@ func (f *applyFlags) spec(c *cobra.Command, cur *engine.Spec) (engine.Spec, erro
 	if set("init") {
 		s.Init = f.init
 	}
+	if set("isolate") {
+		s.Isolate = f.isolate
+		if !f.isolate {
+			s.Ingress, s.Egress = nil, nil
+		}
+	}
+	for _, side := range []struct {
+		flag string
+		args []string
+		dst  *[]engine.NetworkPeer
+	}{{"ingress", f.ingress, &s.Ingress}, {"egress", f.egress, &s.Egress}} {
+		if !set(side.flag) {
+			continue
+		}
+		peers, err := parsePeers(side.flag, side.args)
+		if err != nil {
+			return s, err
+		}
+		*side.dst = peers
+	}
 	if s.Runtime == nil {
 		s.Runtime = &engine.Runtime{}
 	}
@@ -151,4 +178,27 @@ func (f *applyFlags) setPodSecurity(c *cobra.Command, s *engine.Spec) error {
 		s.RunAsUser = 0
 	}
 	return nil
+}
+
+// parsePeers reads the JSON peers of --ingress or --egress; an empty
+// argument is skipped (--ingress= empties the list). Fields the peer does
+// not know are refused, so a typo does not open the pool.
+func parsePeers(flag string, args []string) ([]engine.NetworkPeer, error) {
+	var peers []engine.NetworkPeer
+	for _, a := range args {
+		if strings.TrimSpace(a) == "" {
+			continue
+		}
+		var p engine.NetworkPeer
+		dec := json.NewDecoder(strings.NewReader(a))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&p); err != nil {
+			return nil, usageErr("--%s %q: not a peer: %v; want JSON such as {\"podSelector\":{\"app\":\"broker\"}}", flag, a, err)
+		}
+		if dec.More() {
+			return nil, usageErr("--%s %q: more than one JSON object; repeat the flag for several peers", flag, a)
+		}
+		peers = append(peers, p)
+	}
+	return peers, nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -124,6 +125,61 @@ func TestApplyFlagsImagePullSecrets(t *testing.T) {
 			}
 			if !slices.Equal(s.ImagePullSecrets, tt.want) {
 				t.Fatalf("imagePullSecrets %q, want %q", s.ImagePullSecrets, tt.want)
+			}
+		})
+	}
+}
+
+func TestApplyFlagsIsolate(t *testing.T) {
+	broker := engine.NetworkPeer{PodSelector: map[string]string{"app": "broker"}}
+	gateway := engine.NetworkPeer{NamespaceSelector: map[string]string{"kubernetes.io/metadata.name": "gw"}, Ports: []int32{5900}}
+	registry := engine.NetworkPeer{CIDR: "10.0.0.0/8", Except: []string{"10.1.0.0/16"}}
+	isolated := storedSpec(engine.Spec{Image: "img", Size: 1, Isolate: true, Ingress: []engine.NetworkPeer{broker}, Egress: []engine.NetworkPeer{registry}})
+	tests := []struct {
+		name            string
+		cur             *engine.Spec
+		args            []string
+		isolate         bool
+		ingress, egress []engine.NetworkPeer
+		wantErr         string
+	}{
+		{name: "new pool: not isolated", args: []string{"--image", "img"}},
+		{name: "new pool: isolated, no peers", args: []string{"--image", "img", "--isolate"}, isolate: true},
+		{name: "new pool: isolated with peers", args: []string{"--image", "img", "--isolate",
+			"--ingress", `{"podSelector":{"app":"broker"}}`, "--ingress", `{"namespaceSelector":{"kubernetes.io/metadata.name":"gw"},"ports":[5900]}`,
+			"--egress", `{"cidr":"10.0.0.0/8","except":["10.1.0.0/16"]}`},
+			isolate: true, ingress: []engine.NetworkPeer{broker, gateway}, egress: []engine.NetworkPeer{registry}},
+		{name: "existing keeps its peers", cur: isolated, args: []string{"--size", "2"}, isolate: true, ingress: []engine.NetworkPeer{broker}, egress: []engine.NetworkPeer{registry}},
+		{name: "existing: --ingress replaces", cur: isolated, args: []string{"--ingress", `{"namespaceSelector":{"kubernetes.io/metadata.name":"gw"},"ports":[5900]}`},
+			isolate: true, ingress: []engine.NetworkPeer{gateway}, egress: []engine.NetworkPeer{registry}},
+		{name: "existing: --egress= opens egress", cur: isolated, args: []string{"--egress="}, isolate: true, ingress: []engine.NetworkPeer{broker}},
+		{name: "existing: --isolate=false drops the peers", cur: isolated, args: []string{"--isolate=false"}},
+		{name: "peers without isolate", args: []string{"--image", "img", "--ingress", `{"podSelector":{"app":"broker"}}`},
+			wantErr: `invalid ingress: applies only to an isolated pool (isolate: true)`},
+		{name: "--isolate=false with peers", cur: isolated, args: []string{"--isolate=false", "--egress", `{"cidr":"10.0.0.0/8"}`},
+			wantErr: `invalid egress: applies only to an isolated pool`},
+		{name: "a typo in a field", args: []string{"--image", "img", "--isolate", "--ingress", `{"podSelectr":{"app":"broker"}}`},
+			wantErr: `--ingress "{\"podSelectr\":{\"app\":\"broker\"}}": not a peer: json: unknown field "podSelectr"`},
+		{name: "not JSON", args: []string{"--image", "img", "--isolate", "--egress", "app=broker"}, wantErr: `--egress "app=broker": not a peer`},
+		{name: "two objects in one flag", args: []string{"--image", "img", "--isolate", "--ingress", `{"cidr":"10.0.0.0/8"}{"cidr":"10.2.0.0/16"}`},
+			wantErr: "more than one JSON object; repeat the flag"},
+		{name: "a peer naming nothing", args: []string{"--image", "img", "--isolate", "--ingress", `{}`}, wantErr: "invalid ingress[0]: names no peer"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := applySpec(t, tt.cur, tt.args...)
+			if tt.wantErr != "" {
+				var ce *codeError
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !errors.As(err, &ce) || ce.code != exitUsage {
+					t.Fatalf("error %v, want the usage error %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Isolate != tt.isolate || !reflect.DeepEqual(s.Ingress, tt.ingress) || !reflect.DeepEqual(s.Egress, tt.egress) {
+				t.Fatalf("isolate %v ingress %+v egress %+v, want %v %+v %+v", s.Isolate, s.Ingress, s.Egress, tt.isolate, tt.ingress, tt.egress)
 			}
 		})
 	}
