@@ -3,11 +3,13 @@ package kube
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
 )
@@ -55,4 +57,23 @@ func (c *Cluster) PatchNetworkPolicy(ctx context.Context, name, rv string, spec 
 // policy already gone is success.
 func (c *Cluster) DeleteNetworkPolicy(ctx context.Context, name string, uid types.UID) error {
 	return ignoreNotFound(c.Client.NetworkingV1().NetworkPolicies(c.Namespace).Delete(ctx, name, deleteOptions(uid, "")))
+}
+
+// ReadIsolation reads the NetworkPolicy of an isolated pool into
+// snap.NetworkPolicy (a status reads what a dashboard's cache does not
+// hold). A pool that is not isolated, or whose definition does not parse,
+// is not read: it needs no permission on NetworkPolicies.
+func ReadIsolation(ctx context.Context, cs kubernetes.Interface, snap *engine.Snapshot) {
+	if snap.ConfigMap == nil {
+		return
+	}
+	spec, err := engine.ParseSpec(snap.ConfigMap.Data[engine.KeySpec])
+	if err != nil || !spec.Isolate {
+		return
+	}
+	np, err := (&Cluster{Client: cs, Namespace: snap.Namespace}).GetNetworkPolicy(ctx, engine.NetworkPolicyName(snap.Pool))
+	if errors.Is(err, engine.ErrNotFound) {
+		np, err = nil, nil
+	}
+	snap.NetworkPolicy = &engine.NetworkPolicyRead{Policy: np, Err: err}
 }

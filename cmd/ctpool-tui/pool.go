@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/internal/render"
 )
 
 // opErr wraps an operation error for exit code 1 (bad input is a usage error).
@@ -60,6 +61,17 @@ apply refuses, writing nothing, one that is missing or of another type. Never
 put credentials in --image (user:password@registry is refused): the pool
 definition is a ConfigMap that anyone who may read ConfigMaps can read.
 
+--isolate makes the engine own a NetworkPolicy named after the pool's
+ConfigMap: members accept traffic only from the --ingress peers (none by
+default: name the broker or gateway there) and never from another member;
+egress stays open unless --egress peers restrict it (DNS always allowed).
+A peer is JSON: {"podSelector":{"app":"broker"}} (pods of the namespace),
+with "namespaceSelector" for other namespaces, or {"cidr":"10.0.0.0/8",
+"except":["10.1.0.0/16"]}; "ports":[5900] narrows it to those TCP ports.
+Reconcile puts the policy back when it is changed or deleted; --isolate=false
+and delete remove it. A policy of that name without the pool's label is not
+the pool's: it is left alone and reported.
+
 A member runs sleep infinity, or with --init the image's own entrypoint as
 PID 1. An unprivileged member keeps only /data across a stop and start. A
 --privileged member keeps its whole root on the PVC: every top-level
@@ -108,6 +120,9 @@ directly in /.`,
 				}
 				fmt.Fprintf(e.stdout, "pool %s %s in namespace %s (size %d, source %s)\n", pool, verb, ns, spec.Size, spec.SourceHash())
 			}
+			if res.PolicyRemoved {
+				fmt.Fprintf(e.stdout, "NetworkPolicy %s removed: the members are no longer isolated\n", engine.NetworkPolicyName(pool))
+			}
 			if res.Reconciled {
 				printReconcile(e.stdout, res.Reconcile)
 			}
@@ -139,6 +154,9 @@ func printReconcile(w io.Writer, r engine.ReconcileResult) {
 	st := r.Status
 	fmt.Fprintf(w, "reconcile: %s; desired %d, ready %d, claimed %d, free %d, unschedulable %d\n",
 		strings.Join(parts, ", "), st.Desired, st.Ready, st.Claimed, st.Free, st.Unschedulable)
+	if iv := r.Isolation; iv != nil {
+		fmt.Fprintf(w, "isolation: NetworkPolicy %s %s\n", iv.Policy, render.IsolationText(*iv))
+	}
 }
 
 func pastTense(s engine.Step) string {

@@ -103,6 +103,7 @@ func onePool(ctx context.Context, cs kubernetes.Interface, ns, pool string) ([]e
 	if snap.ConfigMap == nil && len(snap.Pods)+len(snap.PVCs)+len(snap.Leases) == 0 {
 		return nil, fmt.Errorf("%w: %s (no ConfigMap %s in namespace %s)", engine.ErrPoolNotFound, pool, engine.ConfigMapName(pool), ns)
 	}
+	kube.ReadIsolation(ctx, cs, &snap)
 	return []engine.Snapshot{snap}, nil
 }
 
@@ -115,6 +116,7 @@ func fleetPool(ctx context.Context, cs kubernetes.Interface, sc scope, pool stri
 	var out []engine.Snapshot
 	for _, s := range all {
 		if s.Pool == pool {
+			kube.ReadIsolation(ctx, cs, &s)
 			out = append(out, s)
 		}
 	}

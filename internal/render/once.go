@@ -84,9 +84,13 @@ type OncePool struct {
 	// LastReconcile is when the recorded status last changed (absent: never).
 	LastReconcile *time.Time `json:"lastReconcile,omitempty"`
 	// Errors of the last reconcile; Problems with the definition or status.
-	Errors   []string     `json:"errors"`
-	Problems []string     `json:"problems"`
-	Members  []OnceMember `json:"members"`
+	Errors   []string `json:"errors"`
+	Problems []string `json:"problems"`
+	// Isolation is an isolated pool's NetworkPolicy against its definition
+	// (absent for a pool that is not isolated): state enforced, missing,
+	// changed, foreign or unknown, and what differs or why it is unknown.
+	Isolation *engine.IsolationView `json:"isolation,omitempty"`
+	Members   []OnceMember          `json:"members"`
 }
 
 // OnceMember is one member of the JSON document.
@@ -172,6 +176,9 @@ func Report(views []engine.PoolView, opts OnceOptions) (OnceReport, int) {
 			LastReconcile: v.Recorded.UpdatedAt,
 			Errors:        cleanAll(RecordedErrors(v)), Problems: cleanAll(v.Problems),
 			Members: make([]OnceMember, 0, len(v.Members)),
+		}
+		if iv := v.Isolation(); iv != nil {
+			p.Isolation = &engine.IsolationView{Policy: clean(iv.Policy), State: iv.State, Detail: clean(iv.Detail)}
 		}
 		if opts.Fleet {
 			p.Namespace = clean(v.Namespace)
@@ -337,6 +344,9 @@ func writePool(w io.Writer, p OncePool, fleet, clusters, wide bool) {
 		name = p.Context + ": " + name
 	}
 	fmt.Fprintf(w, "\n%s (%s, image %s)\n", sanitize.Sanitize(name), sanitize.Sanitize(OrWord(p.Backend, "no definition")), sanitize.Sanitize(OrWord(p.Image, "-")))
+	if iv := p.Isolation; iv != nil {
+		fmt.Fprintf(w, "  isolation: NetworkPolicy %s %s\n", sanitize.Sanitize(iv.Policy), sanitize.Sanitize(IsolationText(*iv)))
+	}
 	for _, e := range p.Problems {
 		fmt.Fprintf(w, "  problem: %s\n", sanitize.Sanitize(e))
 	}
@@ -405,4 +415,13 @@ func writeRows(w io.Writer, rows [][]string, wide bool) {
 		}
 		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
 	}
+}
+
+// IsolationText is an isolation's state with its detail: "enforced",
+// "missing (no NetworkPolicy ...)".
+func IsolationText(iv engine.IsolationView) string {
+	if iv.Detail == "" {
+		return iv.State
+	}
+	return iv.State + " (" + iv.Detail + ")"
 }
