@@ -305,6 +305,9 @@ func runOnce(ctx context.Context, e *env, df dashFlags) error {
 		}
 		return &codeError{code: exitError, err: fmt.Errorf("cannot read %s at %s: %w", conn.where(), conn.host, err)}
 	}
+	for i := range snaps {
+		kube.ReadIsolation(rctx, conn.client, &snaps[i]) // isolated pools only
+	}
 	now := time.Now()
 	views := engine.ObserveAll(snaps, now)
 	code := render.RenderOnce(e.stdout, views, render.OnceOptions{

@@ -83,6 +83,11 @@ func TestIntegrationIsolatedPoolPolicy(t *testing.T) {
 		t.Fatalf("status table:\n%s", out)
 	}
 
+	env.WaitFor(t, convergeTimeout, "a free member", func() (bool, error) {
+		code, _, _ := runCmd(t, "-n", env.Namespace, "--once", "--pool", pool)
+		return code == exitOK, nil
+	})
+
 	// Someone opens the pool by hand: an ingress rule from anywhere.
 	nps := env.Client.NetworkingV1().NetworkPolicies(env.Namespace)
 	if _, err := nps.Patch(t.Context(), engine.NetworkPolicyName(pool), types.JSONPatchType,
@@ -91,6 +96,12 @@ func TestIntegrationIsolatedPoolPolicy(t *testing.T) {
 	}
 	if iv := isolationOf(t, env, pool); iv.State != engine.IsolationChanged {
 		t.Fatalf("status after a hand edit: %+v", iv)
+	}
+	if p := poolReport(t, env, pool); p.Status != "not isolated" {
+		t.Fatalf("status word after a hand edit: %q", p.Status)
+	}
+	if out, _ := run(exitAttention, "--once", "--pool", pool); !strings.Contains(out, "changed (") {
+		t.Fatalf("--once after a hand edit:\n%s", out)
 	}
 	out, _ = run(exitOK, "reconcile", pool)
 	if !strings.Contains(out, "enforced (put back)") {

@@ -138,6 +138,8 @@ func onceStatus(v *engine.PoolView) (string, bool) {
 		return "problem", true
 	case v.Status.Exhausted:
 		return "exhausted", true
+	case notIsolated(v.Isolation()):
+		return "not isolated", true
 	case len(v.Recorded.Errors) > 0:
 		return "errors", true
 	}
@@ -415,6 +417,13 @@ func writeRows(w io.Writer, rows [][]string, wide bool) {
 		}
 		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
 	}
+}
+
+// notIsolated: an isolated pool whose policy is known not to be the
+// definition's (missing, changed or someone else's). Unknown is not: a
+// dashboard does not read it, and a status without the permission cannot.
+func notIsolated(iv *engine.IsolationView) bool {
+	return iv != nil && (iv.State == engine.IsolationMissing || iv.State == engine.IsolationChanged || iv.State == engine.IsolationForeign)
 }
 
 // IsolationText is an isolation's state with its detail: "enforced",

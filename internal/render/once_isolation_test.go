@@ -16,9 +16,9 @@ import (
 // the JSON; a pool that is not isolated carries no isolation at all, and
 // text an actor wrote into the policy's read error is escaped.
 func TestOnceIsolation(t *testing.T) {
-	isolated := engine.Spec{Image: "img", Size: 1, Isolate: true, Ingress: []engine.NetworkPeer{{PodSelector: map[string]string{"app": "broker"}}}}
+	isolated := engine.Spec{Image: "img", Size: 0, Isolate: true, Ingress: []engine.NetworkPeer{{PodSelector: map[string]string{"app": "broker"}}}}
 	isolated.Default()
-	plain := engine.Spec{Image: "img", Size: 1}
+	plain := engine.Spec{Image: "img", Size: 0}
 	plain.Default()
 	changed := engine.BuildNetworkPolicy("vdi", "desk", isolated)
 	changed.Spec.Ingress = append(changed.Spec.Ingress, networkingv1.NetworkPolicyIngressRule{})
@@ -30,16 +30,17 @@ func TestOnceIsolation(t *testing.T) {
 		read  *engine.NetworkPolicyRead
 		line  string // the table's isolation line ("" = none)
 		state string // the JSON's isolation.state ("" = no isolation field)
+		bad   bool   // the pool is "not isolated" and needs attention
 	}{
 		{name: "not isolated", spec: plain, read: &engine.NetworkPolicyRead{}},
 		{name: "enforced", spec: isolated, read: &engine.NetworkPolicyRead{Policy: engine.BuildNetworkPolicy("vdi", "desk", isolated)},
 			line: "  isolation: NetworkPolicy corral-vdi-ctpool-desk enforced\n", state: engine.IsolationEnforced},
 		{name: "missing", spec: isolated, read: &engine.NetworkPolicyRead{},
-			line: "  isolation: NetworkPolicy corral-vdi-ctpool-desk missing (", state: engine.IsolationMissing},
+			line: "  isolation: NetworkPolicy corral-vdi-ctpool-desk missing (", state: engine.IsolationMissing, bad: true},
 		{name: "changed", spec: isolated, read: &engine.NetworkPolicyRead{Policy: changed},
-			line: "  isolation: NetworkPolicy corral-vdi-ctpool-desk changed (", state: engine.IsolationChanged},
+			line: "  isolation: NetworkPolicy corral-vdi-ctpool-desk changed (", state: engine.IsolationChanged, bad: true},
 		{name: "foreign", spec: isolated, read: &engine.NetworkPolicyRead{Policy: foreign},
-			line: "  isolation: NetworkPolicy corral-vdi-ctpool-desk foreign (", state: engine.IsolationForeign},
+			line: "  isolation: NetworkPolicy corral-vdi-ctpool-desk foreign (", state: engine.IsolationForeign, bad: true},
 		{name: "not read (a dashboard's cache)", spec: isolated,
 			line: "  isolation: NetworkPolicy corral-vdi-ctpool-desk unknown (not read here; ctpool-tui status desk reads it)\n", state: engine.IsolationUnknown},
 		{name: "a hostile read error", spec: isolated, read: &engine.NetworkPolicyRead{Err: fmt.Errorf("get: %s", hostile)},
@@ -50,7 +51,13 @@ func TestOnceIsolation(t *testing.T) {
 			snap := engine.Snapshot{Namespace: "vdi", Pool: "desk", ConfigMap: engine.BuildConfigMap("vdi", "desk", tt.spec), NetworkPolicy: tt.read}
 			views := []engine.PoolView{engine.Observe(snap, now)}
 			var table, doc bytes.Buffer
-			RenderOnce(&table, views, OnceOptions{Namespace: "vdi", Now: now})
+			code := RenderOnce(&table, views, OnceOptions{Namespace: "vdi", Now: now})
+			if bad := code == ExitAttention; bad != tt.bad {
+				t.Fatalf("exit %d, want attention %v:\n%s", code, tt.bad, table.String())
+			}
+			if r, _ := Report(views, OnceOptions{Namespace: "vdi", Now: now}); tt.bad != (r.Pools[0].Status == "not isolated") {
+				t.Fatalf("status %q, want not isolated %v", r.Pools[0].Status, tt.bad)
+			}
 			RenderOnce(&doc, views, OnceOptions{Namespace: "vdi", Now: now, Format: "json"})
 			out := table.String()
 			switch {
