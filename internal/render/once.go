@@ -132,13 +132,13 @@ type OnceDiagnosis struct {
 }
 
 // onceStatus is a pool's STATUS word and whether it needs attention.
-func onceStatus(v *engine.PoolView) (string, bool) {
+func onceStatus(v *engine.PoolView, iv *engine.IsolationView) (string, bool) {
 	switch {
 	case len(v.Problems) > 0:
 		return "problem", true
 	case v.Status.Exhausted:
 		return "exhausted", true
-	case notIsolated(v.Isolation()):
+	case notIsolated(iv):
 		return "not isolated", true
 	case len(v.Recorded.Errors) > 0:
 		return "errors", true
@@ -163,7 +163,8 @@ func Report(views []engine.PoolView, opts OnceOptions) (OnceReport, int) {
 		if opts.Pool != "" && v.Name != opts.Pool {
 			continue
 		}
-		status, bad := onceStatus(v)
+		iv := v.Isolation()
+		status, bad := onceStatus(v, iv)
 		if bad {
 			code = ExitAttention
 		}
@@ -179,7 +180,7 @@ func Report(views []engine.PoolView, opts OnceOptions) (OnceReport, int) {
 			Errors:        cleanAll(RecordedErrors(v)), Problems: cleanAll(v.Problems),
 			Members: make([]OnceMember, 0, len(v.Members)),
 		}
-		if iv := v.Isolation(); iv != nil {
+		if iv != nil {
 			p.Isolation = &engine.IsolationView{Policy: clean(iv.Policy), State: iv.State, Detail: clean(iv.Detail)}
 		}
 		if opts.Fleet {
