@@ -22,6 +22,9 @@ type ClaimResult struct {
 	Renewed  bool
 	// Started: the member had no Pod and one was created.
 	Started bool
+	// Grew: the pool is elastic, had no free member, and the claim took
+	// (and built) the first member above its size.
+	Grew bool
 	// Warnings are failures that do not undo the claim (the display annotation).
 	Warnings []string
 }
@@ -67,45 +70,76 @@ func (e *Engine) Claim(ctx context.Context, pool, identity string) (res ClaimRes
 	}
 	sortFree(free)
 	for _, m := range free {
-		won, err := e.Cluster.CreateLease(ctx, ClaimLease(snap.Namespace, pool, m.Name, identity, e.Now()))
-		if errors.Is(err, ErrAlreadyExists) {
-			continue // someone else was first; try the next free member
+		if got, done, err := e.claimMember(ctx, snap.Namespace, pool, spec, identity, m); done || err != nil {
+			return got, err
 		}
-		if err != nil {
-			return res, fmt.Errorf("claim %s: %w", m.Name, err)
-		}
-		res = ClaimResult{Member: m.Name}
-		// The same identity may be claiming from another place at this very
-		// moment: every racer keeps the identity's earliest claim and gives
-		// its own back when it is not that one, so all answer one member.
-		first, err := e.converge(ctx, pool, identity, won)
-		if err != nil {
-			res.Warnings = append(res.Warnings, err.Error())
-		} else if first != m.Name {
-			return ClaimResult{Member: first, Existing: true}, nil
-		}
-		// The read above may be old (a cache, or a Pod lost since): whether
-		// the member is started is decided on a fresh read of it.
-		cur, warn := e.readMember(ctx, m)
-		if warn != "" {
-			res.Warnings = append(res.Warnings, warn)
-		}
-		if cur.PVC != nil {
-			who := identity
-			if err := e.Cluster.AnnotatePVC(ctx, cur.PVC.Name, AnnotationAssignedTo, &who); err != nil {
-				res.Warnings = append(res.Warnings, fmt.Sprintf("display annotation on %s: %v", cur.PVC.Name, err))
+	}
+	// An elastic pool below its ceiling grows for the claim at once: the
+	// claim takes the first member above the size that has no objects and
+	// no Lease (first writer wins, as for any member) and builds it; the
+	// reconciler then takes the size up to it. So a burst larger than the
+	// spare waits for no reconcile, only for its desktops to start.
+	if spec.Elastic() {
+		for idx := view.Size + 1; idx <= spec.MaxSize; idx++ {
+			name := MemberName(pool, idx)
+			m := view.Member(name)
+			if m != nil && (m.Exists() || m.Lease != nil || m.Blocked != "") {
+				continue
+			}
+			if m == nil {
+				m = &Member{Name: name, Pool: pool, Index: idx, State: StateMissing, AboveSize: true}
+			}
+			if got, done, err := e.claimMember(ctx, snap.Namespace, pool, spec, identity, m); done || err != nil {
+				if err == nil {
+					got.Grew = true
+				}
+				return got, err
 			}
 		}
-		if cur.Pod == nil {
-			if err := e.startClaimed(ctx, snap.Namespace, pool, spec, cur, identity); err != nil {
-				return res, err
-			}
-			res.Started = true
-		}
-		return res, nil
 	}
 	st := view.Status
-	return res, &NoFreeMembersError{Desired: st.Desired, Claimed: st.Claimed, Unschedulable: st.Unschedulable}
+	return res, &NoFreeMembersError{Desired: st.Desired, Claimed: st.Claimed, Unschedulable: st.Unschedulable, MaxSize: spec.MaxSize}
+}
+
+// claimMember tries to claim m for identity: done is false (and err nil)
+// when someone else's Lease was first, and the caller tries the next member.
+func (e *Engine) claimMember(ctx context.Context, ns, pool string, spec Spec, identity string, m *Member) (res ClaimResult, done bool, err error) {
+	won, err := e.Cluster.CreateLease(ctx, ClaimLease(ns, pool, m.Name, identity, e.Now()))
+	if errors.Is(err, ErrAlreadyExists) {
+		return res, false, nil // someone else was first; try the next member
+	}
+	if err != nil {
+		return res, true, fmt.Errorf("claim %s: %w", m.Name, err)
+	}
+	res = ClaimResult{Member: m.Name}
+	// The same identity may be claiming from another place at this very
+	// moment: every racer keeps the identity's earliest claim and gives
+	// its own back when it is not that one, so all answer one member.
+	first, err := e.converge(ctx, pool, identity, won)
+	if err != nil {
+		res.Warnings = append(res.Warnings, err.Error())
+	} else if first != m.Name {
+		return ClaimResult{Member: first, Existing: true}, true, nil
+	}
+	// The read above may be old (a cache, or a Pod lost since): whether
+	// the member is started is decided on a fresh read of it.
+	cur, warn := e.readMember(ctx, m)
+	if warn != "" {
+		res.Warnings = append(res.Warnings, warn)
+	}
+	if cur.PVC != nil {
+		who := identity
+		if err := e.Cluster.AnnotatePVC(ctx, cur.PVC.Name, AnnotationAssignedTo, &who); err != nil {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("display annotation on %s: %v", cur.PVC.Name, err))
+		}
+	}
+	if cur.Pod == nil {
+		if err := e.startClaimed(ctx, ns, pool, spec, cur, identity); err != nil {
+			return res, true, err
+		}
+		res.Started = true
+	}
+	return res, true, nil
 }
 
 // sortFree orders free members for a claim: Ready, then Starting, then

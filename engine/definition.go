@@ -73,6 +73,14 @@ func (d parsedDefinition) clone() parsedDefinition {
 		}
 		d.spec.Runtime = &rt
 	}
+	if d.spec.Spare != nil {
+		spare := *d.spec.Spare
+		d.spec.Spare = &spare
+	}
+	if d.rec.Elastic != nil {
+		el := *d.rec.Elastic
+		d.rec.Elastic = &el
+	}
 	d.rec.Members = slices.Clone(d.rec.Members)
 	d.rec.Errors = slices.Clone(d.rec.Errors)
 	if d.rec.UpdatedAt != nil {
@@ -87,7 +95,7 @@ func (d parsedDefinition) clone() parsedDefinition {
 // pool-level Problems.
 func observeDefinition(v *PoolView, cm *corev1.ConfigMap) {
 	v.Defined, v.Spec, v.SpecError, v.Source = false, Spec{}, nil, ""
-	v.Recorded, v.RecordedError, v.Problems = Status{}, nil, nil
+	v.Recorded, v.RecordedError, v.Problems, v.Size = Status{}, nil, nil, 0
 	if cm == nil {
 		v.Problems = append(v.Problems, fmt.Sprintf("no pool definition: ConfigMap %s does not exist", ConfigMapName(v.Name)))
 		return
@@ -104,6 +112,7 @@ func observeDefinition(v *PoolView, cm *corev1.ConfigMap) {
 		v.Problems = append(v.Problems, "status: "+d.recordErr.Error())
 	}
 	v.Recorded = d.rec
+	v.Size = EffectiveSize(v.Spec, v.Recorded.Elastic)
 }
 
 // lenientSpec reads what it can of a spec that does not validate, so that a

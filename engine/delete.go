@@ -46,7 +46,7 @@ func (e *Engine) Delete(ctx context.Context, pool string) (res DeleteResult, err
 	}
 	spec, perr := ParseSpec(snap.ConfigMap.Data[KeySpec])
 	if perr == nil {
-		spec.Size = 0
+		spec = spec.Fixed(0) // an elastic pool too: min and spare no longer hold
 		if err := e.writeSpec(ctx, snap, spec); err != nil {
 			return res, fmt.Errorf("delete %s: set size 0: %w", pool, err)
 		}

@@ -49,11 +49,26 @@ func (e *InvalidError) Error() string {
 // ErrNoFreeMembers and carries the counts the spec asks for.
 type NoFreeMembersError struct {
 	Desired, Claimed, Unschedulable int
+	// MaxSize is an elastic pool's ceiling (0 for a fixed pool): below
+	// it, the reconciler grows the pool and a claim may wait (Growing).
+	MaxSize int
 }
 
 func (e *NoFreeMembersError) Error() string {
-	return fmt.Sprintf("pool has no free members (desired %d, claimed %d, unschedulable %d)", e.Desired, e.Claimed, e.Unschedulable)
+	msg := fmt.Sprintf("pool has no free members (desired %d, claimed %d, unschedulable %d", e.Desired, e.Claimed, e.Unschedulable)
+	switch {
+	case e.MaxSize == 0:
+	case e.Growing():
+		msg += fmt.Sprintf("; elastic up to %d: the reconciler adds members", e.MaxSize)
+	default:
+		msg += fmt.Sprintf("; exhausted at its ceiling, maxSize %d", e.MaxSize)
+	}
+	return msg + ")"
 }
+
+// Growing reports whether the pool is elastic and below its ceiling: the
+// reconciler adds members for the claims that found none free.
+func (e *NoFreeMembersError) Growing() bool { return e.MaxSize > 0 && e.Desired < e.MaxSize }
 
 func (e *NoFreeMembersError) Unwrap() error { return ErrNoFreeMembers }
 

@@ -173,7 +173,7 @@ func (s *PoolState) Update(u PoolUpdate, now time.Time) ([]MemberChange, bool) {
 	if u.Definition {
 		def.Name = v.Name
 		observeDefinition(&def, u.ConfigMap)
-		if !def.Defined || def.Spec.Size != s.size || def.Source != s.source {
+		if !def.Defined || def.Size != s.size || def.Source != s.source {
 			return nil, false
 		}
 	}

@@ -14,7 +14,7 @@ func Observe(snap Snapshot, now time.Time) PoolView {
 	v := PoolView{Name: snap.Pool, Namespace: snap.Namespace, Context: snap.Context, ObservedAt: now}
 	observeDefinition(&v, snap.ConfigMap)
 	v.policy = snap.NetworkPolicy
-	size := v.Spec.Size
+	size := v.Size
 
 	// Members whose names fit <pool>-<n> go into a slice by index (dense and
 	// cache-friendly); the rest into a map by name. The slice is the result:

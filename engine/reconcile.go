@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -25,6 +26,9 @@ const (
 	// StepUnlock removes a stale Lease left on a member that needs nothing
 	// else (a reconciler's that stopped, or one with no holder).
 	StepUnlock
+	// StepStop deletes the Pod of a free member of an elastic pool beyond
+	// its spare (the power policy stopped); its PVC stays.
+	StepStop
 )
 
 func (s Step) String() string {
@@ -43,6 +47,8 @@ func (s Step) String() string {
 		return "read"
 	case StepUnlock:
 		return "unlock"
+	case StepStop:
+		return "stop"
 	}
 	return fmt.Sprintf("step(%d)", int(s))
 }
@@ -107,7 +113,7 @@ func (r ReconcileResult) Counts() (done map[Step]int, skipped int) {
 }
 
 // MemberSteps are the steps that act on members, in their order.
-var MemberSteps = []Step{StepCreate, StepStart, StepReplace, StepDelete, StepUnlock}
+var MemberSteps = []Step{StepCreate, StepStart, StepReplace, StepDelete, StepUnlock, StepStop}
 
 // Done counts the actions that changed something.
 func (r ReconcileResult) Done() int {
@@ -151,7 +157,16 @@ func (e *Engine) Reconcile(ctx context.Context, pool string) (ReconcileResult, e
 			pre = append(pre, err.Error())
 		}
 	}
-	res, err := e.reconcileWith(ctx, snap, spec, spec.Size, pre)
+	size := spec.Size
+	var el *ElasticDecision
+	if spec.Elastic() {
+		// The size is decided on the pool as it is now, at the size its
+		// status records; the steps then work at the size decided.
+		v := Observe(snap, e.Now())
+		d := PlanElastic(spec, &v, v.Recorded.Elastic, e.Now())
+		size, el = d.Status.Size, &d
+	}
+	res, err := e.reconcileWith(ctx, snap, spec, size, pre, el)
 	res.Isolation = iso
 	res.Timings = append(read.Timings, res.Timings...)
 	return res, err
@@ -172,13 +187,18 @@ func (e *Engine) recordSpecError(ctx context.Context, snap Snapshot, specErr err
 
 // reconcile runs the steps for a parsed spec with the given size (Delete uses 0).
 func (e *Engine) reconcile(ctx context.Context, snap Snapshot, spec Spec, size int) (ReconcileResult, error) {
-	return e.reconcileWith(ctx, snap, spec, size, nil)
+	return e.reconcileWith(ctx, snap, spec.Fixed(size), size, nil, nil)
 }
 
 // reconcileWith is reconcile with errors found before its steps (pre: the
-// pool's NetworkPolicy), recorded in the status with the steps' own.
-func (e *Engine) reconcileWith(ctx context.Context, snap Snapshot, spec Spec, size int, pre []string) (ReconcileResult, error) {
-	spec.Size = size
+// pool's NetworkPolicy), recorded in the status with the steps' own. An
+// elastic pool's reconcile passes its decision (el): the steps work on the
+// pool as a fixed pool of the size decided, the power policy stopped
+// stops or keeps stopped the free members beyond the spare, and the
+// decision is recorded in the status.
+func (e *Engine) reconcileWith(ctx context.Context, snap Snapshot, spec Spec, size int, pre []string, el *ElasticDecision) (ReconcileResult, error) {
+	orig := spec
+	spec = spec.Fixed(size)
 	now := e.Now()
 	view := Observe(withSize(snap, spec), now)
 	e.recheckBlocked(ctx, &view)
@@ -208,6 +228,11 @@ func (e *Engine) reconcileWith(ctx context.Context, snap Snapshot, spec Spec, si
 	}
 
 	p := planReconcile(&view, blocked, add)
+	if el != nil && orig.PowerPolicy() == PowerStopped {
+		var keep map[string]bool
+		p.stops, keep = stopPlan(orig.SpareTarget(), &view)
+		p.starts = slices.DeleteFunc(p.starts, func(m *Member) bool { return keep[m.Name] })
+	}
 	p.claimedCreates, p.claimedStarts = e.stillClaimed(ctx, snap.Pool, p.claimedCreates, p.claimedStarts, add)
 	e.runPlan(ctx, snap, spec, p, add, timeStep)
 	sort.Slice(res.Actions, func(i, j int) bool {
@@ -219,7 +244,7 @@ func (e *Engine) reconcileWith(ctx context.Context, snap Snapshot, spec Spec, si
 	})
 	sort.Strings(res.Errors)
 
-	e.recordStatus(ctx, snap, spec, view, blocked, &res)
+	e.recordStatus(ctx, snap, spec, view, blocked, &res, elasticRecord(orig, el))
 	if len(res.Errors) > 0 {
 		return res, &StepError{Errors: res.Errors}
 	}
@@ -229,6 +254,9 @@ func (e *Engine) reconcileWith(ctx context.Context, snap Snapshot, spec Spec, si
 // reconcilePlan is the members each step of a reconcile works on.
 type reconcilePlan struct {
 	creates, starts, unlocks, replaces, deletes []*Member
+	// stops: free members of an elastic pool beyond its spare whose Pod
+	// goes (the power policy stopped).
+	stops []*Member
 	// Claimed members, started for their holder without a reconciler Lease.
 	claimedCreates, claimedStarts []*Member
 }
@@ -324,13 +352,14 @@ func (e *Engine) runPlan(ctx context.Context, snap Snapshot, spec Spec, p reconc
 	timed(StepDelete, p.deletes, func(ctx context.Context, m *Member) error {
 		return e.destroyMember(ctx, m)
 	})
+	timed(StepStop, p.stops, e.stopMember)
 }
 
 // recordStatus is step 5: it computes the pool's status into res (with the
 // members in blocked marked) and writes it when it changed. It re-reads the
 // pool only when something was done (or a create found a member blocked: it
 // may have made the member's PVC); view is the pool as the steps started.
-func (e *Engine) recordStatus(ctx context.Context, snap Snapshot, spec Spec, view PoolView, blocked map[string]string, res *ReconcileResult) {
+func (e *Engine) recordStatus(ctx context.Context, snap Snapshot, spec Spec, view PoolView, blocked map[string]string, res *ReconcileResult, el func(*Status)) {
 	statusStart := e.Now()
 	final := view
 	newlyBlocked := false
@@ -356,6 +385,9 @@ func (e *Engine) recordStatus(ctx context.Context, snap Snapshot, spec Spec, vie
 		sort.Strings(res.Errors)
 	}
 	st.Errors = res.Errors
+	if el != nil {
+		el(&st)
+	}
 	res.Status = st
 	if snap.ConfigMap != nil && (!st.sameContent(final.Recorded) || final.RecordedError != nil) {
 		t := e.Now()
@@ -435,10 +467,15 @@ func memberWork(m *Member) work {
 // (and not only skip claimed members or members another reconciler holds).
 // The status step is not considered.
 func NeedsWork(v PoolView) bool {
+	work, keepStopped := elasticWork(&v)
+	if work {
+		return true
+	}
 	for i := range v.Members {
 		m := &v.Members[i]
 		switch w := memberWork(m); {
 		case w == workNone, w == workWaitNode:
+		case w == workStart && keepStopped[m.Name]:
 		case w == workClaimedCreate || w == workClaimedStart:
 			return true
 		case m.Claimed || (m.Lease != nil && !m.leaseStale()):
@@ -484,7 +521,7 @@ func withSize(snap Snapshot, spec Spec) Snapshot {
 	if cur == enc {
 		return snap
 	}
-	if parsed, err := ParseSpec(cur); err == nil && parsed.Size == spec.Size {
+	if parsed, err := ParseSpec(cur); err == nil && parsed.Size == spec.Size && parsed.Elastic() == spec.Elastic() {
 		return snap
 	}
 	cm := snap.ConfigMap.DeepCopy()

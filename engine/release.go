@@ -180,11 +180,11 @@ func (e *Engine) replaceReleased(ctx context.Context, namespace, pool, member st
 	// The waits may have taken minutes, and the definition may have changed
 	// meanwhile (an apply, a resize): the new member is built from the
 	// definition read now, and only when its index is within that size.
-	_, spec, err := e.readPool(ctx, pool)
+	again, spec, err := e.readPool(ctx, pool)
 	if err != nil {
 		return fmt.Errorf("release %s: the old desktop is gone, but the pool definition could not be read again, so no new one was built (the next reconcile creates it): %w", member, err)
 	}
-	if idx <= spec.Size {
+	if idx <= EffectiveSize(spec, RecordedElastic(again.ConfigMap.Data[KeyStatus])) {
 		if err := e.createMember(ctx, namespace, pool, idx, spec, true); err != nil {
 			return fmt.Errorf("release %s: the old desktop is gone but a new one could not be created (the next reconcile creates it): %w", member, err)
 		}

@@ -77,7 +77,19 @@ type Spec struct {
 	Init    bool          `json:"init,omitempty"`
 	Mode    string        `json:"mode,omitempty"`
 	Size    int           `json:"size"`
-	Runtime *Runtime      `json:"runtime,omitempty"`
+	// MaxSize makes the pool elastic (elastic.go): the reconciler keeps
+	// Spare free members ready (default DefaultSpare) by moving its
+	// effective size within [MinSize, MaxSize], starting from Size;
+	// Power says whether free members beyond the spare run (running, the
+	// default) or are stopped (Pod deleted, PVC kept); Settle is how long
+	// the pool stays above its spare before it shrinks (default
+	// DefaultSettle). None is a source field.
+	MinSize int      `json:"minSize,omitempty"`
+	MaxSize int      `json:"maxSize,omitempty"`
+	Spare   *int     `json:"spare,omitempty"`
+	Power   string   `json:"power,omitempty"`
+	Settle  string   `json:"settle,omitempty"`
+	Runtime *Runtime `json:"runtime,omitempty"`
 }
 
 // ParseSpec decodes a spec from YAML (or JSON). Unknown fields and malformed
@@ -263,6 +275,9 @@ func (s *Spec) Validate() error {
 	}
 	if s.Size > MaxPoolSize {
 		return &InvalidError{Field: "size", Value: fmt.Sprint(s.Size), Reason: fmt.Sprintf("must be at most %d", MaxPoolSize)}
+	}
+	if err := s.validateElastic(); err != nil {
+		return err
 	}
 	if s.Runtime != nil {
 		if err := s.Runtime.Validate(); err != nil {

@@ -24,8 +24,11 @@ type Status struct {
 	Failed        int  `json:"failed"`
 	Exhausted     bool `json:"exhausted"`
 	// Source is the pool's current source hash.
-	Source  string      `json:"source,omitempty"`
-	Members []MemberRow `json:"members,omitempty"`
+	Source string `json:"source,omitempty"`
+	// Elastic is an elastic pool's effective size and why it last changed
+	// (nil for a fixed pool).
+	Elastic *ElasticStatus `json:"elastic,omitempty"`
+	Members []MemberRow    `json:"members,omitempty"`
 	// Errors of the last reconcile (empty when it succeeded). A recorded
 	// status holds them grouped by cause (GroupErrors), at most
 	// StatusMaxErrorLines lines.
@@ -294,6 +297,14 @@ func (s Status) encode(rows []MemberRow, cut int) (string, []int) {
 	if s.Source != "" {
 		b.WriteString("source: ")
 		writeQuoted(&b, s.Source)
+		b.WriteByte('\n')
+	}
+	if s.Elastic != nil {
+		// One line of JSON (a YAML flow mapping) that RecordedElastic
+		// reads without decoding the rows.
+		el, _ := json.Marshal(s.Elastic) // ints, strings and times: cannot fail
+		b.WriteString(keyElastic + ": ")
+		b.Write(el)
 		b.WriteByte('\n')
 	}
 	lines := make([]int, len(rows))

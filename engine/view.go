@@ -176,6 +176,9 @@ type PoolView struct {
 	// Defined is false when the pool's ConfigMap does not exist.
 	Defined bool
 	Spec    Spec
+	// Size is the pool's effective size (EffectiveSize): the definition's
+	// size for a fixed pool, the recorded one for an elastic pool.
+	Size int
 	// SpecError is set when the stored spec cannot be parsed or is invalid.
 	SpecError error
 	Source    string
