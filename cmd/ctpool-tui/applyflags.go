@@ -21,12 +21,19 @@ type applyFlags struct {
 	podSecurity                               string
 	runAsUser                                 int64
 	pullSecrets, ingress, egress              []string
+	minSize, maxSize, spare                   int
+	power, settle                             string
 }
 
 func (f *applyFlags) register(c *cobra.Command) {
 	fs := c.Flags()
 	fs.StringVar(&f.image, "image", "", "container image of the desktop (required for a new pool)")
-	fs.IntVar(&f.size, "size", 1, "number of members")
+	fs.IntVar(&f.size, "size", 1, "number of members (of an elastic pool: the size it starts from, within --min-size and --max-size; default their spare, within them)")
+	fs.IntVar(&f.maxSize, "max-size", 0, "make the pool elastic: the reconciler keeps --spare free members ready by moving the size within --min-size and this ceiling; --max-size=0 makes it fixed again")
+	fs.IntVar(&f.minSize, "min-size", 0, "elastic pools: the size never goes below this")
+	fs.IntVar(&f.spare, "spare", engine.DefaultSpare, "elastic pools: free members kept ready; claims that eat them grow the pool at once")
+	fs.StringVar(&f.power, "power", engine.PowerRunning, "elastic pools: the free members beyond the spare keep running (running) or are stopped, their PVC kept (stopped)")
+	fs.StringVar(&f.settle, "settle", engine.DefaultSettle.String(), "elastic pools: how long the pool has more free members than its spare before it shrinks")
 	fs.StringVar(&f.cpu, "cpu", engine.DefaultCPU, "CPU of each member (request and limit)")
 	fs.StringVar(&f.mem, "mem", engine.DefaultMemory, "memory of each member (request and limit)")
 	fs.StringVar(&f.mem, "memory", engine.DefaultMemory, "alias of --mem")
@@ -90,6 +97,7 @@ func (f *applyFlags) spec(c *cobra.Command, cur *engine.Spec) (engine.Spec, erro
 	if set("size") {
 		s.Size = f.size
 	}
+	f.setElastic(c, &s)
 	if err := f.setPodSecurity(c, &s); err != nil {
 		return s, err
 	}
@@ -201,4 +209,38 @@ func parsePeers(flag string, args []string) ([]engine.NetworkPeer, error) {
 		peers = append(peers, p)
 	}
 	return peers, nil
+}
+
+// setElastic merges the elastic flags given onto s. --max-size=0 makes the
+// pool fixed again (its other elastic fields go); a pool made elastic
+// without --size starts from its spare, within min and max.
+func (f *applyFlags) setElastic(c *cobra.Command, s *engine.Spec) {
+	set := c.Flags().Changed
+	wasElastic := s.Elastic()
+	if set("max-size") {
+		if f.maxSize == 0 {
+			*s = s.Fixed(s.Size)
+			return
+		}
+		s.MaxSize = f.maxSize
+	}
+	if set("min-size") {
+		s.MinSize = f.minSize
+	}
+	if set("spare") {
+		v := f.spare
+		s.Spare = &v
+	}
+	if set("power") {
+		s.Power = f.power
+		if f.power == engine.PowerRunning {
+			s.Power = "" // the default is written as nothing
+		}
+	}
+	if set("settle") {
+		s.Settle = f.settle
+	}
+	if s.Elastic() && !wasElastic && !set("size") && s.MinSize <= s.MaxSize {
+		s.Size = min(max(s.SpareTarget(), s.MinSize), s.MaxSize)
+	}
 }

@@ -184,3 +184,55 @@ func TestApplyFlagsIsolate(t *testing.T) {
 		})
 	}
 }
+
+func TestApplyFlagsElastic(t *testing.T) {
+	three := 3
+	elastic := storedSpec(engine.Spec{Image: "img", Size: 4, MinSize: 2, MaxSize: 40, Spare: &three, Power: engine.PowerStopped})
+	fixed := storedSpec(engine.Spec{Image: "img", Size: 5})
+	tests := []struct {
+		name                    string
+		cur                     *engine.Spec
+		args                    []string
+		size, minSize, maxSize  int
+		spare                   int
+		power, settle, validErr string
+	}{
+		{name: "new fixed pool", args: []string{"--image", "img", "--size", "2"}, size: 2},
+		{name: "new elastic pool starts from its spare", args: []string{"--image", "img", "--min-size", "2", "--max-size", "40", "--spare", "3"}, size: 3, minSize: 2, maxSize: 40, spare: 3},
+		{name: "new elastic pool with a min above the spare starts from the min", args: []string{"--image", "img", "--min-size", "5", "--max-size", "40", "--spare", "3"}, size: 5, minSize: 5, maxSize: 40, spare: 3},
+		{name: "new elastic pool with the default spare", args: []string{"--image", "img", "--max-size", "10"}, size: 1, maxSize: 10, spare: 1},
+		{name: "new elastic pool with a size", args: []string{"--image", "img", "--max-size", "10", "--size", "6"}, size: 6, maxSize: 10, spare: 1},
+		{name: "power and settle", args: []string{"--image", "img", "--max-size", "10", "--power", "stopped", "--settle", "90s"}, size: 1, maxSize: 10, spare: 1, power: engine.PowerStopped, settle: "90s"},
+		{name: "a fixed pool made elastic keeps nothing of its size but the clamp", cur: fixed, args: []string{"--max-size", "20", "--spare", "2"}, size: 2, maxSize: 20, spare: 2},
+		{name: "an elastic pool keeps its fields", cur: elastic, args: []string{"--spare", "5"}, size: 4, minSize: 2, maxSize: 40, spare: 5, power: engine.PowerStopped},
+		{name: "--power running writes the default", cur: elastic, args: []string{"--power", "running"}, size: 4, minSize: 2, maxSize: 40, spare: 3},
+		{name: "--max-size=0 makes it fixed", cur: elastic, args: []string{"--max-size=0"}, size: 4},
+		{name: "min above max is refused by name", args: []string{"--image", "img", "--min-size", "9", "--max-size", "5"}, validErr: "invalid minSize"},
+		{name: "spare above max is refused by name", args: []string{"--image", "img", "--max-size", "5", "--spare", "9", "--size", "2"}, validErr: "invalid spare"},
+		{name: "size outside the bounds is refused by name", cur: elastic, args: []string{"--size", "41"}, validErr: "invalid size"},
+		{name: "spare on a fixed pool is refused by name", cur: fixed, args: []string{"--spare", "2"}, validErr: "invalid spare"},
+		{name: "an unknown power is refused by name", args: []string{"--image", "img", "--max-size", "5", "--power", "off"}, validErr: "invalid power"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, verr := applySpec(t, tt.cur, tt.args...)
+			if verr == nil {
+				s.Default()
+				verr = s.Validate()
+			}
+			if tt.validErr != "" {
+				if verr == nil || !strings.Contains(verr.Error(), tt.validErr) {
+					t.Fatalf("Validate: %v, want %q", verr, tt.validErr)
+				}
+				return
+			}
+			if verr != nil {
+				t.Fatalf("Validate: %v", verr)
+			}
+			if s.Size != tt.size || s.MinSize != tt.minSize || s.MaxSize != tt.maxSize || s.SpareTarget() != tt.spare || s.Power != tt.power || s.Settle != tt.settle {
+				t.Fatalf("size %d min %d max %d spare %d power %q settle %q, want %d %d %d %d %q %q",
+					s.Size, s.MinSize, s.MaxSize, s.SpareTarget(), s.Power, s.Settle, tt.size, tt.minSize, tt.maxSize, tt.spare, tt.power, tt.settle)
+			}
+		})
+	}
+}

@@ -118,7 +118,11 @@ directly in /.`,
 				case res.Changed:
 					verb = "configured"
 				}
-				fmt.Fprintf(e.stdout, "pool %s %s in namespace %s (size %d, source %s)\n", pool, verb, ns, spec.Size, spec.SourceHash())
+				size := fmt.Sprintf("size %d", spec.Size)
+				if spec.Elastic() {
+					size = fmt.Sprintf("elastic %d..%d, spare %d, power %s, starting from %d", spec.MinSize, spec.MaxSize, spec.SpareTarget(), spec.PowerPolicy(), spec.Size)
+				}
+				fmt.Fprintf(e.stdout, "pool %s %s in namespace %s (%s, source %s)\n", pool, verb, ns, size, spec.SourceHash())
 			}
 			if res.PolicyRemoved {
 				fmt.Fprintf(e.stdout, "NetworkPolicy %s removed: the members are no longer isolated\n", engine.NetworkPolicyName(pool))
@@ -154,6 +158,9 @@ func printReconcile(w io.Writer, r engine.ReconcileResult) {
 	st := r.Status
 	fmt.Fprintf(w, "reconcile: %s; desired %d, ready %d, claimed %d, free %d, unschedulable %d\n",
 		strings.Join(parts, ", "), st.Desired, st.Ready, st.Claimed, st.Free, st.Unschedulable)
+	if el := st.Elastic; el != nil {
+		fmt.Fprintf(w, "elastic: size %d (%s)\n", el.Size, el.Reason)
+	}
 	if iv := r.Isolation; iv != nil {
 		fmt.Fprintf(w, "isolation: NetworkPolicy %s %s\n", iv.Policy, render.IsolationText(*iv))
 	}
@@ -171,6 +178,8 @@ func pastTense(s engine.Step) string {
 		return "deleted"
 	case engine.StepUnlock:
 		return "unlocked (stale lease removed)"
+	case engine.StepStop:
+		return "stopped (free beyond the spare)"
 	}
 	return s.String()
 }
@@ -183,7 +192,10 @@ func newClaimCmd(e *env) *cobra.Command {
 
 A second claim by the same identity gets the same member (and renews an
 expired claim). If no member is free the claim fails with the desired, claimed
-and unschedulable counts.`,
+and unschedulable counts. An elastic pool (apply --max-size) with no free
+member below its ceiling grows for the claim at once: the claim takes the
+first member above the size and builds it, and the reconciler takes the size
+up to it; at its ceiling the claim fails, saying so.`,
 		Example: "  ctpool-tui claim desk alice@example.com",
 		Args:    exactArgs(2, "POOL IDENTITY"),
 		RunE: func(cmd *cobra.Command, args []string) error {
