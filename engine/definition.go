@@ -81,6 +81,9 @@ func (d parsedDefinition) clone() parsedDefinition {
 		el := *d.rec.Elastic
 		d.rec.Elastic = &el
 	}
+	if d.rec.History != nil {
+		d.rec.History = &History{Samples: slices.Clone(d.rec.History.Samples)}
+	}
 	d.rec.Members = slices.Clone(d.rec.Members)
 	d.rec.Errors = slices.Clone(d.rec.Errors)
 	if d.rec.UpdatedAt != nil {

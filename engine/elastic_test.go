@@ -417,3 +417,67 @@ func TestElasticSimulatedDay(t *testing.T) {
 		})
 	}
 }
+
+func TestReconcileRecordsHistory(t *testing.T) {
+	ctx := context.Background()
+	now := testNow
+	eng, f := newEngine()
+	eng.Now = func() time.Time { return now }
+	seedPool(f, "h", baseSpec(3), 3)
+	history := func() []Sample {
+		st, err := ParseStatus(f.cm(ConfigMapName("h")).Data[KeyStatus])
+		if err != nil || st.History == nil {
+			t.Fatalf("status %v: history %v", err, st.History)
+		}
+		return st.History.Samples
+	}
+	writes := func() int {
+		n := 0
+		for _, a := range f.writes() {
+			if a.Kind == kCM {
+				n++
+			}
+		}
+		return n
+	}
+	if _, err := eng.Reconcile(ctx, "h"); err != nil {
+		t.Fatal(err)
+	}
+	if h := history(); len(h) != 1 || h[0].Free != 3 || h[0].Size != 3 || h[0].Claimed != 0 {
+		t.Fatalf("first sample %+v", h)
+	}
+	before := writes()
+	now = now.Add(20 * time.Minute) // at rest: nothing to write
+	if _, err := eng.Reconcile(ctx, "h"); err != nil {
+		t.Fatal(err)
+	}
+	if writes() != before || len(history()) != 1 {
+		t.Fatalf("a pool at rest wrote its status (%d writes, %d samples)", writes()-before, len(history()))
+	}
+	f.add(claimAt("h", "h-1", "alice", now))
+	now = now.Add(5 * time.Minute)
+	if _, err := eng.Reconcile(ctx, "h"); err != nil {
+		t.Fatal(err)
+	}
+	if h := history(); len(h) != 2 || h[1].Claimed != 1 || h[1].Free != 2 {
+		t.Fatalf("a claim was not sampled: %+v", h)
+	}
+	now = now.Add(HistoryHeartbeat)
+	if _, err := eng.Reconcile(ctx, "h"); err != nil {
+		t.Fatal(err)
+	}
+	h := History{Samples: history()}
+	if len(h.Samples) != 3 {
+		t.Fatalf("no heartbeat sample after %s: %+v", HistoryHeartbeat, h.Samples)
+	}
+	filled := h.Filled(now)
+	// Every 5-minute slot from the first sample to now is there (the pool ran throughout).
+	if want := int(now.Sub(h.Samples[0].At)/HistoryInterval) + 1; len(filled) != want {
+		t.Fatalf("Filled gave %d samples, want %d", len(filled), want)
+	}
+	for i := 1; i < len(filled); i++ {
+		if filled[i].At.Sub(filled[i-1].At) != HistoryInterval {
+			t.Fatalf("Filled left a gap at %s", filled[i].At)
+		}
+	}
+}

@@ -28,6 +28,10 @@ type Status struct {
 	// Elastic is an elastic pool's effective size and why it last changed
 	// (nil for a fixed pool).
 	Elastic *ElasticStatus `json:"elastic,omitempty"`
+	// History is the pool's recent counts, a sample per HistoryInterval
+	// slot over HistoryWindow (recordHistory: a slot is written when the
+	// counts changed, or at least once per HistoryHeartbeat).
+	History *History `json:"history,omitempty"`
 	Members []MemberRow    `json:"members,omitempty"`
 	// Errors of the last reconcile (empty when it succeeded). A recorded
 	// status holds them grouped by cause (GroupErrors), at most
@@ -305,6 +309,11 @@ func (s Status) encode(rows []MemberRow, cut int) (string, []int) {
 		el, _ := json.Marshal(s.Elastic) // ints, strings and times: cannot fail
 		b.WriteString(keyElastic + ": ")
 		b.Write(el)
+		b.WriteByte('\n')
+	}
+	if s.History != nil && len(s.History.Samples) > 0 {
+		b.WriteString("history: ")
+		b.WriteString(s.History.Encode()) // one line, a flow mapping
 		b.WriteByte('\n')
 	}
 	lines := make([]int, len(rows))

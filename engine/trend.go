@@ -329,3 +329,46 @@ func (h *History) UnmarshalJSON(b []byte) error {
 	*h = parsed
 	return nil
 }
+
+// HistoryHeartbeat is how often a reconcile records a sample of counts that
+// did not change (recordHistory); a slot without a sample within it after a
+// sample means the counts stayed (Filled).
+const HistoryHeartbeat = time.Hour
+
+// recordHistory adds the counts at now to prev (nil: none yet) when they
+// changed since the last sample or the last sample is HistoryHeartbeat old,
+// so that a pool at rest writes its status once an hour, not once a slot.
+func recordHistory(prev *History, s Sample) *History {
+	var h History
+	if prev != nil {
+		h = *prev
+	}
+	if last, ok := h.Last(); ok && last.Free == s.Free && last.Claimed == s.Claimed && last.Size == s.Size &&
+		s.At.Sub(last.At) < HistoryHeartbeat && !s.At.Before(last.At) {
+		return prev
+	}
+	h = h.Add(s)
+	return &h
+}
+
+// Filled returns the samples with each slot that has none, up to
+// HistoryHeartbeat after a sample and before now, filled with that sample's
+// counts (the reconciler writes unchanged counts once an hour only), and
+// the samples past the window's start dropped. A longer gap stays a gap
+// (no reconciler wrote).
+func (h History) Filled(now time.Time) []Sample {
+	out := make([]Sample, 0, len(h.Samples)+8)
+	for i, s := range h.Samples {
+		out = append(out, s)
+		end := now
+		if i+1 < len(h.Samples) {
+			end = h.Samples[i+1].At
+		}
+		for t := s.At.Add(HistoryInterval); t.Before(end) && t.Sub(s.At) < HistoryHeartbeat && now.Sub(t) >= HistoryInterval; t = t.Add(HistoryInterval) {
+			f := s
+			f.At = t
+			out = append(out, f)
+		}
+	}
+	return out
+}
