@@ -31,8 +31,8 @@ type Status struct {
 	// History is the pool's recent counts, a sample per HistoryInterval
 	// slot over HistoryWindow (recordHistory: a slot is written when the
 	// counts changed, or at least once per HistoryHeartbeat).
-	History *History `json:"history,omitempty"`
-	Members []MemberRow    `json:"members,omitempty"`
+	History *History    `json:"history,omitempty"`
+	Members []MemberRow `json:"members,omitempty"`
 	// Errors of the last reconcile (empty when it succeeded). A recorded
 	// status holds them grouped by cause (GroupErrors), at most
 	// StatusMaxErrorLines lines.
