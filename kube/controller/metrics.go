@@ -25,6 +25,10 @@ type metrics struct {
 	desired  *prometheus.GaugeVec
 	exhaust  *prometheus.GaugeVec
 	expiring *prometheus.GaugeVec
+	// Elastic pools and the forecast (elasticMetrics).
+	atCeiling, minMembers, maxMembers, spareMembers *prometheus.GaugeVec
+	forecastEmpty, forecastCeiling                  *prometheus.GaugeVec
+	lastSuccess                                     *prometheus.GaugeVec
 	// deprecated are the gauges of one state each, by state, that
 	// ctpool_pool_members replaces, and deprecatedDesired the one
 	// ctpool_pool_desired_members replaces: ctpool_pool_<state> and
@@ -82,6 +86,18 @@ func newMetrics(c *Controller) *metrics {
 		Name: "ctpool_pool_claims_expiring",
 		Help: "Claims that expire within 10 minutes (not yet expired).",
 	}, poolLabels)
+	gauge := func(name, help string) *prometheus.GaugeVec {
+		g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, poolLabels)
+		m.reg.MustRegister(g)
+		return g
+	}
+	m.atCeiling = gauge("ctpool_pool_exhausted_at_ceiling", "Elastic pools only: 1 when the pool is at its maxSize and no member is free (a claim fails; below the ceiling a claim grows the pool).")
+	m.minMembers = gauge("ctpool_pool_min_members", "Elastic pools only: the definition's minSize.")
+	m.maxMembers = gauge("ctpool_pool_max_members", "Elastic pools only: the definition's maxSize (the ceiling).")
+	m.spareMembers = gauge("ctpool_pool_spare_members", "Elastic pools only: the free members the reconciler keeps ready (the spare target).")
+	m.forecastEmpty = gauge("ctpool_pool_exhaustion_forecast_seconds", "Seconds until no member is free at the pool's current size, at the recent claim rate (engine.ForecastFrom on the recorded history); present only while that rate exhausts the pool within 24 hours.")
+	m.forecastCeiling = gauge("ctpool_pool_ceiling_forecast_seconds", "Elastic pools only: seconds until the claims reach maxSize at the recent claim rate; present only while that rate reaches it within 24 hours.")
+	m.lastSuccess = gauge("ctpool_reconcile_last_success_timestamp_seconds", "Unix time of the pool's last reconcile that ended without an error.")
 	alias := func(name, use string) *prometheus.GaugeVec {
 		g := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: name,
@@ -190,6 +206,60 @@ func (m *metrics) record(k engine.PoolRef, res engine.ReconcileResult, err error
 		m.deprecated[ms.state].WithLabelValues(k.Namespace, k.Name).Set(float64(ms.n))
 	}
 	m.deprecatedDesired.WithLabelValues(k.Namespace, k.Name).Set(float64(st.Desired))
+	stale := 0
+	for i := range v.Members {
+		if v.Members[i].MaintenanceStale {
+			stale++
+		}
+	}
+	m.members.WithLabelValues(k.Namespace, k.Name, "maintenance_stale").Set(float64(stale))
+	if err == nil {
+		m.lastSuccess.WithLabelValues(k.Namespace, k.Name).Set(float64(now.UnixNano()) / 1e9)
+	}
+	m.elastic(k, v, res.Status, now)
+}
+
+// elastic sets an elastic pool's gauges and every pool's forecast from the
+// status the reconcile recorded (rec; the view's recorded status when the
+// reconcile computed none), and removes the series that do not apply.
+func (m *metrics) elastic(k engine.PoolRef, v engine.PoolView, rec engine.Status, now time.Time) {
+	l := prometheus.Labels{"namespace": k.Namespace, "pool": k.Name}
+	hist, el := rec.History, rec.Elastic
+	if hist == nil {
+		hist, el = v.Recorded.History, v.Recorded.Elastic
+	}
+	spec := v.Spec
+	if spec.Elastic() {
+		m.minMembers.With(l).Set(float64(spec.MinSize))
+		m.maxMembers.With(l).Set(float64(spec.MaxSize))
+		m.spareMembers.With(l).Set(float64(spec.SpareTarget()))
+		m.atCeiling.With(l).Set(b2f(el != nil && el.AtCeiling))
+	} else {
+		for _, g := range []*prometheus.GaugeVec{m.minMembers, m.maxMembers, m.spareMembers, m.atCeiling, m.forecastCeiling} {
+			g.Delete(l)
+		}
+	}
+	var samples []engine.Sample
+	if hist != nil {
+		samples = hist.Filled(now)
+	}
+	f := engine.ForecastFrom(samples, now, v.Status.Free, v.Status.Claimed, spec.MaxSize)
+	setOrDelete := func(g *prometheus.GaugeVec, d *time.Duration) {
+		if d == nil {
+			g.Delete(l)
+			return
+		}
+		g.With(l).Set(d.Seconds())
+	}
+	if !f.OK || f.Rate < engine.ForecastMinRate {
+		// Too little history, or claims do not outpace releases: no
+		// forecast (a pool exhausted already has its own gauge).
+		f.ToEmpty, f.ToCeiling = nil, nil
+	}
+	setOrDelete(m.forecastEmpty, f.ToEmpty)
+	if spec.Elastic() {
+		setOrDelete(m.forecastCeiling, f.ToCeiling)
+	}
 }
 
 // ClaimsExpiring counts the user claims of a view that have not expired but
@@ -208,7 +278,8 @@ func ClaimsExpiring(v engine.PoolView, now time.Time) int {
 // forget removes every series of a pool.
 func (m *metrics) forget(k engine.PoolRef) {
 	l := prometheus.Labels{"namespace": k.Namespace, "pool": k.Name}
-	gauges := []*prometheus.GaugeVec{m.members, m.desired, m.exhaust, m.expiring, m.deprecatedDesired}
+	gauges := []*prometheus.GaugeVec{m.members, m.desired, m.exhaust, m.expiring, m.deprecatedDesired,
+		m.atCeiling, m.minMembers, m.maxMembers, m.spareMembers, m.forecastEmpty, m.forecastCeiling, m.lastSuccess}
 	for _, g := range append(gauges, slices.Collect(maps.Values(m.deprecated))...) {
 		g.DeletePartialMatch(l)
 	}

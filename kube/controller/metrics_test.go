@@ -83,6 +83,7 @@ func TestMetricsGaugesEqualObserve(t *testing.T) {
 		{"ctpool_pool_members", "failed", "ctpool_pool_failed", st.Failed, 1},
 		{"ctpool_pool_exhausted", "", "", map[bool]int{true: 1}[st.Exhausted], 0},
 		{"ctpool_pool_claims_expiring", "", "", ClaimsExpiring(v, testNow), 1},
+		{"ctpool_pool_members", "maintenance_stale", "", 0, 0},
 	} {
 		key := series(g.name, testNS, "desk")
 		if g.state != "" {
@@ -104,8 +105,14 @@ func TestMetricsGaugesEqualObserve(t *testing.T) {
 			members++
 		}
 	}
-	if members != 6 {
-		t.Errorf("%d ctpool_pool_members series, want one per state (6)", members)
+	if members != 7 {
+		t.Errorf("%d ctpool_pool_members series, want one per state (7)", members)
+	}
+	// A fixed pool has no elastic series and, with one sample of history, no forecast.
+	for _, name := range []string{"ctpool_pool_exhausted_at_ceiling", "ctpool_pool_max_members", "ctpool_pool_exhaustion_forecast_seconds"} {
+		if _, ok := m[series(name, testNS, "desk")]; ok {
+			t.Errorf("a fixed pool without history has the series %s", name)
+		}
 	}
 	if n := m[series("ctpool_reconcile_duration_seconds_count", testNS, "desk")]; n != 1 {
 		t.Errorf("reconcile count %v, want 1", n)
@@ -372,4 +379,73 @@ func TestWorkQueueShowsAStuckReconcile(t *testing.T) {
 		m = scrape(t, srv.URL+"/metrics")
 		return m[wq("ctpool_workqueue_work_duration_seconds_count")] >= 1 && m[unfinished] == 0 && m[longest] == 0
 	})
+}
+
+// TestMetricsElasticAndForecast: an elastic pool's bounds, its ceiling and
+// the forecast come from the status the reconcile recorded; a pool that is
+// no longer elastic loses those series.
+func TestMetricsElasticAndForecast(t *testing.T) {
+	m := newMetrics(&Controller{})
+	k := engine.PoolRef{Namespace: testNS, Name: "el"}
+	three := 3
+	spec := engine.Spec{Image: "img", Size: 2, MinSize: 2, MaxSize: 10, Spare: &three}
+	spec.Default()
+	// An hour of claims at 12 an hour: 10 claimed, 2 free now, at size 12... of max 10: at the ceiling.
+	var h engine.History
+	start := testNow.Add(-time.Hour)
+	for i := 0; i <= 12; i++ {
+		h = h.Add(engine.Sample{At: start.Add(time.Duration(i) * 5 * time.Minute), Claimed: i * 10 / 12, Free: 10 - i*10/12, Size: 10})
+	}
+	rec := engine.Status{Desired: 10, Claimed: 10, Free: 0, Exhausted: true, History: &h,
+		Elastic: &engine.ElasticStatus{Size: 10, From: 2, AtCeiling: true}}
+	cm := engine.BuildConfigMap(testNS, "el", spec)
+	cm.Data[engine.KeyStatus] = rec.Encode()
+	snap := engine.Snapshot{Namespace: testNS, Pool: "el", ConfigMap: cm}
+	gather := func() map[string]float64 {
+		mfs, err := m.reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]float64{}
+		for _, mf := range mfs {
+			for _, mt := range mf.GetMetric() {
+				if mt.GetGauge() != nil && len(mt.GetLabel()) == 2 {
+					out[mf.GetName()] = mt.GetGauge().GetValue()
+				}
+			}
+		}
+		return out
+	}
+	m.record(k, engine.ReconcileResult{Status: rec}, nil, &snap, nil, testNow, time.Millisecond)
+	got := gather()
+	for name, want := range map[string]float64{
+		"ctpool_pool_exhausted_at_ceiling": 1, "ctpool_pool_min_members": 2, "ctpool_pool_max_members": 10, "ctpool_pool_spare_members": 3,
+	} {
+		if got[name] != want {
+			t.Errorf("%s = %v, want %v", name, got[name], want)
+		}
+	}
+	if _, ok := got["ctpool_pool_exhaustion_forecast_seconds"]; !ok {
+		t.Error("no exhaustion forecast for a pool whose claims rose for an hour")
+	}
+	if ts := got["ctpool_reconcile_last_success_timestamp_seconds"]; ts != float64(testNow.Unix()) {
+		t.Errorf("last success %v, want %d", ts, testNow.Unix())
+	}
+	// Made fixed again, with a flat history: the elastic series and the forecast go.
+	fixed := spec.Fixed(10)
+	flat := engine.History{}
+	for i := 0; i <= 12; i++ {
+		flat = flat.Add(engine.Sample{At: start.Add(time.Duration(i) * 5 * time.Minute), Claimed: 4, Free: 6, Size: 10})
+	}
+	rec = engine.Status{Desired: 10, Claimed: 4, Free: 6, History: &flat}
+	cm = engine.BuildConfigMap(testNS, "el", fixed)
+	cm.Data[engine.KeyStatus] = rec.Encode()
+	snap.ConfigMap = cm
+	m.record(k, engine.ReconcileResult{Status: rec}, nil, &snap, nil, testNow, time.Millisecond)
+	got = gather()
+	for _, name := range []string{"ctpool_pool_exhausted_at_ceiling", "ctpool_pool_min_members", "ctpool_pool_max_members", "ctpool_pool_spare_members", "ctpool_pool_exhaustion_forecast_seconds", "ctpool_pool_ceiling_forecast_seconds"} {
+		if _, ok := got[name]; ok {
+			t.Errorf("%s still exported for a fixed pool at rest", name)
+		}
+	}
 }
