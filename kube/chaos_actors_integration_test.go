@@ -99,8 +99,12 @@ func (h *chaosHarness) releaseAnswered(member string, asked bool, res engine.Rel
 	}
 	if !untouched {
 		// Done, or failed after it took the claim (the member is in
-		// maintenance then, followed as a failed release): the claim ended.
+		// maintenance then, followed as a failed release): the claim ended,
+		// whoever asked (a user, a failing release, a broker, the final
+		// force-release), so a vanished member's holder claiming it again
+		// is a new claim, not the old one kept.
 		delete(h.actors.brokerHeld, member)
+		h.releases[member]++
 	}
 }
 

@@ -714,7 +714,7 @@ type vanished struct {
 	pvcUID   types.UID
 	withPVC  bool
 	batch    int
-	releases int // the member's successful releases when it vanished
+	releases int // the member's ended claims when it vanished
 }
 
 type chaosHarness struct {
@@ -734,7 +734,7 @@ type chaosHarness struct {
 	failed     map[string]*failedRelease // by member
 	vanished   map[string]*vanished      // by member
 	notReady   map[string]int
-	releases   map[string]int       // member -> releases that succeeded
+	releases   map[string]int       // member -> releases that ended its claim (done, or failed after taking it)
 	holds      map[types.UID]string // PVCs held by holdFinalizer -> member
 	leftBehind map[types.UID]bool   // reconciler Leases reported left behind
 	// outageEnd is the batch end after the API server restart (0: none):
@@ -966,11 +966,7 @@ func (h *chaosHarness) runOp(ctx context.Context, rng *rand.Rand, op string) {
 			res, err = h.user.ForceRelease(ctx, chaosPool, m.Name)
 		}
 		h.releaseAnswered(m.Name, asked, res, err)
-		if err == nil {
-			h.mu.Lock()
-			h.releases[m.Name]++
-			h.mu.Unlock()
-		} else if m.PVC != nil && !errors.Is(err, engine.ErrConflict) && !errors.Is(err, engine.ErrNotFound) &&
+		if err != nil && m.PVC != nil && !errors.Is(err, engine.ErrConflict) && !errors.Is(err, engine.ErrNotFound) &&
 			!errors.Is(err, engine.ErrMaintenance) && !errors.Is(err, engine.ErrNotHolder) {
 			// A release that failed while destroying stays in maintenance
 			// until a reconcile finishes it: followed like the test's own.
