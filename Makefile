@@ -171,6 +171,11 @@ bench-integration: ## benchmarks on the running local plane (make cluster-up), t
 	set -o pipefail; CI=$${CI:-1} $(GO) test -tags 'integration perf' -run '^$$' -bench Integration -benchtime 1x -timeout 180m ./kube/ | tee .bench-integration.out
 	@$(GO) run ./hack/benchreport -set integration < .bench-integration.out
 
+.PHONY: bench-elastic
+bench-elastic: ## on the running plane, a burst of 20 claims on an elastic pool (spare 3): claimant to desktop p50/p95 against 20 members of one apply and one member alone
+	set -o pipefail; CI=$${CI:-1} $(GO) test -tags integration -run '^$$' -bench BenchmarkIntegrationElasticBurst -benchtime 1x ./kube/ | tee .bench-elastic.out
+	@$(GO) run ./hack/benchreport -set integration -only BenchmarkIntegrationElasticBurst < .bench-elastic.out
+
 .PHONY: bench-node
 bench-node: ## on the running plane's real node: a release end to end, p50 and p95 (BENCH_NODE_N releases, default 10)
 	CI=$${CI:-1} $(GO) test -tags integration -run '^$$' -bench BenchmarkIntegrationRealNodeRelease -benchtime $(BENCH_NODE_N)x -timeout 30m ./cmd/ctpool-tui/

@@ -31,7 +31,7 @@ func smallSpec(image string, size int) engine.Spec {
 }
 
 // observe reads the pool fresh and observes it.
-func observe(t *testing.T, eng *engine.Engine, pool string) engine.PoolView {
+func observe(t testing.TB, eng *engine.Engine, pool string) engine.PoolView {
 	t.Helper()
 	snap, err := eng.Cluster.Snapshot(context.Background(), pool)
 	if err != nil {
@@ -49,7 +49,7 @@ func applyReady(t *testing.T, env *kubetest.Env, eng *engine.Engine, pool string
 	waitReady(t, env, eng, pool, spec.Size)
 }
 
-func waitReady(t *testing.T, env *kubetest.Env, eng *engine.Engine, pool string, n int) {
+func waitReady(t testing.TB, env *kubetest.Env, eng *engine.Engine, pool string, n int) {
 	t.Helper()
 	env.WaitFor(t, 90*time.Second, fmt.Sprintf("%d ready members in %s", n, pool), func() (bool, error) {
 		v := observe(t, eng, pool)

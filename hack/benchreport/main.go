@@ -216,6 +216,17 @@ var targets = []target{
 	info(integration, "6 release round trip p95 (ms)", "BenchmarkIntegrationPerfClaim", "release-p95-ms"),
 	info(integration, "6 force-release round trip p50 (ms)", "BenchmarkIntegrationPerfClaim", "force-p50-ms"),
 	info(integration, "6 force-release round trip p95 (ms)", "BenchmarkIntegrationPerfClaim", "force-p95-ms"),
+	// 27. A burst of 20 claims on an elastic pool with spare 3: every
+	// claimant's desktop against the same 20 members started by one apply
+	// (the plane's own pace under that load) and one member alone.
+	bound(integration, "27 elastic burst of 20 claims, spare 3: claimant to desktop p95 vs 20 members of one apply p95",
+		"BenchmarkIntegrationElasticBurst", "p95/apply20-p95", 2.0),
+	info(integration, "27 ... claimant to desktop p50 (s)", "BenchmarkIntegrationElasticBurst", "claim-p50-s"),
+	info(integration, "27 ... claimant to desktop p95 (s)", "BenchmarkIntegrationElasticBurst", "claim-p95-s"),
+	info(integration, "27 ... claim answered p95 (s)", "BenchmarkIntegrationElasticBurst", "answer-p95-s"),
+	info(integration, "27 ... 20 members of one apply to Ready p95 (s)", "BenchmarkIntegrationElasticBurst", "apply20-p95-s"),
+	info(integration, "27 ... one member alone to Ready (s)", "BenchmarkIntegrationElasticBurst", "member-start-s"),
+	info(integration, "27 ... claims that grew the pool", "BenchmarkIntegrationElasticBurst", "claims-grew"),
 	// 7. --once against kubectl get.
 	bound(integration, "7 ctpool-tui --once vs kubectl get, 1,000 members (median)",
 		"BenchmarkIntegrationPerfOnce", "once/kubectl", 1.0),
@@ -267,12 +278,13 @@ func worst(vs []float64) float64 {
 }
 
 // report prints the targets of one set and reports whether all are met.
-func report(w io.Writer, set string, metrics map[string]map[string][]float64) bool {
+// With only set, the targets of other benchmarks are left out.
+func report(w io.Writer, set, only string, metrics map[string]map[string][]float64) bool {
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "performance targets, %s benchmarks (measured in this run)\n", set)
 	ok := true
 	for _, t := range targets {
-		if t.set != set {
+		if t.set != set || !strings.HasPrefix(t.num, only) {
 			continue
 		}
 		nv := metrics[t.num][t.metric]
@@ -314,12 +326,13 @@ func report(w io.Writer, set string, metrics map[string]map[string][]float64) bo
 
 func main() {
 	set := flag.String("set", unit, "which targets to report: unit or integration")
+	only := flag.String("only", "", "report only the targets of the benchmarks named with this prefix")
 	flag.Parse()
 	if *set != unit && *set != integration {
 		fmt.Fprintf(os.Stderr, "benchreport: -set must be %s or %s\n", unit, integration)
 		os.Exit(2)
 	}
-	if !report(os.Stdout, *set, parse(os.Stdin)) {
+	if !report(os.Stdout, *set, *only, parse(os.Stdin)) {
 		os.Exit(1)
 	}
 }
