@@ -81,7 +81,12 @@ vulndb: ## cut the project's copy of the vulnerability database (hack/vulndb/db)
 test: lint ## everything CI runs: lint, unit and integration tests on a local control plane, short fuzzing
 	$(CLUSTER)/with-cluster $(MAKE) --no-print-directory test-in-cluster
 	$(MAKE) --no-print-directory test-nodemo
+	$(MAKE) --no-print-directory promtool
 	$(MAKE) --no-print-directory fuzz
+
+.PHONY: promtool
+promtool: ## build promtool (hack/tools/promtool, cached) and run the alert rules' promtool tests
+	CTPOOL_PROMTOOL="$$(hack/tools/promtool/build)" CI=$${CI:-true} $(GO) test -count=1 -run '^TestAlertsPromtool$$' ./cmd/ctpool-tui/
 
 .PHONY: test-nodemo
 test-nodemo: ## the container image's build (-tags nodemo, no simulator): --demo is refused with one clear line
