@@ -42,7 +42,7 @@ func (p *poolsView) sync(views []engine.PoolView, fleet, contexts bool) {
 	p.nameW, p.nsW, p.ctxW, p.numW = 0, 0, 0, 0
 	for i := range views {
 		v := &views[i]
-		p.numW = max(p.numW, len(strconv.Itoa(max(v.Spec.Size, len(v.Members)))))
+		p.numW = max(p.numW, len(strconv.Itoa(max(v.Size, len(v.Members)))))
 		p.names = append(p.names, v.Ref())
 		hay := v.Name + " " + v.Spec.BackendName() + " " + v.Spec.Image
 		if fleet {
@@ -173,12 +173,15 @@ func (p *poolsView) view(ctx viewContext) string {
 func poolRow(ctx viewContext, cols []column, v *engine.PoolView, selected bool) string {
 	st := v.Status
 	free := fmt.Sprint(st.Free)
-	if st.Exhausted {
+	switch {
+	case render.ExhaustedGrowing(v):
+		free += " " + render.GlyphAbove // growing: a claim grows it at once
+	case st.Exhausted:
 		free += " " + render.GlyphWarn
 	}
 	vals := map[string]string{
 		"CONTEXT": v.Context, "NAMESPACE": v.Namespace, "POOL": v.Name, "BACKEND": v.Spec.BackendName(), "IMAGE": v.Spec.Image,
-		"SIZE": fmt.Sprint(v.Spec.Size), "READY": fmt.Sprint(st.Ready), "CLAIMED": fmt.Sprint(st.Claimed),
+		"SIZE": fmt.Sprint(v.Size), "READY": fmt.Sprint(st.Ready), "CLAIMED": fmt.Sprint(st.Claimed),
 		"FREE": free, "UNSCHED": fmt.Sprint(st.Unschedulable), "DRIFT": fmt.Sprint(st.Drifted),
 		"FAILED": fmt.Sprint(st.Failed), "LAST RECONCILE": lastReconcile(v, ctx.now),
 	}
@@ -223,9 +226,9 @@ func lastReconcile(v *engine.PoolView, now time.Time) string {
 // poolLevel is how bad a pool looks.
 func poolLevel(v *engine.PoolView) int {
 	switch {
-	case len(v.Problems) > 0 || len(v.Recorded.Errors) > 0 || v.Status.Exhausted:
+	case len(v.Problems) > 0 || len(v.Recorded.Errors) > 0 || render.ExhaustedAlarm(v):
 		return levelError
-	case v.Status.Unschedulable > 0 || v.Status.Failed > 0 || isLow(v):
+	case render.ExhaustedGrowing(v) || v.Status.Unschedulable > 0 || v.Status.Failed > 0 || isLow(v):
 		return levelWarn
 	}
 	return levelOK
@@ -233,7 +236,7 @@ func poolLevel(v *engine.PoolView) int {
 
 // isLow: fewer than a fifth of the members are free.
 func isLow(v *engine.PoolView) bool {
-	return v.Spec.Size > 0 && v.Status.Free*5 < v.Spec.Size
+	return v.Size > 0 && v.Status.Free*5 < v.Size
 }
 
 // poolNotes explains the selected pool first, then other pools in trouble.
@@ -267,11 +270,11 @@ func poolExplanation(v *engine.PoolView) string {
 	var parts []string
 	switch {
 	case st.Exhausted:
-		parts = append(parts, fmt.Sprintf("exhausted — 0 free of %d (%s)", v.Spec.Size, strings.Join(busyParts(v), ", ")))
-	case v.Spec.Size == 0:
+		parts = append(parts, fmt.Sprintf("%s — 0 free of %d (%s)", render.ExhaustedWords(v), v.Size, strings.Join(busyParts(v), ", ")))
+	case v.Size == 0:
 		parts = append(parts, "size 0: no members wanted")
 	default:
-		parts = append(parts, fmt.Sprintf("%d free of %d (%s)", st.Free, v.Spec.Size, strings.Join(busyParts(v), ", ")))
+		parts = append(parts, fmt.Sprintf("%d free of %d (%s)", st.Free, v.Size, strings.Join(busyParts(v), ", ")))
 	}
 	if len(v.Recorded.Errors) > 0 {
 		parts = append(parts, fmt.Sprintf("%s last reconcile: %s", render.GlyphBad, strings.Join(recordedErrors(v), "; ")))

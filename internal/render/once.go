@@ -16,7 +16,7 @@ import (
 // not be read) and 2 (usage).
 const (
 	ExitOK        = 0 // every pool has a free member, no recorded errors or problems
-	ExitAttention = 3 // some pool is exhausted, has recorded errors or problems, or --pool names none
+	ExitAttention = 3 // some pool is exhausted (an elastic one at its ceiling), has recorded errors or problems, or --pool names none
 )
 
 // OnceOptions configure RenderOnce.
@@ -79,7 +79,10 @@ type OncePool struct {
 	Drifted       int    `json:"drifted"`
 	Failed        int    `json:"failed"`
 	Exhausted     bool   `json:"exhausted"`
-	// Status is ok, exhausted, errors or problem (the STATUS column).
+	// Status is ok, growing (an elastic pool exhausted below its
+	// ceiling: a claim grows it), exhausted (a fixed pool, or an elastic
+	// one at its ceiling), not isolated, errors or problem (the STATUS
+	// column).
 	Status string `json:"status"`
 	// LastReconcile is when the recorded status last changed (absent: never).
 	LastReconcile *time.Time `json:"lastReconcile,omitempty"`
@@ -136,12 +139,16 @@ func onceStatus(v *engine.PoolView, iv *engine.IsolationView) (string, bool) {
 	switch {
 	case len(v.Problems) > 0:
 		return "problem", true
-	case v.Status.Exhausted:
+	case ExhaustedAlarm(v):
+		// A fixed pool's, or an elastic pool's at its ceiling; below its
+		// ceiling a claim grows it at once ("growing", below).
 		return "exhausted", true
 	case notIsolated(iv):
 		return "not isolated", true
 	case len(v.Recorded.Errors) > 0:
 		return "errors", true
+	case ExhaustedGrowing(v):
+		return "growing", false
 	}
 	return "ok", false
 }
@@ -173,7 +180,7 @@ func Report(views []engine.PoolView, opts OnceOptions) (OnceReport, int) {
 			backend = ""
 		}
 		p := OncePool{
-			Name: clean(v.Name), Defined: v.Defined, Backend: clean(backend), Image: clean(v.Spec.Image), Size: v.Spec.Size,
+			Name: clean(v.Name), Defined: v.Defined, Backend: clean(backend), Image: clean(v.Spec.Image), Size: v.Size,
 			Ready: v.Status.Ready, Claimed: v.Status.Claimed, Free: v.Status.Free, Unschedulable: v.Status.Unschedulable,
 			Drifted: v.Status.Drifted, Failed: v.Status.Failed, Exhausted: v.Status.Exhausted, Status: status,
 			LastReconcile: v.Recorded.UpdatedAt,
