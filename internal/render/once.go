@@ -36,6 +36,9 @@ type OnceOptions struct {
 	// Now is the time ages and expiries are computed at (default: the
 	// views' ObservedAt).
 	Now time.Time
+	// ASCII draws the table's trend sparklines with ASCII levels (a
+	// terminal without Unicode); the JSON document has no sparkline.
+	ASCII bool
 }
 
 // OnceSchemaVersion is the version of the JSON document. It changes only

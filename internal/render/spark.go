@@ -180,38 +180,42 @@ func approx(d time.Duration) string {
 	return "~" + SpanText(d.Round(time.Hour))
 }
 
-// ForecastText tells a forecast in words: "at this rate: free 0 in ~25
-// min; at its ceiling in ~1 h", "not at this rate (net -1.0 claims/h)",
-// "not enough history yet (2 samples)". ceiling > 0 names an elastic pool's
-// ceiling.
+// ForecastText tells a forecast in words. What holds already comes first
+// ("free 0 now", "at its ceiling 40 now"), then what the rate foretells:
+// "at this rate (net +6.0 claims/h): free 0 in ~25 min; at its ceiling 40
+// in ~1 h", "not at this rate (net -1.0 claims/h)", or "not enough history
+// yet (2 samples)". ceiling > 0 names an elastic pool's ceiling.
 func ForecastText(f engine.Forecast, ceiling int) string {
-	var parts []string
-	if f.ToEmpty != nil {
-		if *f.ToEmpty <= 0 {
-			parts = append(parts, "free 0 now")
+	var now, later []string
+	if d := f.ToEmpty; d != nil {
+		if *d <= 0 {
+			now = append(now, "free 0 now")
 		} else {
-			parts = append(parts, "free 0 in "+approx(*f.ToEmpty))
+			later = append(later, "free 0 in "+approx(*d))
 		}
 	}
-	if ceiling > 0 && f.ToCeiling != nil {
-		if *f.ToCeiling <= 0 {
-			parts = append(parts, fmt.Sprintf("at its ceiling %d now", ceiling))
+	if d := f.ToCeiling; ceiling > 0 && d != nil {
+		if *d <= 0 {
+			now = append(now, fmt.Sprintf("at its ceiling %d now", ceiling))
 		} else {
-			parts = append(parts, fmt.Sprintf("at its ceiling %d in %s", ceiling, approx(*f.ToCeiling)))
+			later = append(later, fmt.Sprintf("at its ceiling %d in %s", ceiling, approx(*d)))
 		}
-	}
-	if !f.OK {
-		s := fmt.Sprintf("not enough history yet (%s)", Plural(f.Samples, "sample", "samples"))
-		if len(parts) > 0 {
-			s = strings.Join(parts, "; ") + "; " + s
-		}
-		return s
 	}
 	rate := fmt.Sprintf("net %+.1f claims/h", roundRate(f.Rate))
-	if len(parts) == 0 {
-		return "not at this rate (" + rate + ")"
+	var tail string
+	switch {
+	case !f.OK:
+		tail = fmt.Sprintf("not enough history yet (%s)", Plural(f.Samples, "sample", "samples"))
+	case len(later) > 0:
+		tail = "at this rate (" + rate + "): " + strings.Join(later, "; ")
+	case len(now) > 0 && f.Rate <= engine.ForecastMinRate:
+		tail = "not filling further at this rate (" + rate + ")"
+	case len(now) > 0:
+		tail = "(" + rate + ")"
+	default:
+		tail = "not at this rate (" + rate + ")"
 	}
-	return "at this rate (" + rate + "): " + strings.Join(parts, "; ")
+	return strings.Join(append(now, tail), "; ")
 }
 
 // roundRate keeps -0.0 from printing.

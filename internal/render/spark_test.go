@@ -138,6 +138,10 @@ func TestForecastText(t *testing.T) {
 		{"fixed", engine.Forecast{OK: true, Rate: 6, ToEmpty: d(25 * time.Minute)}, 0, "at this rate (net +6.0 claims/h): free 0 in ~25 min"},
 		{"elastic", engine.Forecast{OK: true, Rate: 12, ToEmpty: d(25 * time.Minute), ToCeiling: d(62 * time.Minute)}, 40,
 			"at this rate (net +12.0 claims/h): free 0 in ~25 min; at its ceiling 40 in ~1 h 2 min"},
+		{"elastic growing", engine.Forecast{OK: true, Rate: 4, ToEmpty: d(0), ToCeiling: d(time.Hour)}, 8,
+			"free 0 now; at this rate (net +4.0 claims/h): at its ceiling 8 in ~1 h"},
+		{"at its ceiling, flat", engine.Forecast{OK: true, ToEmpty: d(0), ToCeiling: d(0)}, 3,
+			"free 0 now; at its ceiling 3 now; not filling further at this rate (net +0.0 claims/h)"},
 	} {
 		if got := ForecastText(tt.f, tt.ceiling); got != tt.want {
 			t.Errorf("%s: %q, want %q", tt.name, got, tt.want)
