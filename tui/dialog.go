@@ -93,9 +93,8 @@ func newResizeDialog(st themes.Styles, v *engine.PoolView) *dialogModel {
 	if s := v.Spec; s.Elastic() {
 		// The size typed is the one the pool starts from; the reconciler
 		// then moves it within the bounds to keep the spare.
-		d.lines = append(d.lines,
-			fmt.Sprintf("Elastic %d..%d, spare %d: the new size is the one it starts from (now %d);", s.MinSize, s.MaxSize, s.SpareTarget(), s.Size),
-			"the reconciler then grows or shrinks it within those bounds to keep the spare free.")
+		d.lines = append(d.lines, fmt.Sprintf("Elastic %d..%d, spare %d: the new size is the size it starts from (now %d); "+
+			"the reconciler then grows or shrinks it within those bounds to keep the spare free.", s.MinSize, s.MaxSize, s.SpareTarget(), s.Size))
 		d.prompt = fmt.Sprintf("New size (%d–%d), then enter:", s.MinSize, s.MaxSize)
 	}
 	d.input = newInput(st, strconv.Itoa(v.Size), 6)
@@ -267,7 +266,7 @@ func elasticBounds(v *engine.PoolView, size int) error {
 		return nil
 	}
 	if s := v.Spec; size < s.MinSize || size > s.MaxSize {
-		return fmt.Errorf("%d is outside %d..%d: an elastic pool's size must lie within its minSize and maxSize", size, s.MinSize, s.MaxSize)
+		return fmt.Errorf("%d is outside %d..%d (the elastic pool's minSize..maxSize)", size, s.MinSize, s.MaxSize)
 	}
 	return nil
 }

@@ -117,8 +117,16 @@ func tile(ctx viewContext, v *engine.PoolView, width int, large bool, cs *cluste
 		claimed += fmt.Sprintf(" · %d ready", st.Ready)
 	}
 	body = append(body, claimed)
+	// The trend of free members takes the gauge's line on a large tile
+	// (the claimed count stays in words above it) and the spare third line
+	// of a small one.
+	spark := wallTrend(ctx, v, inner-2)
 	if large {
-		body = append(body, " "+gauge(st.Claimed, v.Size, inner-2))
+		if spark != "" {
+			body = append(body, " "+spark)
+		} else {
+			body = append(body, " "+gauge(st.Claimed, v.Size, inner-2))
+		}
 		var extra []string
 		if cluster != "" {
 			extra = append(extra, cluster)
@@ -145,7 +153,7 @@ func tile(ctx viewContext, v *engine.PoolView, width int, large bool, cs *cluste
 	} else if st.Unschedulable+st.Failed > 0 {
 		body = append(body, fmt.Sprintf(" %d unsched · %d failed", st.Unschedulable, st.Failed))
 	} else {
-		body = append(body, "")
+		body = append(body, " "+spark)
 	}
 	border := ctx.st.Muted
 	if level >= levelWarn {
