@@ -40,6 +40,11 @@ func (f *feed) sampleLive(at time.Time) {
 			continue
 		}
 		h = h.Add(s)
+		// Only liveWindow is kept: the recorded history has the rest, and
+		// a fleet of thousands of pools keeps a dashboard for days.
+		for len(h.Samples) > 0 && !h.Samples[0].At.After(slot.Add(-liveWindow)) {
+			h.Samples = h.Samples[1:]
+		}
 		f.live[ref] = h
 		f.liveTrend = f.liveTrend || len(h.Samples) > 1
 	}
@@ -47,6 +52,10 @@ func (f *feed) sampleLive(at time.Time) {
 		f.liveSlot = slot
 	}
 }
+
+// liveWindow is how far back the dashboard keeps its own samples: the
+// widest trend it draws (the pools table's).
+const liveWindow = trendCells * trendStep
 
 // tickLive samples the watched pools at a tick's time once per slot: the
 // counts stay as last loaded while nothing changes.

@@ -227,3 +227,16 @@ func TestResizeElasticBounds(t *testing.T) {
 		t.Fatalf("resize to 6: dialog %+v", m.dialog)
 	}
 }
+
+// TestTrendLiveWindow: a dashboard running for a day keeps liveWindow of
+// its own samples per pool, not the day.
+func TestTrendLiveWindow(t *testing.T) {
+	m, _ := newTestModel(t, demoCluster(), testOpts{width: 120, height: 40})
+	for at := t0; at.Before(t0.Add(24 * time.Hour)); at = at.Add(engine.HistoryInterval) {
+		m.Update(tickMsg(at))
+	}
+	h := m.feed.live[engine.PoolRef{Namespace: ns, Name: "desk"}]
+	if n, want := len(h.Samples), int(liveWindow/engine.HistoryInterval); n != want {
+		t.Errorf("%d live samples after a day, want %d", n, want)
+	}
+}
