@@ -113,6 +113,10 @@ type Options struct {
 	Theme themes.Theme
 	// NoColor renders without any colour or attribute (NO_COLOR, dumb terminals).
 	NoColor bool
+	// ASCII draws the trend sparklines with ASCII levels ("_.:-=+*#")
+	// instead of block glyphs, for terminals without Unicode (a dumb
+	// terminal, a locale that is not UTF-8).
+	ASCII bool
 	// Now is the clock (default time.Now). The model never reads it in
 	// Update: it arrives in tick messages.
 	Now func() time.Time

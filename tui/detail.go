@@ -219,6 +219,18 @@ func (d *detailView) view(ctx viewContext) string {
 		}
 	}
 	addStyled("Why", st.ColumnHeader, ctx.level(max(memberLevel(mm), levelInfo)), explainMember(v, mm, ctx.now, ctx.hints))
+	if showTrend(ctx, v) {
+		// The pool's trend (trend.go): recorded history and what the
+		// dashboard saw, the rates and the forecast in words.
+		lines = append(lines, "")
+		for _, l := range trendLines(ctx, v, textW) {
+			if l.raw {
+				lines = append(lines, " "+st.ColumnHeader.Render(fmt.Sprintf("%-*s", detailLabelWidth, l.label))+st.Text.Render(l.text))
+				continue
+			}
+			add(l.label, l.text)
+		}
+	}
 	lines = append(lines, "")
 	lines = append(lines, d.eventLines(ctx, ctx.height-len(lines))...)
 	for i := range lines {

@@ -87,10 +87,17 @@ func newReleaseDialog(v *engine.PoolView, mm *engine.Member, now time.Time) *dia
 
 func newResizeDialog(st themes.Styles, v *engine.PoolView) *dialogModel {
 	d := &dialogModel{kind: dlgResizeInput, title: "Resize " + v.Name, confirm: "Next", hasInput: true, pool: v}
-	d.req = actionRequest{kind: actResize, pool: v.Name, from: v.Spec.Size}
-	d.lines = []string{fmt.Sprintf("Current size %d: %d claimed, %d free.", v.Spec.Size, v.Status.Claimed, v.Status.Free)}
+	d.req = actionRequest{kind: actResize, pool: v.Name, from: v.Size}
+	d.lines = []string{fmt.Sprintf("Current size %d: %d claimed, %d free.", v.Size, v.Status.Claimed, v.Status.Free)}
 	d.prompt = fmt.Sprintf("New size (0–%d), then enter:", engine.MaxPoolSize)
-	d.input = newInput(st, strconv.Itoa(v.Spec.Size), 6)
+	if s := v.Spec; s.Elastic() {
+		// The size typed is the one the pool starts from; the reconciler
+		// then moves it within the bounds to keep the spare.
+		d.lines = append(d.lines, fmt.Sprintf("Elastic %d..%d, spare %d: the new size is the size it starts from (now %d); "+
+			"the reconciler then grows or shrinks it within those bounds to keep the spare free.", s.MinSize, s.MaxSize, s.SpareTarget(), s.Size))
+		d.prompt = fmt.Sprintf("New size (%d–%d), then enter:", s.MinSize, s.MaxSize)
+	}
+	d.input = newInput(st, strconv.Itoa(v.Size), 6)
 	return d
 }
 
@@ -99,12 +106,15 @@ func (d *dialogModel) resizeConfirm(size int) {
 	v := d.pool
 	d.kind, d.hasInput, d.err, d.focus, d.prompt = dlgResizeConfirm, false, "", 0, ""
 	d.req.size = size
-	d.title = fmt.Sprintf("Resize %s from %d to %d?", v.Name, v.Spec.Size, size)
+	d.title = fmt.Sprintf("Resize %s from %d to %d?", v.Name, v.Size, size)
 	d.confirm = "Resize"
 	d.lines = []string{"Resize writes the new size and reconciles once."}
-	if size > v.Spec.Size {
-		d.lines = append(d.lines, fmt.Sprintf("%s created: %s.", render.Plural(size-v.Spec.Size, "member is", "members are"),
-			rangeNames(v.Name, v.Spec.Size+1, size)))
+	if v.Spec.Elastic() {
+		d.lines[0] = fmt.Sprintf("Resize writes the size it starts from and reconciles once (then it moves within %d..%d).", v.Spec.MinSize, v.Spec.MaxSize)
+	}
+	if size > v.Size {
+		d.lines = append(d.lines, fmt.Sprintf("%s created: %s.", render.Plural(size-v.Size, "member is", "members are"),
+			rangeNames(v.Name, v.Size+1, size)))
 		return
 	}
 	var free, held []string
@@ -191,6 +201,9 @@ func (d *dialogModel) update(ctx viewContext, msg tea.Msg) (intent, tea.Cmd) {
 	case dlgResizeInput:
 		if key.Matches(km, k.Confirm) {
 			size, err := parseSize(d.input.Value(), d.req.from)
+			if err == nil {
+				err = elasticBounds(d.pool, size)
+			}
 			if err != nil {
 				d.err = err.Error()
 				return nil, nil
@@ -244,6 +257,18 @@ func parseSize(s string, current int) (int, error) {
 		return 0, fmt.Errorf("the pool already has size %d", n)
 	}
 	return n, nil
+}
+
+// elasticBounds refuses a size outside an elastic pool's [minSize, maxSize]
+// (the engine's Validate refuses it too; the dialog says so before).
+func elasticBounds(v *engine.PoolView, size int) error {
+	if v == nil || !v.Spec.Elastic() {
+		return nil
+	}
+	if s := v.Spec; size < s.MinSize || size > s.MaxSize {
+		return fmt.Errorf("%d is outside %d..%d (the elastic pool's minSize..maxSize)", size, s.MinSize, s.MaxSize)
+	}
+	return nil
 }
 
 // view renders the dialog box.

@@ -72,6 +72,13 @@ type feed struct {
 	observedAt time.Time
 	health     health
 	clusters   []ClusterHealth // a fleet of clusters: each one's health
+	// live is each watched pool's counts as the dashboard saw them, a
+	// sample per engine.HistoryInterval slot (trend.go); liveSlot is the
+	// slot last sampled.
+	live     map[engine.PoolRef]engine.History
+	liveSlot time.Time
+	// liveTrend: some pool's live history has two slots (a trend to draw).
+	liveTrend bool
 
 	// Coalescing: armed while a waitChangeCmd runs, pending while a rebuild
 	// is scheduled or loading, dirty when a change arrived meanwhile.
@@ -249,6 +256,8 @@ func (f *feed) take(msg dataMsg, open engine.PoolRef) (took taken, changes []eng
 		f.watched, f.loaded = msg.views, true
 		f.incr.adopt(msg.states, msg.views)
 		f.rebuilds++
+		f.forgetLive()
+		f.sampleLive(msg.at)
 		return tookWhole, nil, false
 	}
 	in := &f.incr
@@ -274,6 +283,7 @@ func (f *feed) take(msg dataMsg, open engine.PoolRef) (took taken, changes []eng
 	}
 	in.deltas++
 	f.rebuilds++
+	f.sampleLive(msg.at)
 	return tookDelta, changes, opened
 }
 

@@ -143,7 +143,7 @@ func TestPoolRank(t *testing.T) {
 	live := &clusterState{word: render.GlyphLive + " live", level: levelOK}
 	stale := &clusterState{word: render.GlyphWarn + " stale 42s", level: levelWarn}
 	base := func(mut func(v *engine.PoolView)) *engine.PoolView {
-		v := &engine.PoolView{Name: "p", Defined: true, Spec: engine.Spec{Size: 4}}
+		v := &engine.PoolView{Name: "p", Defined: true, Spec: engine.Spec{Size: 4}, Size: 4}
 		v.Status.Free, v.Status.Ready = 3, 4
 		if mut != nil {
 			mut(v)
@@ -158,14 +158,20 @@ func TestPoolRank(t *testing.T) {
 	}{
 		{"healthy", base(nil), live, rankRest},
 		{"healthy, no cluster state", base(nil), nil, rankRest},
-		{"empty pool", base(func(v *engine.PoolView) { v.Spec.Size, v.Status.Free = 0, 0 }), nil, rankRest},
+		{"empty pool", base(func(v *engine.PoolView) { v.Spec.Size, v.Size, v.Status.Free = 0, 0, 0 }), nil, rankRest},
 		{"exhausted", base(func(v *engine.PoolView) { v.Status.Free, v.Status.Exhausted = 0, true }), live, rankExhausted},
 		{"exhausted in a stale cluster", base(func(v *engine.PoolView) { v.Status.Exhausted = true }), stale, rankExhausted},
 		{"exhausted with a problem", base(func(v *engine.PoolView) { v.Status.Exhausted, v.Problems = true, []string{"x"} }), nil, rankExhausted},
 		{"problem", base(func(v *engine.PoolView) { v.Problems = []string{"spec: invalid"} }), nil, rankTrouble},
 		{"no definition", base(func(v *engine.PoolView) { v.Defined = false }), nil, rankTrouble},
 		{"reconcile errors", base(func(v *engine.PoolView) { v.Recorded.Errors = []string{"create p-4: forbidden"} }), nil, rankTrouble},
-		{"low", base(func(v *engine.PoolView) { v.Status.Free = 1; v.Spec.Size = 20 }), nil, rankTrouble},
+		{"low", base(func(v *engine.PoolView) { v.Status.Free = 1; v.Spec.Size, v.Size = 20, 20 }), nil, rankTrouble},
+		{"elastic, exhausted below its ceiling (growing)", base(func(v *engine.PoolView) {
+			v.Spec.MinSize, v.Spec.MaxSize, v.Size, v.Status.Free, v.Status.Exhausted = 1, 40, 7, 0, true
+		}), live, rankTrouble},
+		{"elastic, exhausted at its ceiling", base(func(v *engine.PoolView) {
+			v.Spec.MinSize, v.Spec.MaxSize, v.Size, v.Status.Free, v.Status.Exhausted = 1, 40, 40, 0, true
+		}), live, rankExhausted},
 		{"unschedulable member", base(func(v *engine.PoolView) { v.Status.Unschedulable = 1 }), nil, rankTrouble},
 		{"failed member", base(func(v *engine.PoolView) { v.Status.Failed = 1 }), nil, rankTrouble},
 		{"healthy in a stale cluster", base(nil), stale, rankTrouble},

@@ -233,7 +233,12 @@ func (l *membersView) view(ctx viewContext) string {
 	status := v.Status
 	title := st.Accent.Render(sanitize.Sanitize(ctx.title(v))) + st.Muted.Render(fmt.Sprintf(" · %s · %s · %d ready · %d claimed · %d free",
 		sanitize.Sanitize(v.Spec.BackendName()), render.Plural(len(v.Members), "member", "members"), status.Ready, status.Claimed, status.Free))
-	if status.Exhausted {
+	switch {
+	case render.ExhaustedGrowing(v):
+		title += " " + st.Warn.Render(render.GlyphAbove+" "+render.ExhaustedWords(v))
+	case v.Spec.Elastic() && status.Exhausted:
+		title += " " + st.Error.Render(fmt.Sprintf("%s EXHAUSTED at ceiling %d", render.GlyphWarn, v.Spec.MaxSize))
+	case status.Exhausted:
 		title += " " + st.Error.Render(render.GlyphWarn+" EXHAUSTED")
 	}
 	if len(v.Problems) > 0 {

@@ -137,6 +137,7 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case tickMsg:
 		m.now = time.Time(msg)
+		m.feed.tickLive(m.now)
 		cmds := []tea.Cmd{tickCmd(m.opts.Now), healthCmd(m.feed.src), m.refreshEvents()}
 		if poll := m.feed.tick(m.now); poll != nil {
 			cmds = append(cmds, poll)
@@ -237,6 +238,7 @@ func (m *Model) viewCtx() viewContext {
 		kubeContext: kctx, namespace: ns, readOnly: m.opts.ReadOnly, demo: m.opts.Demo,
 		hints: hintsFrom(&m.keys, m.canAct()), events: m.hasEvents(), fleet: m.opts.Fleet,
 		contexts: m.opts.Contexts, clusters: m.clusterStates(),
+		live: m.feed.live, liveTrend: m.feed.liveTrend, ascii: m.opts.ASCII,
 	}
 }
 

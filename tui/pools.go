@@ -28,6 +28,8 @@ type poolsView struct {
 	// numW is the digits of the largest count a row may show (a pool's
 	// size or members): the count columns widen to it.
 	numW int
+	// recorded: some pool has a recorded history (the trend column shows).
+	recorded bool
 }
 
 func newPoolsView(st themes.Styles) poolsView {
@@ -39,10 +41,13 @@ func newPoolsView(st themes.Styles) poolsView {
 // context.
 func (p *poolsView) sync(views []engine.PoolView, fleet, contexts bool) {
 	p.names, p.hay = p.names[:0], p.hay[:0]
-	p.nameW, p.nsW, p.ctxW, p.numW = 0, 0, 0, 0
+	p.nameW, p.nsW, p.ctxW, p.numW, p.recorded = 0, 0, 0, 0, false
 	for i := range views {
 		v := &views[i]
-		p.numW = max(p.numW, len(strconv.Itoa(max(v.Spec.Size, len(v.Members)))))
+		if h := v.Recorded.History; h != nil && len(h.Samples) > 0 {
+			p.recorded = true
+		}
+		p.numW = max(p.numW, len(strconv.Itoa(max(v.Size, len(v.Members)))))
 		p.names = append(p.names, v.Ref())
 		hay := v.Name + " " + v.Spec.BackendName() + " " + v.Spec.Image
 		if fleet {
@@ -105,12 +110,29 @@ const poolsChrome = 5
 
 // poolColumns are the pools table's columns; nsW > 0 (the fleet) adds a
 // NAMESPACE column first.
-func poolColumns(width, nsW, nameW int) []column { return poolColumnsIn(width, 0, nsW, nameW, 0) }
+func poolColumns(width, nsW, nameW int) []column { return poolColumnsIn(width, 0, nsW, nameW, 0, 0) }
+
+// The trend column's forms (poolColumnsIn's trend): none, the sparkline of
+// free members in trendCells or trendCellsNarrow cells, or in words over
+// the last hour (trendWords: "3→0 ↓").
+const (
+	trendNone  = 0
+	trendWords = -1
+)
+
+// trendTitle is the trend column's title in a form.
+func trendTitle(trend int) string {
+	if trend == trendWords {
+		return "FREE 1H"
+	}
+	return fmt.Sprintf("FREE LAST %dH", int(time.Duration(trend)*trendStep/time.Hour))
+}
 
 // poolColumnsIn adds a CONTEXT column first when ctxW > 0 (a fleet of
 // clusters); the count columns hold numbers of numW digits (FREE one more
-// glyph).
-func poolColumnsIn(width, ctxW, nsW, nameW, numW int) []column {
+// glyph). trend adds the trend column after FREE in a form: a sparkline is
+// dropped first, the words last but one (before UNSCHED).
+func poolColumnsIn(width, ctxW, nsW, nameW, numW, trend int) []column {
 	var ns []column
 	if ctxW > 0 {
 		ns = append(ns, column{title: "CONTEXT", width: min(max(ctxW, 7), 20)})
@@ -118,19 +140,43 @@ func poolColumnsIn(width, ctxW, nsW, nameW, numW int) []column {
 	if nsW > 0 {
 		ns = append(ns, column{title: "NAMESPACE", width: min(max(nsW, 9), 20)})
 	}
-	return fitColumns(append(ns, []column{
+	cols := append(ns, []column{
 		{title: "POOL", width: min(max(nameW, 6), 24)},
-		{title: "BACKEND", width: 8, drop: 3},
-		{title: "IMAGE", width: 12, flex: true, max: 40, drop: 4},
+		{title: "BACKEND", width: 8, drop: 5},
+		{title: "IMAGE", width: 12, flex: true, max: 40, drop: 6},
 		{title: "SIZE", width: max(4, numW), right: true},
 		{title: "READY", width: max(5, numW), right: true},
 		{title: "CLAIMED", width: max(7, numW), right: true},
 		{title: "FREE", width: max(6, numW+2), right: true},
-		{title: "UNSCHED", width: max(7, numW), right: true, drop: 1},
-		{title: "DRIFT", width: max(5, numW), right: true, drop: 2},
+	}...)
+	switch {
+	case trend == trendWords:
+		cols = append(cols, column{title: trendTitle(trend), width: max(9, 2*numW+4), drop: 1})
+	case trend > 0:
+		cols = append(cols, column{title: trendTitle(trend), width: max(trend, len(trendTitle(trend))), drop: 7})
+	}
+	return fitColumns(append(cols, []column{
+		{title: "UNSCHED", width: max(7, numW), right: true, drop: 2},
+		{title: "DRIFT", width: max(5, numW), right: true, drop: 3},
 		{title: "FAILED", width: max(6, numW), right: true},
 		{title: "LAST RECONCILE", width: 18, flex: true},
 	}...), width, 2)
+}
+
+// columns are the table's columns at this frame: with the widest trend
+// form that fits when some pool has a trend (hasTrend), and the form used.
+func (p *poolsView) columns(ctx viewContext) ([]column, int) {
+	if ctx.hasTrend(p.recorded) {
+		for _, form := range []int{trendCells, trendCellsNarrow, trendWords} {
+			cols := poolColumnsIn(ctx.width, p.ctxW, p.nsW, p.nameW, p.numW, form)
+			for _, c := range cols {
+				if c.title == trendTitle(form) {
+					return cols, form
+				}
+			}
+		}
+	}
+	return poolColumnsIn(ctx.width, p.ctxW, p.nsW, p.nameW, p.numW, trendNone), trendNone
 }
 
 // view renders the table's visible rows, the filter and notes on the
@@ -148,13 +194,13 @@ func (p *poolsView) view(ctx viewContext) string {
 		return st.Muted.Render("  no pools in " + where +
 			" (a pool is a ConfigMap corral-vdi-ctpool-<pool> labelled " + engine.LabelPool + ")")
 	}
-	cols := poolColumnsIn(ctx.width, p.ctxW, p.nsW, p.nameW, p.numW)
+	cols, trend := p.columns(ctx)
 	var b strings.Builder
 	b.WriteString("  " + st.ColumnHeader.Render(headerCells(cols)))
 	end := min(p.offset+p.height, len(p.rows))
 	for i := p.offset; i < end; i++ {
 		b.WriteByte('\n')
-		b.WriteString(poolRow(ctx, cols, &ctx.views[p.rows[i]], i == p.cursor))
+		b.WriteString(poolRow(ctx, cols, &ctx.views[p.rows[i]], i == p.cursor, trend))
 	}
 	if len(p.rows) == 0 {
 		b.WriteString("\n" + st.Muted.Render("  no pool matches the filter (esc clears it)"))
@@ -170,17 +216,23 @@ func (p *poolsView) view(ctx viewContext) string {
 	return b.String()
 }
 
-func poolRow(ctx viewContext, cols []column, v *engine.PoolView, selected bool) string {
+func poolRow(ctx viewContext, cols []column, v *engine.PoolView, selected bool, trend int) string {
 	st := v.Status
 	free := fmt.Sprint(st.Free)
-	if st.Exhausted {
+	switch {
+	case render.ExhaustedGrowing(v):
+		free += " " + render.GlyphAbove // growing: a claim grows it at once
+	case st.Exhausted:
 		free += " " + render.GlyphWarn
 	}
 	vals := map[string]string{
 		"CONTEXT": v.Context, "NAMESPACE": v.Namespace, "POOL": v.Name, "BACKEND": v.Spec.BackendName(), "IMAGE": v.Spec.Image,
-		"SIZE": fmt.Sprint(v.Spec.Size), "READY": fmt.Sprint(st.Ready), "CLAIMED": fmt.Sprint(st.Claimed),
+		"SIZE": fmt.Sprint(v.Size), "READY": fmt.Sprint(st.Ready), "CLAIMED": fmt.Sprint(st.Claimed),
 		"FREE": free, "UNSCHED": fmt.Sprint(st.Unschedulable), "DRIFT": fmt.Sprint(st.Drifted),
 		"FAILED": fmt.Sprint(st.Failed), "LAST RECONCILE": lastReconcile(v, ctx.now),
+	}
+	if trend != trendNone {
+		vals[trendTitle(trend)] = trendCell(ctx, v, trend)
 	}
 	if !v.Defined {
 		vals["BACKEND"], vals["IMAGE"], vals["SIZE"] = render.GlyphNone, render.GlyphNone, render.GlyphNone
@@ -223,9 +275,9 @@ func lastReconcile(v *engine.PoolView, now time.Time) string {
 // poolLevel is how bad a pool looks.
 func poolLevel(v *engine.PoolView) int {
 	switch {
-	case len(v.Problems) > 0 || len(v.Recorded.Errors) > 0 || v.Status.Exhausted:
+	case len(v.Problems) > 0 || len(v.Recorded.Errors) > 0 || render.ExhaustedAlarm(v):
 		return levelError
-	case v.Status.Unschedulable > 0 || v.Status.Failed > 0 || isLow(v):
+	case render.ExhaustedGrowing(v) || v.Status.Unschedulable > 0 || v.Status.Failed > 0 || isLow(v):
 		return levelWarn
 	}
 	return levelOK
@@ -233,7 +285,7 @@ func poolLevel(v *engine.PoolView) int {
 
 // isLow: fewer than a fifth of the members are free.
 func isLow(v *engine.PoolView) bool {
-	return v.Spec.Size > 0 && v.Status.Free*5 < v.Spec.Size
+	return v.Size > 0 && v.Status.Free*5 < v.Size
 }
 
 // poolNotes explains the selected pool first, then other pools in trouble.
@@ -267,11 +319,11 @@ func poolExplanation(v *engine.PoolView) string {
 	var parts []string
 	switch {
 	case st.Exhausted:
-		parts = append(parts, fmt.Sprintf("exhausted — 0 free of %d (%s)", v.Spec.Size, strings.Join(busyParts(v), ", ")))
-	case v.Spec.Size == 0:
+		parts = append(parts, fmt.Sprintf("%s — 0 free of %d (%s)", render.ExhaustedWords(v), v.Size, strings.Join(busyParts(v), ", ")))
+	case v.Size == 0:
 		parts = append(parts, "size 0: no members wanted")
 	default:
-		parts = append(parts, fmt.Sprintf("%d free of %d (%s)", st.Free, v.Spec.Size, strings.Join(busyParts(v), ", ")))
+		parts = append(parts, fmt.Sprintf("%d free of %d (%s)", st.Free, v.Size, strings.Join(busyParts(v), ", ")))
 	}
 	if len(v.Recorded.Errors) > 0 {
 		parts = append(parts, fmt.Sprintf("%s last reconcile: %s", render.GlyphBad, strings.Join(recordedErrors(v), "; ")))

@@ -50,6 +50,12 @@ type viewContext struct {
 	hints keyHints
 	// events: an EventSource is wired, so Events can be shown.
 	events bool
+	// live: each pool's counts as the dashboard saw them (feed.live), merged
+	// over its recorded history by trend.
+	live      map[engine.PoolRef]engine.History
+	liveTrend bool
+	// ascii: draw sparklines with ASCII levels (Options.ASCII).
+	ascii bool
 }
 
 // pool returns the pool of the snapshot with this ref, or nil.

@@ -21,11 +21,14 @@ func tileStatus(v *engine.PoolView) (string, int) {
 		return "NO DEFINITION", levelError
 	case len(v.Problems) > 0:
 		return "PROBLEM", levelError
+	case render.ExhaustedGrowing(v):
+		// Below its ceiling a claim grows it at once: much less alarming.
+		return "GROWING", levelWarn
 	case v.Status.Exhausted:
 		return "EXHAUSTED", levelError
 	case len(v.Recorded.Errors) > 0:
 		return "ERRORS", levelError
-	case v.Spec.Size == 0:
+	case v.Size == 0:
 		return "EMPTY", levelNone
 	case isLow(v):
 		return "LOW", levelWarn
@@ -109,13 +112,21 @@ func tile(ctx viewContext, v *engine.PoolView, width int, large bool, cs *cluste
 	} else {
 		body = append(body, style.Render(spread(" "+free, word, inner)))
 	}
-	claimed := fmt.Sprintf(" %d/%d claimed", st.Claimed, v.Spec.Size)
+	claimed := fmt.Sprintf(" %d/%d claimed", st.Claimed, v.Size)
 	if ctx.fleet && large {
 		claimed += fmt.Sprintf(" · %d ready", st.Ready)
 	}
 	body = append(body, claimed)
+	// The trend of free members takes the gauge's line on a large tile
+	// (the claimed count stays in words above it) and the spare third line
+	// of a small one.
+	spark := wallTrend(ctx, v, inner-2)
 	if large {
-		body = append(body, " "+gauge(st.Claimed, v.Spec.Size, inner-2))
+		if spark != "" {
+			body = append(body, " "+spark)
+		} else {
+			body = append(body, " "+gauge(st.Claimed, v.Size, inner-2))
+		}
 		var extra []string
 		if cluster != "" {
 			extra = append(extra, cluster)
@@ -142,7 +153,7 @@ func tile(ctx viewContext, v *engine.PoolView, width int, large bool, cs *cluste
 	} else if st.Unschedulable+st.Failed > 0 {
 		body = append(body, fmt.Sprintf(" %d unsched · %d failed", st.Unschedulable, st.Failed))
 	} else {
-		body = append(body, "")
+		body = append(body, " "+spark)
 	}
 	border := ctx.st.Muted
 	if level >= levelWarn {
@@ -356,8 +367,13 @@ func attention(ctx viewContext) []attnItem {
 		for _, e := range recordedErrors(v) {
 			items = append(items, attnItem{levelError, render.GlyphBad, pool, "last reconcile: " + e})
 		}
-		if v.Status.Exhausted {
-			items = append(items, attnItem{levelError, render.GlyphWarn, pool, fmt.Sprintf("EXHAUSTED: 0 free of %d", v.Spec.Size)})
+		switch {
+		case render.ExhaustedGrowing(v):
+			items = append(items, attnItem{levelWarn, render.GlyphAbove, pool, fmt.Sprintf("%s: 0 free of %d", render.ExhaustedWords(v), v.Size)})
+		case v.Spec.Elastic() && v.Status.Exhausted:
+			items = append(items, attnItem{levelError, render.GlyphWarn, pool, fmt.Sprintf("EXHAUSTED at ceiling %d: 0 free of %d", v.Spec.MaxSize, v.Size)})
+		case v.Status.Exhausted:
+			items = append(items, attnItem{levelError, render.GlyphWarn, pool, fmt.Sprintf("EXHAUSTED: 0 free of %d", v.Size)})
 		}
 		for j := range v.Members {
 			mm := &v.Members[j]

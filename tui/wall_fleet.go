@@ -27,7 +27,7 @@ const (
 // problem, errors, low, members unschedulable or failed, or its cluster not
 // live); or the rest.
 func poolRank(v *engine.PoolView, cs *clusterState) int {
-	if v.Status.Exhausted {
+	if render.ExhaustedAlarm(v) {
 		return rankExhausted
 	}
 	if _, level := tileStatus(v); level >= levelWarn || v.Status.Unschedulable+v.Status.Failed > 0 || (cs != nil && cs.level >= levelWarn) {
@@ -119,7 +119,7 @@ func groupPools(ctx viewContext, states map[string]*clusterState) []*groupTile {
 		}
 		g := get(name)
 		g.pools++
-		g.size += v.Spec.Size
+		g.size += v.Size
 		g.claimed += v.Status.Claimed
 		g.ready += v.Status.Ready
 		g.free += v.Status.Free

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -91,7 +92,7 @@ func runOnceContexts(ctx context.Context, e *env, df dashFlags, names []string) 
 		}()
 	}
 	wg.Wait()
-	code := render.RenderContexts(e.stdout, clusters, render.OnceOptions{Format: df.output, Pool: df.pool, Now: time.Now()})
+	code := render.RenderContexts(e.stdout, clusters, render.OnceOptions{Format: df.output, Pool: df.pool, Now: time.Now(), ASCII: asciiTerminal(os.Getenv)})
 	var bad []string
 	for _, c := range clusters {
 		if c.Err != nil {

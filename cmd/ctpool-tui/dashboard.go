@@ -124,7 +124,7 @@ func runDashboard(ctx context.Context, e *env, df dashFlags, stdin io.Reader) er
 		return opErr(err)
 	}
 	opts.StopData, opts.Scoper = stop, dashScoper{conn: conn, readOnly: df.readonly}
-	opts.Theme, opts.NoColor = theme, os.Getenv("NO_COLOR") != ""
+	opts.Theme, opts.NoColor, opts.ASCII = theme, os.Getenv("NO_COLOR") != "", asciiTerminal(os.Getenv)
 	err = tui.Run(ctx, opts)
 	if conn.readOnly != nil && conn.readOnly.Refused() > 0 {
 		fmt.Fprintf(e.stderr, "read-only: %d write requests were refused\n", conn.readOnly.Refused())
@@ -312,7 +312,7 @@ func runOnce(ctx context.Context, e *env, df dashFlags) error {
 	views := engine.ObserveAll(snaps, now)
 	code := render.RenderOnce(e.stdout, views, render.OnceOptions{
 		Format: df.output, Pool: df.pool, Namespace: conn.namespace, Context: conn.context, Now: now,
-		Fleet: conn.scope.fleet, Namespaces: conn.scope.namespaces,
+		Fleet: conn.scope.fleet, Namespaces: conn.scope.namespaces, ASCII: asciiTerminal(os.Getenv),
 	})
 	if code != 0 {
 		return &codeError{code: code}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -73,7 +74,7 @@ diagnosis its reason and fix.
 			now := time.Now()
 			views := engine.ObserveAll(snaps, now)
 			opts := render.OnceOptions{Format: output, Pool: pool, Namespace: ns, Context: e.opts.ContextName(), Now: now,
-				Fleet: sc.fleet, Namespaces: sc.namespaces}
+				Fleet: sc.fleet, Namespaces: sc.namespaces, ASCII: asciiTerminal(os.Getenv)}
 			if output != "yaml" {
 				render.RenderOnce(e.stdout, views, opts)
 				return nil

@@ -225,7 +225,7 @@ func (s *Sim) resize(ctx context.Context) {
 	if sh := s.shrink; sh != nil {
 		s.shrink = nil
 		s.resizeAt = s.after(resizeMin, resizeMax)
-		if view, ok := s.view(ctx, sh.pool); ok && view.Spec.Size == sh.to {
+		if view, ok := s.view(ctx, sh.pool); ok && view.Size == sh.to {
 			_, err := s.eng.Resize(ctx, sh.pool, sh.from)
 			s.note(fmt.Sprintf("resize %s to %d", sh.pool, sh.from), err)
 		}
@@ -238,10 +238,10 @@ func (s *Sim) resize(ctx context.Context) {
 	}
 	for _, pool := range pools {
 		view, ok := s.view(ctx, pool)
-		if !ok {
-			continue
+		if !ok || view.Spec.Elastic() {
+			continue // an elastic pool moves its own size
 		}
-		size, high := view.Spec.Size, 0
+		size, high := view.Size, 0
 		for i := range view.Members {
 			m := &view.Members[i]
 			if m.Claimed && m.Index <= size {

@@ -16,7 +16,7 @@ import (
 // not be read) and 2 (usage).
 const (
 	ExitOK        = 0 // every pool has a free member, no recorded errors or problems
-	ExitAttention = 3 // some pool is exhausted, has recorded errors or problems, or --pool names none
+	ExitAttention = 3 // some pool is exhausted (an elastic one at its ceiling), has recorded errors or problems, or --pool names none
 )
 
 // OnceOptions configure RenderOnce.
@@ -36,6 +36,9 @@ type OnceOptions struct {
 	// Now is the time ages and expiries are computed at (default: the
 	// views' ObservedAt).
 	Now time.Time
+	// ASCII draws the table's trend sparklines with ASCII levels (a
+	// terminal without Unicode); the JSON document has no sparkline.
+	ASCII bool
 }
 
 // OnceSchemaVersion is the version of the JSON document. It changes only
@@ -79,7 +82,10 @@ type OncePool struct {
 	Drifted       int    `json:"drifted"`
 	Failed        int    `json:"failed"`
 	Exhausted     bool   `json:"exhausted"`
-	// Status is ok, exhausted, errors or problem (the STATUS column).
+	// Status is ok, growing (an elastic pool exhausted below its
+	// ceiling: a claim grows it), exhausted (a fixed pool, or an elastic
+	// one at its ceiling), not isolated, errors or problem (the STATUS
+	// column).
 	Status string `json:"status"`
 	// LastReconcile is when the recorded status last changed (absent: never).
 	LastReconcile *time.Time `json:"lastReconcile,omitempty"`
@@ -90,7 +96,65 @@ type OncePool struct {
 	// (absent for a pool that is not isolated): state enforced, missing,
 	// changed, foreign or unknown, and what differs or why it is unknown.
 	Isolation *engine.IsolationView `json:"isolation,omitempty"`
-	Members   []OnceMember          `json:"members"`
+	// Elastic is an elastic pool's bounds and why its size last changed
+	// (absent for a fixed pool; Size is then its effective size).
+	Elastic *OnceElastic `json:"elastic,omitempty"`
+	// Trend is the pool's recorded history and what follows from it
+	// (absent when the reconciler has recorded none).
+	Trend   *OnceTrend   `json:"trend,omitempty"`
+	Members []OnceMember `json:"members"`
+	// elasticLine and trendLine are the table's lines of Elastic and Trend.
+	elasticLine, trendLine string
+}
+
+// OnceElastic is an elastic pool's definition and the reconciler's record
+// of its size.
+type OnceElastic struct {
+	MinSize int `json:"minSize"`
+	MaxSize int `json:"maxSize"`
+	Spare   int `json:"spare"`
+	// Power is running or stopped; Settle the time above the spare before
+	// a shrink (a Go duration: 10m0s).
+	Power  string `json:"power"`
+	Settle string `json:"settle"`
+	// Reason is the reconciler's words on the last change of size, and
+	// ChangedAt its time (absent before any).
+	Reason    string     `json:"reason,omitempty"`
+	ChangedAt *time.Time `json:"changedAt,omitempty"`
+	// AtCeiling: exhausted at maxSize (an attention state, as a fixed
+	// pool's exhaustion); exhausted below it, a claim grows the pool.
+	AtCeiling bool `json:"atCeiling"`
+}
+
+// OnceTrend is a pool's recorded history, filled over the reconciler's
+// hourly gaps (engine.History.Filled), with the claim rates and the
+// forecast computed at the report's time from it and the current counts.
+type OnceTrend struct {
+	Samples []OnceSample `json:"samples"`
+	// ClaimsPerHour and ReleasesPerHour over the last hour are lower
+	// bounds (engine.ClaimsPerHour).
+	ClaimsPerHour   float64      `json:"claimsPerHour"`
+	ReleasesPerHour float64      `json:"releasesPerHour"`
+	Forecast        OnceForecast `json:"forecast"`
+}
+
+// OnceSample is one slot of a pool's history.
+type OnceSample struct {
+	At      time.Time `json:"at"`
+	Free    int       `json:"free"`
+	Claimed int       `json:"claimed"`
+	Size    int       `json:"size"`
+}
+
+// OnceForecast is engine.Forecast: the net claim rate per hour, whether
+// there was enough history (ok), and the seconds until no member is free
+// and until an elastic pool is at its ceiling: 0 when already, null when
+// not at this rate (or not ok).
+type OnceForecast struct {
+	RatePerHour      float64  `json:"ratePerHour"`
+	OK               bool     `json:"ok"`
+	ToEmptySeconds   *float64 `json:"toEmptySeconds"`
+	ToCeilingSeconds *float64 `json:"toCeilingSeconds"`
 }
 
 // OnceMember is one member of the JSON document.
@@ -136,12 +200,16 @@ func onceStatus(v *engine.PoolView, iv *engine.IsolationView) (string, bool) {
 	switch {
 	case len(v.Problems) > 0:
 		return "problem", true
-	case v.Status.Exhausted:
+	case ExhaustedAlarm(v):
+		// A fixed pool's, or an elastic pool's at its ceiling; below its
+		// ceiling a claim grows it at once ("growing", below).
 		return "exhausted", true
 	case notIsolated(iv):
 		return "not isolated", true
 	case len(v.Recorded.Errors) > 0:
 		return "errors", true
+	case ExhaustedGrowing(v):
+		return "growing", false
 	}
 	return "ok", false
 }
@@ -173,7 +241,7 @@ func Report(views []engine.PoolView, opts OnceOptions) (OnceReport, int) {
 			backend = ""
 		}
 		p := OncePool{
-			Name: clean(v.Name), Defined: v.Defined, Backend: clean(backend), Image: clean(v.Spec.Image), Size: v.Spec.Size,
+			Name: clean(v.Name), Defined: v.Defined, Backend: clean(backend), Image: clean(v.Spec.Image), Size: v.Size,
 			Ready: v.Status.Ready, Claimed: v.Status.Claimed, Free: v.Status.Free, Unschedulable: v.Status.Unschedulable,
 			Drifted: v.Status.Drifted, Failed: v.Status.Failed, Exhausted: v.Status.Exhausted, Status: status,
 			LastReconcile: v.Recorded.UpdatedAt,
@@ -186,6 +254,8 @@ func Report(views []engine.PoolView, opts OnceOptions) (OnceReport, int) {
 		if opts.Fleet {
 			p.Namespace = clean(v.Namespace)
 		}
+		onceElastic(&p, v, now)
+		onceTrend(&p, v, now, opts.ASCII)
 		for j := range v.Members {
 			om := onceMember(&v.Members[j], now)
 			if d := Diagnose(v, &v.Members[j], nil, nil, engine.Hints{}); d.Reason != "" {
@@ -200,6 +270,67 @@ func Report(views []engine.PoolView, opts OnceOptions) (OnceReport, int) {
 		code = ExitAttention
 	}
 	return r, code
+}
+
+// onceElastic sets an elastic pool's Elastic and its table line.
+func onceElastic(p *OncePool, v *engine.PoolView, now time.Time) {
+	s := v.Spec
+	if !s.Elastic() || !v.Defined || v.SpecError != nil {
+		return
+	}
+	el := &OnceElastic{MinSize: s.MinSize, MaxSize: s.MaxSize, Spare: s.SpareTarget(), Power: s.PowerPolicy(),
+		Settle: s.SettleTime().String(), AtCeiling: ExhaustedAlarm(v)}
+	if rec := v.Recorded.Elastic; rec != nil {
+		el.Reason, el.ChangedAt = clean(rec.Reason), rec.ChangedAt
+	}
+	p.Elastic = el
+	p.elasticLine = ElasticText(v, now) + ", settle " + el.Settle
+	if w := ExhaustedWords(v); w != "" {
+		p.elasticLine += " · " + w
+	}
+}
+
+// onceTrend sets a pool's Trend (when it has a recorded history) and its
+// table line. The rates and the forecast also take the current counts as a
+// sample at now, as the dashboard takes what it sees.
+func onceTrend(p *OncePool, v *engine.PoolView, now time.Time, ascii bool) {
+	h := v.Recorded.History
+	if h == nil || len(h.Samples) == 0 || !v.Defined {
+		return
+	}
+	filled := h.Filled(now)
+	t := &OnceTrend{Samples: make([]OnceSample, 0, len(filled))}
+	for _, s := range filled {
+		t.Samples = append(t.Samples, OnceSample{At: s.At, Free: s.Free, Claimed: s.Claimed, Size: s.Size})
+	}
+	all := MergeTrend(filled, []engine.Sample{{At: now.Truncate(engine.HistoryInterval), Free: v.Status.Free, Claimed: v.Status.Claimed, Size: v.Size}})
+	t.ClaimsPerHour, t.ReleasesPerHour = claimsPerHour(all, now)
+	ceiling := 0
+	if v.Spec.Elastic() {
+		ceiling = v.Spec.MaxSize
+	}
+	f := engine.ForecastFrom(all, now, v.Status.Free, v.Status.Claimed, ceiling)
+	t.Forecast = OnceForecast{RatePerHour: math.Round(f.Rate*100) / 100, OK: f.OK, ToEmptySeconds: seconds(f.ToEmpty), ToCeilingSeconds: seconds(f.ToCeiling)}
+	p.Trend = t
+	const cells, step = 24, 15 * time.Minute
+	words := TrendText(all, now.Add(-time.Hour), ascii)
+	p.trendLine = fmt.Sprintf("free, last %s: %s  %s · %s · %s", SpanText(cells*step), Sparkline(all, FreeCount, now, step, cells, ascii),
+		OrWord(words, "-"), RatesText(t.ClaimsPerHour, t.ReleasesPerHour), ForecastText(f, ceiling))
+}
+
+// claimsPerHour is engine.ClaimsPerHour rounded to hundredths (the JSON
+// document's precision).
+func claimsPerHour(samples []engine.Sample, now time.Time) (claims, releases float64) {
+	c, r := engine.ClaimsPerHour(samples, now)
+	return math.Round(c*100) / 100, math.Round(r*100) / 100
+}
+
+func seconds(d *time.Duration) *float64 {
+	if d == nil {
+		return nil
+	}
+	s := math.Round(d.Seconds())
+	return &s
 }
 
 func onceMember(mm *engine.Member, now time.Time) OnceMember {
@@ -349,6 +480,12 @@ func writePool(w io.Writer, p OncePool, fleet, clusters, wide bool) {
 	fmt.Fprintf(w, "\n%s (%s, image %s)\n", sanitize.Sanitize(name), sanitize.Sanitize(OrWord(p.Backend, "no definition")), sanitize.Sanitize(OrWord(p.Image, "-")))
 	if iv := p.Isolation; iv != nil {
 		fmt.Fprintf(w, "  isolation: NetworkPolicy %s %s\n", sanitize.Sanitize(iv.Policy), sanitize.Sanitize(IsolationText(*iv)))
+	}
+	if p.elasticLine != "" {
+		fmt.Fprintf(w, "  %s\n", sanitize.Sanitize(p.elasticLine))
+	}
+	if p.trendLine != "" {
+		fmt.Fprintf(w, "  trend: %s\n", p.trendLine) // sparkline gaps are spaces: not collapsed
 	}
 	for _, e := range p.Problems {
 		fmt.Fprintf(w, "  problem: %s\n", sanitize.Sanitize(e))

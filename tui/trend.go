@@ -1,0 +1,219 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/internal/render"
+)
+
+// A pool's trend as the dashboard shows it: the history its reconciler
+// recorded (engine.History in its status) and what the dashboard saw itself
+// since it started, a sample per engine.HistoryInterval slot, merged (the
+// live sample of a slot wins). A dashboard started against a pool that ran
+// for an hour shows that hour on its first screen.
+
+// sampleLive adds every watched pool's counts at `at` (a load's or a tick's
+// time; never read from a clock here) to its live history. Within the slot
+// of the last sample, a sample is added only when it has fewer free members
+// (History.Add keeps the worse), so a load in a fleet of thousands of pools
+// copies nothing in the common case.
+func (f *feed) sampleLive(at time.Time) {
+	if at.IsZero() {
+		return
+	}
+	if f.live == nil {
+		f.live = make(map[engine.PoolRef]engine.History, len(f.watched))
+	}
+	slot := at.Truncate(engine.HistoryInterval).UTC()
+	for i := range f.watched {
+		v := &f.watched[i]
+		if !v.Defined || v.SpecError != nil {
+			continue
+		}
+		s := engine.Sample{At: at, Free: v.Status.Free, Claimed: v.Status.Claimed, Size: v.Size}
+		ref := v.Ref()
+		h := f.live[ref]
+		if last, ok := h.Last(); ok && (slot.Before(last.At) || (slot.Equal(last.At) && last.Free <= s.Free)) {
+			continue
+		}
+		h = h.Add(s)
+		// Only liveWindow is kept: the recorded history has the rest, and
+		// a fleet of thousands of pools keeps a dashboard for days.
+		for len(h.Samples) > 0 && !h.Samples[0].At.After(slot.Add(-liveWindow)) {
+			h.Samples = h.Samples[1:]
+		}
+		f.live[ref] = h
+		f.liveTrend = f.liveTrend || len(h.Samples) > 1
+	}
+	if slot.After(f.liveSlot) {
+		f.liveSlot = slot
+	}
+}
+
+// liveWindow is how far back the dashboard keeps its own samples: the
+// widest trend it draws (the pools table's).
+const liveWindow = trendCells * trendStep
+
+// tickLive samples the watched pools at a tick's time once per slot: the
+// counts stay as last loaded while nothing changes.
+func (f *feed) tickLive(now time.Time) {
+	if !f.loaded || !now.Truncate(engine.HistoryInterval).After(f.liveSlot) {
+		return
+	}
+	f.sampleLive(now)
+}
+
+// forgetLive drops the live history of pools no longer watched.
+func (f *feed) forgetLive() {
+	if len(f.live) == 0 {
+		return
+	}
+	keep := make(map[engine.PoolRef]bool, len(f.watched))
+	for i := range f.watched {
+		keep[f.watched[i].Ref()] = true
+	}
+	for ref := range f.live {
+		if !keep[ref] {
+			delete(f.live, ref)
+		}
+	}
+}
+
+// trend is a pool's samples at this frame's time: recorded, filled over the
+// reconciler's hourly gaps, and the dashboard's own merged over them.
+func (c *viewContext) trend(v *engine.PoolView) []engine.Sample {
+	return render.PoolTrend(v, c.live[v.Ref()].Samples, c.now)
+}
+
+// hasTrend reports whether any pool has a trend to draw: a recorded history
+// (read once per snapshot: recorded), or two slots of the dashboard's own.
+func (c *viewContext) hasTrend(recorded bool) bool { return recorded || c.liveTrend }
+
+// Trend cells of the pools table: trendStep a cell (each the lowest free
+// count of its slots), trendCells of them when they fit (6 h), else
+// trendCellsNarrow (4 h), else the trend in words (trendText).
+const (
+	trendStep        = 15 * time.Minute
+	trendCells       = 24
+	trendCellsNarrow = 16
+)
+
+// trendCell is a pool's trend in the pools table: the sparkline of free
+// members in `form` cells of trendStep, or in words over the last hour
+// ("3→0 ↓", the column's title says free).
+func trendCell(ctx viewContext, v *engine.PoolView, form int) string {
+	samples := ctx.trend(v)
+	if form == trendWords {
+		return strings.TrimPrefix(render.TrendText(samples, ctx.now.Add(-time.Hour), ctx.ascii), "free ")
+	}
+	return render.Sparkline(samples, render.FreeCount, ctx.now, trendStep, form, ctx.ascii)
+}
+
+// wallTrend is a wall tile's trend line in width cells: the sparkline of
+// free members (a cell per trendStep) and the last hour in words ("3→0 ↓");
+// "" when the pool has fewer than two samples.
+func wallTrend(ctx viewContext, v *engine.PoolView, width int) string {
+	samples := ctx.trend(v)
+	if len(samples) < 2 || width < 8 {
+		return ""
+	}
+	words := strings.TrimPrefix(render.TrendText(samples, ctx.now.Add(-time.Hour), ctx.ascii), "free ")
+	cells := min(width-len([]rune(words))-1, trendCells)
+	if cells < 4 {
+		words, cells = "", min(width, trendCells)
+	}
+	// The span in words when there is room: "free 6 h ▁▂▃ 3→1 ↓".
+	label := "free " + render.SpanText(time.Duration(cells)*trendStep) + " "
+	if len([]rune(label))+cells+1+len([]rune(words)) > width {
+		label = ""
+	}
+	return strings.TrimRight(label+render.Sparkline(samples, render.FreeCount, ctx.now, trendStep, cells, ctx.ascii)+" "+words, " ")
+}
+
+// Detail's trend: a cell per slot (engine.HistoryInterval), up to
+// detailTrendCells of them (4 h).
+const detailTrendCells = 48
+
+// showTrend reports whether the detail pane has a Trend section for the
+// pool: it is elastic, has a recorded history, or the dashboard saw it in
+// two slots.
+func showTrend(ctx viewContext, v *engine.PoolView) bool {
+	if v.Spec.Elastic() {
+		return true
+	}
+	if h := v.Recorded.History; h != nil && len(h.Samples) > 0 {
+		return true
+	}
+	return len(ctx.live[v.Ref()].Samples) > 1
+}
+
+// trendLine is a labelled line of the detail pane's Trend section; raw
+// lines (sparklines, whose blank cells are gaps) are neither wrapped nor
+// have their spaces collapsed.
+type trendLine struct {
+	label, text string
+	raw         bool
+}
+
+// trendLines are the detail pane's Trend section of a pool, as label and
+// text pairs (the pane sanitises and wraps them): the span; free and
+// claimed members as sparklines with their counts at the start and now;
+// claims and releases per hour (lower bounds); the forecast in words; for
+// an elastic pool its bounds, size and why it last changed.
+func trendLines(ctx viewContext, v *engine.PoolView, textW int) []trendLine {
+	samples := ctx.trend(v)
+	cells := max(min(detailTrendCells, textW-16), 8)
+	span := time.Duration(cells) * engine.HistoryInterval
+	from := ctx.now.Truncate(engine.HistoryInterval).Add(-span + engine.HistoryInterval)
+	var out []trendLine
+	if el := render.ElasticText(v, ctx.now); el != "" {
+		line := el
+		if w := render.ExhaustedWords(v); w != "" {
+			line += " · " + w
+		}
+		out = append(out, trendLine{label: "Elastic", text: line})
+	}
+	in := 0
+	scale := 0
+	for _, s := range samples {
+		if !s.At.Before(from) {
+			in++
+			scale = max(scale, s.Size)
+		}
+	}
+	if in == 0 {
+		return append(out, trendLine{label: "Trend", text: "no history recorded yet"})
+	}
+	out = append(out, trendLine{label: "Trend", text: fmt.Sprintf("pool %s, last %s, a cell per %s, scaled 0..%d (blank: nothing recorded)",
+		ctx.title(v), render.SpanText(span), render.SpanText(engine.HistoryInterval), max(scale, 1))})
+	series := func(count render.Count) string {
+		first, last := -1, 0
+		for _, s := range samples {
+			if s.At.Before(from) {
+				continue
+			}
+			if first < 0 {
+				first = count(s)
+			}
+			last = count(s)
+		}
+		arrow := "→"
+		if ctx.ascii {
+			arrow = "->"
+		}
+		return render.Sparkline(samples, count, ctx.now, engine.HistoryInterval, cells, ctx.ascii) + fmt.Sprintf("  %d%s%d", first, arrow, last)
+	}
+	out = append(out, trendLine{"Free", series(render.FreeCount), true}, trendLine{"Claimed", series(render.ClaimedCount), true})
+	claims, releases := engine.ClaimsPerHour(samples, ctx.now)
+	out = append(out, trendLine{label: "Rates", text: render.RatesText(claims, releases)})
+	ceiling := 0
+	if v.Spec.Elastic() {
+		ceiling = v.Spec.MaxSize
+	}
+	f := engine.ForecastFrom(samples, ctx.now, v.Status.Free, v.Status.Claimed, ceiling)
+	out = append(out, trendLine{label: "Forecast", text: render.ForecastText(f, ceiling)})
+	return out
+}

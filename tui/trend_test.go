@@ -1,0 +1,242 @@
+package tui
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/themes"
+)
+
+// history builds a recorded history from t0-span, a sample per slot from
+// counts(i) (ok false: none in slot i), as a reconciler would have written it.
+func history(span time.Duration, counts func(i int) (s engine.Sample, ok bool)) *engine.History {
+	var h engine.History
+	start := t0.Add(-span).Truncate(engine.HistoryInterval)
+	for i := 0; start.Add(time.Duration(i) * engine.HistoryInterval).Before(t0.Truncate(engine.HistoryInterval)); i++ {
+		s, ok := counts(i)
+		if !ok {
+			continue
+		}
+		s.At = start.Add(time.Duration(i) * engine.HistoryInterval)
+		h = h.Add(s)
+	}
+	return &h
+}
+
+// trendCluster has three pools with a recorded history:
+//   - desk, fixed at 12: claims rose over 3 h from 0 to 11 (1 free now); the
+//     reconciler wrote a sample when the counts changed, or hourly;
+//   - lab, elastic 2..8 with spare 2 and power stopped: claims in the last
+//     hour grew it from 2 to 4, all claimed (exhausted, growing);
+//   - render, elastic 1..3: all 3 claimed (exhausted at its ceiling), a
+//     history with a gap of more than an hour (no reconciler ran).
+func trendCluster() *cluster {
+	c := &cluster{}
+	desk := poolSpec("ghcr.io/example/desktop:2", 12, nil)
+	c.pool("desk", desk, &engine.Status{UpdatedAt: ptrTime(t0.Add(-20 * time.Second)),
+		History: history(3*time.Hour, func(i int) (engine.Sample, bool) {
+			claimed := min(11, i/3)
+			return engine.Sample{Free: 12 - claimed, Claimed: claimed, Size: 12}, i%3 == 0 || i%12 == 0
+		})})
+	for n := 1; n <= 12; n++ {
+		c.member("desk", n, desk, age(4*time.Hour))
+		if n <= 11 {
+			c.claim("desk", engine.MemberName("desk", n), fmt.Sprintf("user%02d@example.com", n), t0.Add(-time.Duration(12-n)*4*time.Minute))
+		}
+	}
+
+	spare := 2
+	lab := poolSpec("ghcr.io/example/lab:1", 2, nil)
+	lab.MinSize, lab.MaxSize, lab.Spare, lab.Power = 2, 8, &spare, engine.PowerStopped
+	c.pool("lab", lab, &engine.Status{UpdatedAt: ptrTime(t0.Add(-10 * time.Second)),
+		Elastic: &engine.ElasticStatus{Size: 4, From: 2, Reason: "grew from 3 to 4: 1 free of spare 2", ChangedAt: ptrTime(t0.Add(-12 * time.Minute))},
+		History: history(time.Hour, func(i int) (engine.Sample, bool) {
+			claimed := i / 3
+			size := max(2, min(4, claimed+1))
+			return engine.Sample{Free: size - claimed, Claimed: claimed, Size: size}, true
+		})})
+	for n := 1; n <= 4; n++ {
+		c.member("lab", n, lab)
+		c.claim("lab", engine.MemberName("lab", n), "student"+string(rune('0'+n))+"@example.com", t0.Add(-time.Duration(50-10*n)*time.Minute))
+	}
+
+	one := 1
+	rnd := poolSpec("ghcr.io/example/render:5", 3, nil)
+	rnd.MinSize, rnd.MaxSize, rnd.Spare = 1, 3, &one
+	c.pool("render", rnd, &engine.Status{UpdatedAt: ptrTime(t0.Add(-30 * time.Second)),
+		Elastic: &engine.ElasticStatus{Size: 3, From: 3, Reason: "grew from 2 to 3: 0 free of spare 1\x1b[2J", ChangedAt: ptrTime(t0.Add(-40 * time.Minute)), AtCeiling: true},
+		History: history(4*time.Hour, func(i int) (engine.Sample, bool) {
+			// 4 h ago: 1 of 2 claimed, hourly; nothing for 90 min; then full.
+			switch {
+			case i < 12:
+				return engine.Sample{Free: 1, Claimed: 1, Size: 2}, i%12 == 0
+			case i < 30:
+				return engine.Sample{}, false
+			}
+			return engine.Sample{Free: 0, Claimed: 3, Size: 3}, true
+		})})
+	for n := 1; n <= 3; n++ {
+		c.member("render", n, rnd)
+		c.claim("render", engine.MemberName("render", n), "artist"+string(rune('0'+n))+"@example.com", t0.Add(-50*time.Minute))
+	}
+	return c
+}
+
+// newTrendModel is newTestModel with Options.ASCII.
+func newTrendModel(t testing.TB, c *cluster, width, height int, readOnly, ascii bool) *Model {
+	t.Helper()
+	data := newFakeData(c.snapshots())
+	o := Options{
+		Context: "prod-eu", Namespace: ns, ReadOnly: readOnly, Theme: themes.Dark(), ASCII: ascii,
+		Renderer: themes.NoColorRenderer(io.Discard), Now: func() time.Time { return t0 }, Data: data,
+	}
+	if !readOnly {
+		o.Actions = &fakeActions{}
+	}
+	m := newModel(t.Context(), o)
+	m.Update(tea.WindowSizeMsg{Width: width, Height: height})
+	m.Update(loadCmd(data, func() time.Time { return t0 })())
+	m.Update(tickMsg(t0))
+	return m
+}
+
+func TestGoldenTrend(t *testing.T) {
+	for _, tt := range []struct {
+		name          string
+		width, height int
+		readOnly      bool
+		ascii         bool
+		keys          []string
+	}{
+		{name: "trend_pools_200x60", width: 200, height: 60},
+		{name: "trend_pools_120x40", width: 120, height: 40},
+		{name: "trend_pools_80x24", width: 80, height: 24},
+		{name: "trend_pools_ascii_120x40", width: 120, height: 40, ascii: true},
+		{name: "trend_wall_200x60", width: 200, height: 60, readOnly: true},
+		{name: "trend_wall_80x24", width: 80, height: 24, readOnly: true},
+		{name: "trend_detail_fixed_120x40", width: 120, height: 40, keys: []string{"enter", "enter"}},
+		{name: "trend_detail_growing_120x40", width: 120, height: 40, keys: []string{"down", "enter", "enter"}},
+		{name: "trend_detail_ceiling_120x40", width: 120, height: 40, keys: []string{"down", "down", "enter", "enter"}},
+		{name: "trend_detail_growing_ascii_80x24", width: 80, height: 24, ascii: true, keys: []string{"down", "enter", "enter"}},
+		{name: "trend_resize_elastic_120x40", width: 120, height: 40, keys: []string{"down", "s", "9", "enter"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			m := newTrendModel(t, trendCluster(), tt.width, tt.height, tt.readOnly, tt.ascii)
+			for _, k := range tt.keys {
+				m.Update(keyMsg(k))
+			}
+			got := m.View()
+			checkScreen(t, got, tt.width, tt.height)
+			golden(t, tt.name, got)
+			if tt.ascii {
+				for _, r := range "▁▂▃▄▅▆▇█" {
+					if strings.ContainsRune(got, r) {
+						t.Errorf("ASCII screen holds %q", r)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestTrendFirstFrame: a snapshot whose pools carry a recorded history
+// shows the sparkline on the dashboard's first frame, before any live
+// sample could make a trend.
+func TestTrendFirstFrame(t *testing.T) {
+	m := newTrendModel(t, trendCluster(), 200, 60, false, false)
+	got := m.View()
+	if !strings.Contains(got, "FREE LAST 6H") {
+		t.Fatalf("no trend column on the first frame:\n%s", got)
+	}
+	line := screenLine(m, 2) // desk's row
+	if !strings.ContainsAny(line, "▁▂▃▄▅▆▇█") {
+		t.Errorf("desk's row has no sparkline: %q", line)
+	}
+}
+
+// TestTrendLive: the dashboard adds a sample per slot of what it sees (a
+// load's or a tick's time), keeps the lowest free of a slot, and a pool
+// without a recorded history gets its trend column once it has two slots.
+func TestTrendLive(t *testing.T) {
+	m, data := newTestModel(t, demoCluster(), testOpts{width: 200, height: 60})
+	desk := engine.PoolRef{Namespace: ns, Name: "desk"}
+	if n := len(m.feed.live[desk].Samples); n != 1 {
+		t.Fatalf("%d live samples after the first load, want 1", n)
+	}
+	if strings.Contains(m.View(), "FREE LAST") {
+		t.Fatal("a trend column with a single sample")
+	}
+	m.Update(tickMsg(t0.Add(time.Minute))) // same slot: nothing new
+	if n := len(m.feed.live[desk].Samples); n != 1 {
+		t.Fatalf("%d live samples after a tick in the same slot, want 1", n)
+	}
+	next := t0.Add(engine.HistoryInterval)
+	m.Update(tickMsg(next))
+	if n := len(m.feed.live[desk].Samples); n != 2 {
+		t.Fatalf("%d live samples after a tick in the next slot, want 2", n)
+	}
+	if !strings.Contains(m.View(), "FREE LAST 6H") {
+		t.Error("no trend column after two slots of live samples")
+	}
+	// A load in the same slot with fewer free members replaces its sample.
+	c := demoCluster()
+	c.claim("desk", "desk-4", "zed@example.com", next)
+	data.mu.Lock()
+	data.snaps = c.snapshots()
+	data.mu.Unlock()
+	m.Update(loadCmd(data, func() time.Time { return next.Add(time.Second) })())
+	last, _ := m.feed.live[desk].Last()
+	if last.Free != 0 || last.Claimed != 4 {
+		t.Errorf("last live sample %+v, want free 0 claimed 4", last)
+	}
+}
+
+// TestTrendMergesRecordedAndLive: a live sample replaces the recorded one
+// of its slot.
+func TestTrendMergesRecordedAndLive(t *testing.T) {
+	m := newTrendModel(t, trendCluster(), 120, 40, false, false)
+	ctx := m.viewCtx()
+	v := ctx.pool(engine.PoolRef{Namespace: ns, Name: "lab"})
+	samples := ctx.trend(v)
+	last := samples[len(samples)-1]
+	if !last.At.Equal(t0.Truncate(engine.HistoryInterval)) || last.Free != 0 || last.Claimed != 4 || last.Size != 4 {
+		t.Errorf("last sample %+v, want the live one at %s (free 0, claimed 4, size 4)", last, t0.Truncate(engine.HistoryInterval))
+	}
+}
+
+// TestResizeElasticBounds: the resize dialog of an elastic pool refuses a
+// size outside its bounds with a line saying so, and takes one within.
+func TestResizeElasticBounds(t *testing.T) {
+	m := newTrendModel(t, trendCluster(), 120, 40, false, false)
+	for _, k := range []string{"down", "s", "9", "enter"} {
+		m.Update(keyMsg(k))
+	}
+	if m.dialog == nil || m.dialog.kind != dlgResizeInput || !strings.Contains(m.dialog.err, "outside 2..8") {
+		t.Fatalf("resize to 9 of an elastic 2..8 pool: dialog %+v", m.dialog)
+	}
+	m.Update(keyMsg("backspace"))
+	m.Update(keyMsg("6"))
+	m.Update(keyMsg("enter"))
+	if m.dialog == nil || m.dialog.kind != dlgResizeConfirm || m.dialog.req.size != 6 || m.dialog.req.from != 4 {
+		t.Fatalf("resize to 6: dialog %+v", m.dialog)
+	}
+}
+
+// TestTrendLiveWindow: a dashboard running for a day keeps liveWindow of
+// its own samples per pool, not the day.
+func TestTrendLiveWindow(t *testing.T) {
+	m, _ := newTestModel(t, demoCluster(), testOpts{width: 120, height: 40})
+	for at := t0; at.Before(t0.Add(24 * time.Hour)); at = at.Add(engine.HistoryInterval) {
+		m.Update(tickMsg(at))
+	}
+	h := m.feed.live[engine.PoolRef{Namespace: ns, Name: "desk"}]
+	if n, want := len(h.Samples), int(liveWindow/engine.HistoryInterval); n != want {
+		t.Errorf("%d live samples after a day, want %d", n, want)
+	}
+}
