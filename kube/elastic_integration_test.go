@@ -36,19 +36,23 @@ func pct(d []time.Duration, p float64) time.Duration {
 	return d[min(len(d)-1, int(p*float64(len(d))))]
 }
 
-// podReady reads a member's Pod fresh and reports whether it is Ready, and its UID.
-func podReady(ctx context.Context, env *kubetest.Env, name string) (bool, types.UID, error) {
+// readPod reads a member's Pod fresh and reports whether it is Ready, and its UID.
+func readPod(ctx context.Context, env *kubetest.Env, name string) (bool, types.UID, error) {
 	p, err := env.Client.CoreV1().Pods(env.Namespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return false, "", nil // not there yet
 	}
-	return podIsReady(p), p.UID, nil
+	return podReady(p), p.UID, nil
 }
 
-func podIsReady(p *corev1.Pod) bool {
+// podReady: p is Ready and not being deleted.
+func podReady(p *corev1.Pod) bool {
+	if p.DeletionTimestamp != nil {
+		return false
+	}
 	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
-			return p.DeletionTimestamp == nil
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
 		}
 	}
 	return false
@@ -72,7 +76,7 @@ func measureBurst(tb testing.TB, env *kubetest.Env, n int) burstFigures {
 		tb.Fatalf("apply one: %v", err)
 	}
 	env.WaitFor(tb, 90*time.Second, "the single member Ready", func() (bool, error) {
-		ok, _, err := podReady(ctx, env, "one-1")
+		ok, _, err := readPod(ctx, env, "one-1")
 		return ok, err
 	})
 	fig.memberStart = time.Since(t0)
@@ -90,7 +94,7 @@ func measureBurst(tb testing.TB, env *kubetest.Env, n int) burstFigures {
 			return false, nil
 		}
 		for i := range pods.Items {
-			if p := &pods.Items[i]; readyAt[p.Name] == 0 && podIsReady(p) {
+			if p := &pods.Items[i]; readyAt[p.Name] == 0 && podReady(p) {
 				readyAt[p.Name] = time.Since(t0)
 			}
 		}
@@ -146,7 +150,7 @@ func measureBurst(tb testing.TB, env *kubetest.Env, n int) burstFigures {
 			}
 			deadline := time.Now().Add(90 * time.Second)
 			for time.Now().Before(deadline) {
-				ok, uid, _ := podReady(ctx, env, r.Member)
+				ok, uid, _ := readPod(ctx, env, r.Member)
 				if ok {
 					results <- result{who: who, member: r.Member, grew: r.Grew, took: time.Since(start), answered: answered, uid: uid}
 					return

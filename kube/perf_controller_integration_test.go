@@ -620,18 +620,6 @@ func podDeletionsToReady(t testing.TB, pc *perfClient, refs []poolRef, n int) []
 	return out
 }
 
-func podReady(p *corev1.Pod) bool {
-	if p.DeletionTimestamp != nil {
-		return false
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
 func logController(t testing.TB, f controllerFigures) {
 	t.Logf("reconciler over %d pools (%d members, %d Ready): filled in %v; at rest over %v: RSS %.1f MiB (peak %.1f MiB; anonymous %.1f MiB; Go heap in use %.1f MiB), CPU %.1f millicores, %.1f requests/min (%.1f from reconciles): %s",
 		f.pools, f.members, f.readyMembers, f.fill.Round(time.Second), f.idle.Round(time.Second), mib(f.rssRest), mib(f.rssMax), mib(f.anonRest), mib(f.heapRest), f.millicores(),
