@@ -223,6 +223,9 @@ const onPool = " on (namespace, pool) "
 func alertRules(af alertFlags, ns string) []alertRule {
 	const pool = "{{ $labels.namespace }}/{{ $labels.pool }}"
 	const dash = "ctpool-tui -n {{ $labels.namespace }}, select the pool "
+	// The elastic bounds are the definition's, changed by apply (the
+	// dashboard's resize moves the size within them).
+	const apply = "ctpool-tui -n {{ $labels.namespace }} apply {{ $labels.pool }}"
 	claimed := byPool(`ctpool_pool_members{state="claimed"}`)
 	exhausted := "(" + byPool("ctpool_pool_exhausted") + " == 1)"
 	elastic := "ctpool_pool_exhausted_at_ceiling"
@@ -253,7 +256,7 @@ func alertRules(af alertFlags, ns string) []alertRule {
 		Annotations: map[string]string{
 			"summary":     "Elastic pool " + pool + " has no free member",
 			"description": "The elastic pool " + pool + " is below its maxSize but has had no free member for " + promDuration(af.exhaustedFor) + " ({{ $value }} claimed): it grows more slowly than claims arrive, or its new members do not start.",
-			"runbook":     dash + "and press enter to see its members that are not ready (l shows a member's log); s resizes it (a larger spare target or minSize).",
+			"runbook":     dash + "and press enter to see its members that are not ready (l shows a member's log); a larger spare keeps more members ready: " + apply + " --spare N.",
 		},
 	}, {
 		Alert:  "CtpoolPoolExhaustedAtCeiling",
@@ -263,7 +266,7 @@ func alertRules(af alertFlags, ns string) []alertRule {
 		Annotations: map[string]string{
 			"summary":     "Elastic pool " + pool + " is at its maxSize with no free member",
 			"description": "The elastic pool " + pool + " has grown to its maxSize and has had no free member for " + promDuration(af.exhaustedFixedFor) + " ({{ $value }} claimed): the next claim fails until a member is released or maxSize is raised.",
-			"runbook":     dash + "and press s to raise its maxSize, or enter to see who holds its members (x releases one, f force-releases it).",
+			"runbook":     apply + " --max-size N raises its ceiling; meanwhile " + dash + "and press enter to see who holds its members (x releases one, f force-releases it).",
 		},
 	}, {
 		Alert:  "CtpoolPoolExhaustionForecast",
@@ -283,7 +286,7 @@ func alertRules(af alertFlags, ns string) []alertRule {
 		Annotations: map[string]string{
 			"summary":     "Elastic pool " + pool + " reaches its maxSize in {{ $value | humanizeDuration }}",
 			"description": "At the recent claim rate the claims of the elastic pool " + pool + " reach its maxSize in {{ $value | humanizeDuration }} (the threshold is " + strconv.Itoa(af.forecastMinutes) + " minutes); after that it cannot grow.",
-			"runbook":     dash + "and press s to raise its maxSize before it is reached; enter shows who holds its members.",
+			"runbook":     apply + " --max-size N raises its ceiling before it is reached; " + dash + "and press enter to see who holds its members.",
 		},
 	}, {
 		Alert:  "CtpoolMembersUnschedulable",
