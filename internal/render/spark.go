@@ -92,8 +92,11 @@ func MergeTrend(recorded, live []engine.Sample) []engine.Sample {
 	if len(live) == 0 {
 		return recorded
 	}
-	slot := func(s engine.Sample) time.Time { return s.At.Truncate(engine.HistoryInterval) }
-	bySlot := make(map[time.Time]engine.Sample, len(recorded)+len(live))
+	// Keyed by the slot's Unix time: a time.Time key also compares the
+	// location, and a recorded sample (UTC) and a reader's own (local
+	// time) of one slot must meet.
+	slot := func(s engine.Sample) int64 { return s.At.Truncate(engine.HistoryInterval).Unix() }
+	bySlot := make(map[int64]engine.Sample, len(recorded)+len(live))
 	for _, s := range recorded {
 		bySlot[slot(s)] = s
 	}

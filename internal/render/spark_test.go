@@ -89,6 +89,13 @@ func TestMergeTrend(t *testing.T) {
 	if rec[1].Free != 3 {
 		t.Error("MergeTrend changed its input")
 	}
+	// A recorded sample decoded from the status is in UTC; a reader's own
+	// sample is in its local time: the same slot all the same.
+	east := time.FixedZone("east", 2*3600)
+	got = MergeTrend(series(t10.UTC(), 4, 4), []engine.Sample{{At: t10.In(east).Add(2 * time.Minute), Free: 1, Claimed: 3, Size: 4}})
+	if len(got) != 1 || got[0].Free != 1 {
+		t.Errorf("a live sample in another location did not replace the recorded one of its slot: %+v", got)
+	}
 }
 
 func equalInts(a, b []int) bool {
