@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"sort"
 	"strconv"
 	"strings"
@@ -62,6 +63,11 @@ func (e *Engine) Claim(ctx context.Context, pool, identity string) (res ClaimRes
 		return res, nil
 	}
 
+	// Every claimant of a crowd reads much the same free list: each starts
+	// at a point of it derived from its identity and, after a lost race,
+	// reads the Leases again and picks afresh among the members still
+	// untaken (claimOrder), so a claim costs O(1) Lease creates whatever
+	// the crowd, not one per claimant that came first.
 	var free []*Member
 	for i := range view.Members {
 		if view.Members[i].Free {
@@ -69,17 +75,44 @@ func (e *Engine) Claim(ctx context.Context, pool, identity string) (res ClaimRes
 		}
 	}
 	sortFree(free)
-	for _, m := range free {
-		if got, done, err := e.claimMember(ctx, snap.Namespace, pool, spec, identity, m); done || err != nil {
-			return got, err
+	var blocked []string
+	try := func(pick *claimPicker) (ClaimResult, bool, error) {
+		for m := pick.next(); m != nil; m = pick.next() {
+			out, got, err := e.claimMember(ctx, snap.Namespace, pool, spec, identity, m)
+			pick.taken(m.Name)
+			switch out {
+			case claimDone:
+				return got, true, err
+			case claimBlocked:
+				blocked = append(blocked, err.Error())
+			case claimLost:
+				// Read the Leases again: the next pick skips every
+				// member claimed since this claim's first read.
+				pick.lost++
+				if leases, err := e.Cluster.ListLeases(ctx, pool); err == nil {
+					for _, l := range leases {
+						if name, ok := MemberFromLeaseName(l.Name); ok {
+							pick.taken(name)
+						}
+					}
+				}
+			}
 		}
+		return ClaimResult{}, false, nil
+	}
+	freePick := claimPicker{identity: identity, candidates: free}
+	if got, done, err := try(&freePick); done {
+		return got, err
 	}
 	// An elastic pool below its ceiling grows for the claim at once: the
-	// claim takes the first member above the size that has no objects and
-	// no Lease (first writer wins, as for any member) and builds it; the
+	// claim takes a member above the size that has no objects and no
+	// Lease (first writer wins, as for any member) and builds it; the
 	// reconciler then takes the size up to it. So a burst larger than the
 	// spare waits for no reconcile, only for its desktops to start.
+	// Claimants of a burst spread over the first indices above the size, a
+	// window that widens after each lost race (growWindow).
 	if spec.Elastic() {
+		var above []*Member
 		for idx := view.Size + 1; idx <= spec.MaxSize; idx++ {
 			name := MemberName(pool, idx)
 			m := view.Member(name)
@@ -89,29 +122,102 @@ func (e *Engine) Claim(ctx context.Context, pool, identity string) (res ClaimRes
 			if m == nil {
 				m = &Member{Name: name, Pool: pool, Index: idx, State: StateMissing, AboveSize: true}
 			}
-			if got, done, err := e.claimMember(ctx, snap.Namespace, pool, spec, identity, m); done || err != nil {
-				if err == nil {
-					got.Grew = true
-				}
-				return got, err
+			above = append(above, m)
+		}
+		// The races lost for the free members tell of a crowd: the window
+		// starts as wide as it had grown by then.
+		if got, done, err := try(&claimPicker{identity: identity, candidates: above, window: max(spec.SpareTarget(), 1), lost: freePick.lost}); done {
+			if err == nil {
+				got.Grew = true
 			}
+			return got, err
 		}
 	}
 	st := view.Status
-	return res, &NoFreeMembersError{Desired: st.Desired, Claimed: st.Claimed, Unschedulable: st.Unschedulable, MaxSize: spec.MaxSize}
+	return res, &NoFreeMembersError{Desired: st.Desired, Claimed: st.Claimed, Unschedulable: st.Unschedulable, MaxSize: spec.MaxSize, Blocked: blocked}
 }
 
-// claimMember tries to claim m for identity: done is false (and err nil)
-// when someone else's Lease was first, and the caller tries the next member.
-func (e *Engine) claimMember(ctx context.Context, ns, pool string, spec Spec, identity string, m *Member) (res ClaimResult, done bool, err error) {
+// claimPicker chooses the members a claim tries, in order: among the
+// candidates of the best rank left (Ready, Starting, Stopped, then those on
+// a down node: sortFree's order), one at a point derived from the identity
+// and the number of races lost so far, so that claimants of a crowd spread
+// over the list instead of all trying its first member. The same identity
+// picks the same member first: its concurrent claims meet on one member.
+//
+// A window (elastic growth) limits the picks to the first window untaken
+// candidates, doubled after each lost race: growth stays at the lowest
+// indices while a crowd still spreads.
+type claimPicker struct {
+	identity   string
+	candidates []*Member // in preference order
+	gone       map[string]bool
+	window     int // 0: no window
+	lost       int // races lost so far
+}
+
+func (p *claimPicker) taken(name string) {
+	if p.gone == nil {
+		p.gone = map[string]bool{}
+	}
+	p.gone[name] = true
+}
+
+// next returns the next member to try, or nil when none is left.
+func (p *claimPicker) next() *Member {
+	limit := 0
+	if p.window > 0 {
+		limit = p.window << min(p.lost, 20)
+	}
+	var left []*Member
+	for _, m := range p.candidates {
+		if p.gone[m.Name] {
+			continue
+		}
+		if p.window == 0 && len(left) > 0 && freeRank(m) != freeRank(left[0]) {
+			break // sorted by rank: every member of the best rank left is in
+		}
+		left = append(left, m)
+		if limit > 0 && len(left) >= limit {
+			break
+		}
+	}
+	if len(left) == 0 {
+		return nil
+	}
+	return left[claimSpread(p.identity, p.lost)%uint64(len(left))]
+}
+
+// claimSpread is the point of a list where identity starts its attempt'th
+// try: FNV-1a of both, so it is the same on every machine and every run.
+func claimSpread(identity string, attempt int) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(identity))
+	h.Write([]byte{0, byte(attempt), byte(attempt >> 8)})
+	return h.Sum64()
+}
+
+// claimOutcome is what one attempt on a member came to.
+type claimOutcome int
+
+const (
+	claimDone    claimOutcome = iota // the member is the claimant's (or an error)
+	claimLost                        // someone else's Lease was first
+	claimBlocked                     // an object the pool did not make holds its name
+)
+
+// claimMember tries to claim m for identity: claimLost when someone else's
+// Lease was first, claimBlocked (with a *BlockedError) when an object the
+// pool did not make holds the member's name (its Lease is given back), and
+// claimDone otherwise, with the claim or an error.
+func (e *Engine) claimMember(ctx context.Context, ns, pool string, spec Spec, identity string, m *Member) (claimOutcome, ClaimResult, error) {
 	won, err := e.Cluster.CreateLease(ctx, ClaimLease(ns, pool, m.Name, identity, e.Now()))
 	if errors.Is(err, ErrAlreadyExists) {
-		return res, false, nil // someone else was first; try the next member
+		return claimLost, ClaimResult{}, nil
 	}
 	if err != nil {
-		return res, true, fmt.Errorf("claim %s: %w", m.Name, err)
+		return claimDone, ClaimResult{}, fmt.Errorf("claim %s: %w", m.Name, err)
 	}
-	res = ClaimResult{Member: m.Name}
+	res := ClaimResult{Member: m.Name}
 	// The same identity may be claiming from another place at this very
 	// moment: every racer keeps the identity's earliest claim and gives
 	// its own back when it is not that one, so all answer one member.
@@ -119,13 +225,24 @@ func (e *Engine) claimMember(ctx context.Context, ns, pool string, spec Spec, id
 	if err != nil {
 		res.Warnings = append(res.Warnings, err.Error())
 	} else if first != m.Name {
-		return ClaimResult{Member: first, Existing: true}, true, nil
+		return claimDone, ClaimResult{Member: first, Existing: true}, nil
 	}
-	// The read above may be old (a cache, or a Pod lost since): whether
-	// the member is started is decided on a fresh read of it.
+	// The read above may be old (a cache, or a Pod lost since), and it
+	// holds only the pool's labelled objects: whether the member is
+	// started, and whether it is the pool's at all, is decided on a fresh
+	// read of its objects by name. An object the pool did not make on the
+	// member's name (no pool labels, or another pool's) blocks it, as in
+	// reconcile: its Lease is given back and nothing of it is touched.
 	cur, warn := e.readMember(ctx, m)
 	if warn != "" {
 		res.Warnings = append(res.Warnings, warn)
+	}
+	if why := blockedBy(pool, m.Name, cur.Pod, cur.PVC, ""); why != "" {
+		blocked := &BlockedError{Member: m.Name, Reason: m.Name + ": " + why}
+		if err := e.unlock(ctx, won); err != nil {
+			return claimDone, ClaimResult{}, fmt.Errorf("claim %s: %v, and giving its Lease back failed: %w", m.Name, blocked, err)
+		}
+		return claimBlocked, ClaimResult{}, blocked
 	}
 	if cur.PVC != nil {
 		who := identity
@@ -135,11 +252,11 @@ func (e *Engine) claimMember(ctx context.Context, ns, pool string, spec Spec, id
 	}
 	if cur.Pod == nil {
 		if err := e.startClaimed(ctx, ns, pool, spec, cur, identity); err != nil {
-			return res, true, err
+			return claimDone, res, err
 		}
 		res.Started = true
 	}
-	return res, true, nil
+	return claimDone, res, nil
 }
 
 // sortFree orders free members for a claim: Ready, then Starting, then
@@ -148,15 +265,22 @@ func (e *Engine) claimMember(ctx context.Context, ns, pool string, spec Spec, id
 // is probably fine and comes back with the node), but a user given one waits
 // for the node.
 func sortFree(free []*Member) {
-	rank := map[State]int{StateReady: 0, StateStarting: 1, StateStopped: 2}
-	key := func(m *Member) int {
-		k := rank[m.State]
-		if m.NodeDown != "" {
-			k += len(rank)
-		}
-		return k
+	sort.SliceStable(free, func(i, j int) bool { return freeRank(free[i]) < freeRank(free[j]) })
+}
+
+// freeRank is a free member's place in sortFree's order.
+func freeRank(m *Member) int {
+	k := 0
+	switch m.State {
+	case StateStarting:
+		k = 1
+	case StateStopped:
+		k = 2
 	}
-	sort.SliceStable(free, func(i, j int) bool { return key(free[i]) < key(free[j]) })
+	if m.NodeDown != "" {
+		k += 3
+	}
+	return k
 }
 
 // errClaimChanged: a claimed member's start found, after creating its Pod,

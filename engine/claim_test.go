@@ -46,7 +46,7 @@ func TestClaimPicksAFreeMember(t *testing.T) {
 		{name: "Ready before Starting before Stopped", states: []State{StateStopped, StateStarting, StateReady, StateStopped}, want: "desk-3"},
 		{name: "Starting before Stopped", states: []State{StateStopped, StateStarting, StateStopped, StateMissing}, want: "desk-2"},
 		{name: "Stopped when nothing else", states: []State{StateFailed, StateStopped, StateUnschedulable, StateMissing}, want: "desk-2"},
-		{name: "lowest index among equals", states: []State{StateMissing, StateReady, StateReady, StateReady}, want: "desk-2"},
+		{name: "the identity's own point among equals", states: []State{StateMissing, StateReady, StateReady, StateReady}, want: MemberName("desk", 2+int(claimSpread("alice@example.com", 0)%3))},
 		{name: "skips claimed, maintenance and drifted", states: []State{StateReady, StateReady, StateReady, StateStarting}, extra: func(f *fakeCluster) {
 			f.add(claimAt("desk", "desk-1", "bob", testNow), ReconcilerLease(testNS, "desk", "desk-2", testNow))
 			p, c := readyMember("desk", 3, driftedSpec(4))
@@ -211,19 +211,37 @@ func TestClaimNoFreeMembers(t *testing.T) {
 	}
 }
 
+// firstPick is the member identity's claim tries first in a pool "desk" of
+// n Ready members (as seedPool makes them), and another of those members.
+func firstPick(t *testing.T, identity string, n int) (first, other string) {
+	t.Helper()
+	e, f := newEngine()
+	seedPool(f, "desk", baseSpec(n), n)
+	res, err := e.Claim(context.Background(), "desk", identity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other = "desk-1"
+	if res.Member == other {
+		other = "desk-2"
+	}
+	return res.Member, other
+}
+
 func TestClaimLosesTheRace(t *testing.T) {
+	first, other := firstPick(t, "alice", 2)
 	tests := []struct {
 		name  string
 		setup func(f *fakeCluster)
 	}{
 		{"AlreadyExists injected", func(f *fakeCluster) {
-			f.fail("create", kLease, LeaseName("desk-1"), fmt.Errorf("leases: %w", ErrAlreadyExists), 0)
+			f.fail("create", kLease, LeaseName(first), fmt.Errorf("leases: %w", ErrAlreadyExists), 0)
 		}},
 		{"another identity claims first", func(f *fakeCluster) {
 			f.hook = func(a act) {
-				if a == (act{"create", kLease, LeaseName("desk-1")}) {
+				if a == (act{"create", kLease, LeaseName(first)}) {
 					f.hook = nil
-					f.add(claimAt("desk", "desk-1", "bob", testNow))
+					f.add(claimAt("desk", first, "bob", testNow))
 				}
 			}
 		}},
@@ -234,10 +252,10 @@ func TestClaimLosesTheRace(t *testing.T) {
 			seedPool(f, "desk", baseSpec(2), 2)
 			tt.setup(f)
 			res, err := e.Claim(context.Background(), "desk", "alice")
-			if err != nil || res.Member != "desk-2" {
-				t.Fatalf("Claim = %+v, %v; want desk-2", res, err)
+			if err != nil || res.Member != other {
+				t.Fatalf("Claim = %+v, %v; want %s", res, err, other)
 			}
-			assertActs(t, f.writes(), wantActs("create Lease corral-vdi-ct-desk-1", "create Lease corral-vdi-ct-desk-2", "patch PersistentVolumeClaim desk-2-data"))
+			assertActs(t, f.writes(), wantActs("create Lease "+LeaseName(first), "create Lease "+LeaseName(other), "patch PersistentVolumeClaim "+PVCName(other)))
 		})
 	}
 

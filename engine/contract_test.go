@@ -163,41 +163,45 @@ func TestTTLSecondsAboveSandboxdMaximum(t *testing.T) {
 // interleaving; different identities still get different members.
 func TestConcurrentClaimsConverge(t *testing.T) {
 	t.Run("a racer that won later gives its member back", func(t *testing.T) {
-		// alice claims desk-2 from another place just before this claim's
-		// Lease create of desk-1; this claim must answer desk-2.
+		// alice claims another member from another place just before this
+		// claim's Lease create of the member it tries first; this claim
+		// must answer the other one.
+		first, other := firstPick(t, "alice", 3)
 		e, f := newEngine()
 		seedPool(f, "desk", baseSpec(3), 3)
 		f.hook = func(a act) {
-			if a == (act{"create", kLease, LeaseName("desk-1")}) {
+			if a == (act{"create", kLease, LeaseName(first)}) {
 				f.hook = nil
-				f.add(claimAt("desk", "desk-2", "alice", testNow))
+				f.add(claimAt("desk", other, "alice", testNow))
 			}
 		}
 		res, err := e.Claim(context.Background(), "desk", "alice")
-		if err != nil || res.Member != "desk-2" || !res.Existing {
-			t.Fatalf("Claim = %+v, %v; want desk-2 (the earlier claim)", res, err)
+		if err != nil || res.Member != other || !res.Existing {
+			t.Fatalf("Claim = %+v, %v; want %s (the earlier claim)", res, err, other)
 		}
-		if f.lease(LeaseName("desk-1")) != nil {
-			t.Fatal("desk-1 was not given back")
+		if f.lease(LeaseName(first)) != nil {
+			t.Fatalf("%s was not given back", first)
 		}
-		if hasAct(f.writes(), "patch", kPVC, "desk-1-data") {
+		if hasAct(f.writes(), "patch", kPVC, PVCName(first)) {
 			t.Fatal("annotated the member given back")
 		}
 	})
 
 	t.Run("the earlier racer keeps its member", func(t *testing.T) {
-		// Another claim of alice's wins desk-2 after this one won desk-1.
+		// Another claim of alice's wins a second member after this one won
+		// the member it tried first.
+		first, other := firstPick(t, "alice", 3)
 		e, f := newEngine()
 		seedPool(f, "desk", baseSpec(3), 3)
 		f.hook = func(a act) {
 			if a == (act{"list", kLease, "desk"}) {
 				f.hook = nil
-				f.add(claimAt("desk", "desk-2", "alice", testNow))
+				f.add(claimAt("desk", other, "alice", testNow))
 			}
 		}
 		res, err := e.Claim(context.Background(), "desk", "alice")
-		if err != nil || res.Member != "desk-1" || res.Existing {
-			t.Fatalf("Claim = %+v, %v; want desk-1", res, err)
+		if err != nil || res.Member != first || res.Existing {
+			t.Fatalf("Claim = %+v, %v; want %s", res, err, first)
 		}
 	})
 
@@ -206,7 +210,7 @@ func TestConcurrentClaimsConverge(t *testing.T) {
 		seedPool(f, "desk", baseSpec(2), 2)
 		f.fail("list", kLease, "desk", errBoom, 0)
 		res, err := e.Claim(context.Background(), "desk", "alice")
-		if err != nil || res.Member != "desk-1" || len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "could not check for a concurrent claim") {
+		if first, _ := firstPick(t, "alice", 2); err != nil || res.Member != first || len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "could not check for a concurrent claim") {
 			t.Fatalf("Claim = %+v, %v", res, err)
 		}
 	})

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Sentinel errors. The kube package maps API errors onto the first four, so
@@ -52,6 +53,9 @@ type NoFreeMembersError struct {
 	// MaxSize is an elastic pool's ceiling (0 for a fixed pool): below
 	// it, the reconciler grows the pool and a claim may wait (Growing).
 	MaxSize int
+	// Blocked names the members the claim found held by objects the pool
+	// did not make ("<member>: <why>"), which it left alone.
+	Blocked []string
 }
 
 func (e *NoFreeMembersError) Error() string {
@@ -62,6 +66,9 @@ func (e *NoFreeMembersError) Error() string {
 		msg += fmt.Sprintf("; elastic up to %d: the reconciler adds members", e.MaxSize)
 	default:
 		msg += fmt.Sprintf("; exhausted at its ceiling, maxSize %d", e.MaxSize)
+	}
+	if len(e.Blocked) > 0 {
+		msg += "; blocked, left alone: " + strings.Join(e.Blocked, "; ")
 	}
 	return msg + ")"
 }
