@@ -248,13 +248,7 @@ func PlanElastic(spec Spec, v *PoolView, prev *ElasticStatus, now time.Time) Ela
 
 	// A claim that found no free member took a member above the size
 	// (Claim): the size comes up to the highest such claim at once.
-	claimedTop := 0
-	for i := range v.Members {
-		if m := &v.Members[i]; m.Claimed && m.Index <= spec.MaxSize {
-			claimedTop = max(claimedTop, m.Index)
-		}
-	}
-	if claimedTop > st.Size {
+	if claimedTop := claimedTop(v, spec.MaxSize); claimedTop > st.Size {
 		set(claimedTop, fmt.Sprintf("grew from %d to %d: claims took members above the size", st.Size, claimedTop))
 	}
 
@@ -305,6 +299,45 @@ func PlanElastic(spec Spec, v *PoolView, prev *ElasticStatus, now time.Time) Ela
 	}
 	d.Status = st
 	return d
+}
+
+// claimedTop is the highest index of a claimed member of v, at most limit
+// (0 when none is claimed).
+func claimedTop(v *PoolView, limit int) int {
+	top := 0
+	for i := range v.Members {
+		if m := &v.Members[i]; m.Claimed && m.Index <= limit {
+			top = max(top, m.Index)
+		}
+	}
+	return top
+}
+
+// withElasticLine returns the status text with its elastic line set to el
+// (RecordedElastic reads it back), added before the member rows when there
+// is none; the rest of the text is kept as it is.
+func withElasticLine(status string, el ElasticStatus) string {
+	enc, _ := json.Marshal(el) // ints, strings and times: cannot fail
+	line := keyElastic + ": " + string(enc)
+	var b strings.Builder
+	done := false
+	for rest := status; rest != ""; {
+		var l string
+		l, rest, _ = strings.Cut(rest, "\n")
+		switch {
+		case done:
+		case strings.HasPrefix(l, keyElastic+":"):
+			l, done = line, true
+		case strings.HasPrefix(l, "members:"):
+			b.WriteString(line + "\n")
+			done = true
+		}
+		b.WriteString(l + "\n")
+	}
+	if !done {
+		b.WriteString(line + "\n")
+	}
+	return b.String()
 }
 
 // stopPlan is the members of an elastic pool with the power policy stopped

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // readPool reads a pool and parses its definition. A missing pool is
@@ -38,6 +39,8 @@ type ApplyResult struct {
 	// PolicyRemoved: the pool was isolated and no longer is, and apply
 	// deleted its NetworkPolicy.
 	PolicyRemoved bool
+	// Spec is the definition apply wrote (or found already written).
+	Spec Spec
 }
 
 // Apply writes spec as the whole pool definition (creating the pool when
@@ -59,6 +62,25 @@ type SpecEdit func(stored *Spec) (Spec, error)
 // its result replaces the definition whole. Errors of edit are returned as
 // they are.
 func (e *Engine) ApplyEdit(ctx context.Context, pool string, edit SpecEdit, replace bool) (res ApplyResult, err error) {
+	return e.ApplyWith(ctx, pool, edit, ApplyOptions{Replace: replace})
+}
+
+// ApplyOptions are how an apply reads what it is given.
+type ApplyOptions struct {
+	// Replace: a stored definition that does not parse is replaced whole
+	// (edit gets nil).
+	Replace bool
+	// SizeGiven: the caller named the size (apply --size). The size is an
+	// instruction about the pool's effective size: on an elastic pool it
+	// takes effect whether or not the stored field changes (the elastic
+	// record is set to it with the definition), and a pool made fixed
+	// without it stays at its effective size.
+	SizeGiven bool
+}
+
+// ApplyWith is ApplyEdit with options.
+func (e *Engine) ApplyWith(ctx context.Context, pool string, edit SpecEdit, opts ApplyOptions) (res ApplyResult, err error) {
+	replace := opts.Replace
 	var spec Spec
 	defer func() {
 		detail := ""
@@ -95,11 +117,21 @@ func (e *Engine) ApplyEdit(ctx context.Context, pool string, edit SpecEdit, repl
 	if spec, err = edit(stored); err != nil {
 		return res, err
 	}
+	var view PoolView
+	if snap.ConfigMap != nil {
+		view = Observe(snap, e.Now())
+		if stored != nil && stored.Elastic() && !spec.Elastic() && !opts.SizeGiven {
+			// Elasticity turned off: the pool stays at the size it has
+			// (never below a claimed member), not at the size the
+			// definition started from.
+			spec.Size = max(view.Size, claimedTop(&view, MaxPoolSize))
+		}
+	}
 	spec.Default()
 	if err := spec.Validate(); err != nil {
 		return res, err
 	}
-	res.Warnings = spec.Warnings()
+	res.Warnings, res.Spec = spec.Warnings(), spec
 	w, err := e.checkPodSecurity(ctx, pool, spec)
 	if err != nil {
 		return res, err
@@ -117,11 +149,17 @@ func (e *Engine) ApplyEdit(ctx context.Context, pool string, edit SpecEdit, repl
 			return res, fmt.Errorf("create pool %s: %w", pool, err)
 		}
 		res.Created, res.Changed = true, true
-	} else if snap.ConfigMap.Data[KeySpec] != spec.Encode() || snap.ConfigMap.Labels[LabelPool] != pool {
-		if err := e.writeSpec(ctx, snap, spec); err != nil {
-			return res, fmt.Errorf("update pool %s: %w", pool, err)
+	} else {
+		var status *string
+		if opts.SizeGiven {
+			status = sizeInstruction(view.Recorded.Elastic, snap.ConfigMap.Data[KeyStatus], spec, e.Now(), "apply --size")
 		}
-		res.Changed = true
+		if snap.ConfigMap.Data[KeySpec] != spec.Encode() || snap.ConfigMap.Labels[LabelPool] != pool || status != nil {
+			if err := e.writeDefinition(ctx, snap, spec, status); err != nil {
+				return res, fmt.Errorf("update pool %s: %w", pool, err)
+			}
+			res.Changed = true
+		}
 	}
 	if wasIsolated && !spec.Isolate {
 		removed, err := e.removeIsolation(ctx, pool)
@@ -150,10 +188,32 @@ func (e *Engine) Resize(ctx context.Context, pool string, size int) (res Reconci
 	if err := spec.Validate(); err != nil {
 		return res, err
 	}
-	if err := e.writeSpec(ctx, snap, spec); err != nil {
+	status := snap.ConfigMap.Data[KeyStatus]
+	if err := e.writeDefinition(ctx, snap, spec, sizeInstruction(RecordedElastic(status), status, spec, e.Now(), "a resize")); err != nil {
 		return res, fmt.Errorf("resize %s: %w", pool, err)
 	}
 	return e.Reconcile(ctx, pool)
+}
+
+// sizeInstruction is the status to write with an elastic pool's definition
+// when its size was given (a resize, apply --size): the recorded elastic
+// record set to that size, decided from that definition, so that reconcile
+// starts from it even when the stored size field does not change (an
+// elastic pool's recorded size moves away from its definition's). nil for
+// a fixed pool, and when the record already says so.
+func sizeInstruction(rec *ElasticStatus, status string, spec Spec, now time.Time, by string) *string {
+	if !spec.Elastic() {
+		return nil
+	}
+	if rec != nil && rec.Size == spec.Size && rec.From == spec.Size {
+		return nil
+	}
+	el := ElasticStatus{Size: spec.Size, From: spec.Size, Reason: fmt.Sprintf("set to %d by %s", spec.Size, by), ChangedAt: &now}
+	if rec != nil {
+		el.AtCeiling = rec.AtCeiling
+	}
+	st := withElasticLine(status, el)
+	return &st
 }
 
 // writeSpec writes spec into the pool's ConfigMap with a compare-and-swap on
@@ -161,12 +221,22 @@ func (e *Engine) Resize(ctx context.Context, pool string, size int) (res Reconci
 // ConfigMap with its pool. Nothing is written when the definition is already
 // spec.
 func (e *Engine) writeSpec(ctx context.Context, snap Snapshot, spec Spec) error {
+	return e.writeDefinition(ctx, snap, spec, nil)
+}
+
+// writeDefinition is writeSpec that also writes status (when not nil) in the
+// same compare-and-swap.
+func (e *Engine) writeDefinition(ctx context.Context, snap Snapshot, spec Spec, status *string) error {
 	cm := snap.ConfigMap
 	enc := spec.Encode()
-	if cm.Data[KeySpec] == enc && cm.Labels[LabelPool] == snap.Pool {
+	if cm.Data[KeySpec] == enc && cm.Labels[LabelPool] == snap.Pool && status == nil {
 		return nil
 	}
-	err := e.Cluster.PatchConfigMap(ctx, cm.Name, cm.ResourceVersion, map[string]string{LabelPool: snap.Pool}, map[string]string{KeySpec: enc})
+	data := map[string]string{KeySpec: enc}
+	if status != nil {
+		data[KeyStatus] = *status
+	}
+	err := e.Cluster.PatchConfigMap(ctx, cm.Name, cm.ResourceVersion, map[string]string{LabelPool: snap.Pool}, data)
 	if errors.Is(err, ErrConflict) {
 		return fmt.Errorf("the pool definition was changed by someone else meanwhile; look again and retry: %w", err)
 	}

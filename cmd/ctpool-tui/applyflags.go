@@ -29,7 +29,7 @@ func (f *applyFlags) register(c *cobra.Command) {
 	fs := c.Flags()
 	fs.StringVar(&f.image, "image", "", "container image of the desktop (required for a new pool)")
 	fs.IntVar(&f.size, "size", 1, "number of members (of an elastic pool: the size it starts from, within --min-size and --max-size; default their spare, within them)")
-	fs.IntVar(&f.maxSize, "max-size", 0, "make the pool elastic: the reconciler keeps --spare free members ready by moving the size within --min-size and this ceiling; --max-size=0 makes it fixed again")
+	fs.IntVar(&f.maxSize, "max-size", 0, "make the pool elastic: the reconciler keeps --spare free members ready by moving the size within --min-size and this ceiling; --max-size=0 makes it fixed again, at its current effective size unless --size is given")
 	fs.IntVar(&f.minSize, "min-size", 0, "elastic pools: the size never goes below this")
 	fs.IntVar(&f.spare, "spare", engine.DefaultSpare, "elastic pools: free members kept ready; claims that eat them grow the pool at once")
 	fs.StringVar(&f.power, "power", engine.PowerRunning, "elastic pools: the free members beyond the spare keep running (running) or are stopped, their PVC kept (stopped)")

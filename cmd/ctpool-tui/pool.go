@@ -97,11 +97,14 @@ directly in /.`,
 			}
 			var spec engine.Spec
 			stop := e.showProgress(eng)
-			res, err := eng.ApplyEdit(cmd.Context(), pool, func(stored *engine.Spec) (engine.Spec, error) {
+			res, err := eng.ApplyWith(cmd.Context(), pool, func(stored *engine.Spec) (engine.Spec, error) {
 				s, err := f.spec(cmd, stored)
 				spec = s
 				return s, err
-			}, replace)
+			}, engine.ApplyOptions{Replace: replace, SizeGiven: cmd.Flags().Changed("size")})
+			if res.Spec.Image != "" {
+				spec = res.Spec // as written: a pool made fixed keeps its effective size
+			}
 			stop()
 			var ce *codeError
 			if errors.As(err, &ce) {

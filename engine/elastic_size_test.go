@@ -1,0 +1,149 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"testing"
+)
+
+// seedElastic puts an elastic pool "el" into f: its definition spec, a
+// recorded effective size, members 1..members Ready and the given ones
+// claimed.
+func seedElastic(f *fakeCluster, spec Spec, size, members int, claimed ...int) {
+	cm := BuildConfigMap(testNS, "el", spec)
+	cm.Data[KeyStatus] = Status{Desired: size, Elastic: &ElasticStatus{Size: size, From: spec.Size}}.Encode()
+	f.add(cm)
+	for n := 1; n <= members; n++ {
+		p, c := readyMember("el", n, spec)
+		f.add(p, c)
+	}
+	for _, n := range claimed {
+		f.add(claimAt("el", MemberName("el", n), fmt.Sprintf("u%d", n), testNow))
+	}
+}
+
+func recordedSize(t *testing.T, f *fakeCluster) int {
+	t.Helper()
+	rec := RecordedElastic(f.cm(ConfigMapName("el")).Data[KeyStatus])
+	if rec == nil {
+		t.Fatal("no elastic record")
+	}
+	return rec.Size
+}
+
+// A resize or an apply --size is an instruction about the effective size: it
+// takes effect whether or not the definition's stored size changes.
+func TestSizeGivenSetsTheEffectiveSize(t *testing.T) {
+	spec := elasticSpec(3, 0, 10, 0) // the definition says 3; the pool shrank to 1
+	for _, tc := range []struct {
+		name string
+		do   func(e *Engine) error
+	}{
+		{"resize to the definition's size", func(e *Engine) error {
+			_, err := e.Resize(context.Background(), "el", 3)
+			return err
+		}},
+		{"apply --size of the definition's size", func(e *Engine) error {
+			_, err := e.ApplyWith(context.Background(), "el", func(s *Spec) (Spec, error) {
+				n := *s
+				n.Size = 3
+				return n, nil
+			}, ApplyOptions{SizeGiven: true})
+			return err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, f := newEngine()
+			seedElastic(f, spec, 1, 1)
+			if err := tc.do(e); err != nil {
+				t.Fatal(err)
+			}
+			if got := recordedSize(t, f); got != 3 {
+				t.Fatalf("effective size %d after the instruction, want 3", got)
+			}
+			for _, m := range []string{"el-2", "el-3"} {
+				if f.pod(m) == nil || f.pvc(PVCName(m)) == nil {
+					t.Fatalf("%s was not created", m)
+				}
+			}
+			// A second reconcile keeps it (the settle time has not passed).
+			if _, err := e.Reconcile(context.Background(), "el"); err != nil {
+				t.Fatal(err)
+			}
+			if got := recordedSize(t, f); got != 3 {
+				t.Fatalf("effective size %d after a reconcile, want 3", got)
+			}
+		})
+	}
+	t.Run("an apply without --size keeps the effective size", func(t *testing.T) {
+		e, f := newEngine()
+		seedElastic(f, spec, 1, 1)
+		if _, err := e.ApplyWith(context.Background(), "el", func(s *Spec) (Spec, error) {
+			n := *s
+			n.Settle = "5m"
+			return n, nil
+		}, ApplyOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if got := recordedSize(t, f); got != 1 {
+			t.Fatalf("effective size %d, want 1 (no size was given)", got)
+		}
+	})
+}
+
+// --max-size=0 fixes the pool at its effective size (never below a claimed
+// member), not at the size its definition started from: nothing is deleted.
+func TestElasticOffKeepsTheEffectiveSize(t *testing.T) {
+	off := func(s *Spec) (Spec, error) { return s.Fixed(s.Size), nil }
+	for _, tc := range []struct {
+		name      string
+		size      int // effective
+		members   int
+		claimed   []int
+		sizeGiven int // 0: none
+		want      int
+	}{
+		{"effective 8 with members 4 and 5 claimed", 8, 8, []int{4, 5}, 0, 8},
+		{"a claim above the size not yet taken in", 3, 5, []int{5}, 0, 5},
+		{"a size given wins", 8, 8, nil, 6, 6},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, f := newEngine()
+			seedElastic(f, elasticSpec(3, 0, 10, 1), tc.size, tc.members, tc.claimed...)
+			edit, opts := off, ApplyOptions{}
+			if tc.sizeGiven > 0 {
+				edit = func(s *Spec) (Spec, error) { return s.Fixed(tc.sizeGiven), nil }
+				opts.SizeGiven = true
+			}
+			res, err := e.ApplyWith(context.Background(), "el", edit, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			stored, err := ParseSpec(f.cm(ConfigMapName("el")).Data[KeySpec])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if stored.Elastic() || stored.Size != tc.want || res.Spec.Size != tc.want {
+				t.Fatalf("stored %+v (result %d), want a fixed pool of %d", stored, res.Spec.Size, tc.want)
+			}
+			for _, a := range f.writes() {
+				if a.Verb == "delete" && (a.Kind == kPod || a.Kind == kPVC) && memberIndexOf(a.Name) <= tc.want {
+					t.Errorf("deleted %s", a)
+				}
+			}
+			for n := 1; n <= tc.want; n++ {
+				if f.pod(MemberName("el", n)) == nil {
+					t.Errorf("el-%d has no Pod", n)
+				}
+			}
+		})
+	}
+}
+
+func memberIndexOf(name string) int {
+	if n, ok := MemberFromPVCName(name); ok {
+		name = n
+	}
+	i, _ := MemberIndex("el", name)
+	return i
+}
