@@ -45,6 +45,8 @@ type PoolState struct {
 	// nodeDown is the snapshot's NodeDown: a change of the nodes is no
 	// member's change, and the caller observes the pool whole again.
 	nodeDown map[string]string
+	// seen is the snapshot's LeaseSeen.
+	seen map[string]time.Time
 	// due holds, per member with a Lease, when its claim next changes with
 	// time alone (lazily: an entry may be stale, then it only costs a
 	// re-observation that changes nothing).
@@ -81,7 +83,7 @@ type MemberChange struct {
 
 // NewPoolState observes a snapshot whole (Observe) and keeps the result.
 func NewPoolState(snap Snapshot, now time.Time) *PoolState {
-	s := &PoolState{view: Observe(snap, now), pods: len(snap.Pods), pvcs: len(snap.PVCs), nodeDown: snap.NodeDown}
+	s := &PoolState{view: Observe(snap, now), pods: len(snap.Pods), pvcs: len(snap.PVCs), nodeDown: snap.NodeDown, seen: snap.LeaseSeen}
 	s.size, s.source = s.view.Status.Desired, s.view.Source
 	s.odd = !conventional(snap)
 	limit := placementLimit(s.size, s.pods, s.pvcs)
@@ -211,6 +213,22 @@ func (s *PoolState) Update(u PoolUpdate, now time.Time) ([]MemberChange, bool) {
 	// From here on, the update is applied.
 	s.pods, s.pvcs = pods, pvcs
 	if u.Definition {
+		// A block the status records (an object no snapshot shows) is
+		// part of its member's observation: the members whose recorded
+		// block changed are observed again.
+		was, is := recordedBlocks(&v.Recorded), recordedBlocks(&def.Recorded)
+		for _, name := range sortedUnion(was, is) {
+			if was[name] == is[name] {
+				continue
+			}
+			if _, changed := u.Members[name]; changed {
+				continue
+			}
+			if pos, ok := s.position(name); ok {
+				m := &v.Members[pos]
+				todo = append(todo, work{pos: pos, name: m.Name, objs: MemberObjects{Pod: m.Pod, PVC: m.PVC, Lease: m.Lease}})
+			}
+		}
 		v.Spec, v.SpecError, v.Recorded, v.RecordedError, v.Problems = def.Spec, def.SpecError, def.Recorded, def.RecordedError, def.Problems
 	}
 	// The members whose claims changed with time alone, with their objects.
@@ -222,7 +240,7 @@ func (s *PoolState) Update(u PoolUpdate, now time.Time) ([]MemberChange, bool) {
 		}
 	}
 	sort.Slice(todo, func(i, j int) bool { return todo[i].pos < todo[j].pos })
-	ob := observer{pool: v.Name, size: s.size, source: s.source, now: now, nodeDown: s.nodeDown}
+	ob := newObserver(v, s.size, now, s.seen, s.nodeDown)
 	changes := make([]MemberChange, 0, len(todo))
 	for i, w := range todo {
 		if i > 0 && todo[i-1].pos == w.pos {
@@ -387,4 +405,19 @@ type PoolChanges struct {
 // Ref is the changed pool's identity.
 func (c *PoolChanges) Ref() PoolRef {
 	return PoolRef{Context: c.Context, Namespace: c.Namespace, Name: c.Pool}
+}
+
+// sortedUnion returns the keys of a and b, each once, sorted.
+func sortedUnion(a, b map[string]string) []string {
+	keys := make([]string, 0, len(a)+len(b))
+	for k := range a {
+		keys = append(keys, k)
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	return keys
 }

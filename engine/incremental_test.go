@@ -571,8 +571,16 @@ func randomOne(rnd *rand.Rand, w *world) string {
 			w.putCM(BuildConfigMap(incrNS, w.pool, baseSpec(12)))
 			return "create the definition"
 		}
+		// A status with a block the last reconcile recorded (an object
+		// without this pool's labels, which no snapshot shows) on a member.
+		kind := []string{"pod", "pvc"}[rnd.IntN(2)]
+		obj := name
+		if kind == "pvc" {
+			obj = PVCName(name)
+		}
+		blocked := Status{Desired: rnd.IntN(20), Members: []MemberRow{{Name: name, State: StateMissing, Blocked: blockReason(kind, obj, "it has no pool labels")}}}.Encode()
 		w.withCM(func(cm *corev1.ConfigMap) {
-			cm.Data[KeyStatus] = []string{"", "{{{", Status{Desired: rnd.IntN(20), Ready: rnd.IntN(9)}.Encode()}[rnd.IntN(3)]
+			cm.Data[KeyStatus] = []string{"", "{{{", Status{Desired: rnd.IntN(20), Ready: rnd.IntN(9)}.Encode(), blocked, blocked}[rnd.IntN(5)]
 		})
 		return "status"
 	case op < 82:

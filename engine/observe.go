@@ -73,15 +73,8 @@ func Observe(snap Snapshot, now time.Time) PoolView {
 	}
 
 	// The claims of all members share one allocation.
-	ob := observer{pool: snap.Pool, size: size, source: v.Source, now: now, claims: make([]Claim, 0, len(snap.Leases)), seen: snap.LeaseSeen, nodeDown: snap.NodeDown}
-	for i := range v.Recorded.Members {
-		if r := &v.Recorded.Members[i]; r.Blocked != "" {
-			if ob.blocked == nil {
-				ob.blocked = map[string]string{}
-			}
-			ob.blocked[r.Name] = r.Blocked
-		}
-	}
+	ob := newObserver(&v, size, now, snap.LeaseSeen, snap.NodeDown)
+	ob.claims = make([]Claim, 0, len(snap.Leases))
 	w := 0
 	for n := 1; n < len(slots); n++ {
 		o := &slots[n]
@@ -177,6 +170,29 @@ type observer struct {
 	records map[[2]string]string
 	// nodeDown is Snapshot.NodeDown.
 	nodeDown map[string]string
+}
+
+// newObserver is the observer of pool view v (its definition observed) at
+// size and now, with the reader's Lease sightings and the snapshot's down
+// nodes: Observe and PoolState.Update both make theirs here, so that a
+// member is observed alike by either.
+func newObserver(v *PoolView, size int, now time.Time, seen map[string]time.Time, nodeDown map[string]string) observer {
+	return observer{pool: v.Name, size: size, source: v.Source, now: now, seen: seen, nodeDown: nodeDown, blocked: recordedBlocks(&v.Recorded)}
+}
+
+// recordedBlocks are the blocks a recorded status names, by member (nil when
+// none).
+func recordedBlocks(st *Status) map[string]string {
+	var blocked map[string]string
+	for i := range st.Members {
+		if r := &st.Members[i]; r.Blocked != "" {
+			if blocked == nil {
+				blocked = map[string]string{}
+			}
+			blocked[r.Name] = r.Blocked
+		}
+	}
+	return blocked
 }
 
 // recordProblem is SourceRecordProblem of a claimed member's PVC, decoded
