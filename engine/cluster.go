@@ -110,6 +110,30 @@ type Engine struct {
 	// guarded permission (PermForceRelease); it returns an error wrapping
 	// ErrForbidden when not.
 	Authorize func(ctx context.Context, p Permission) error
+	// ClockID names the clock Now reads (the machine's host name): a time
+	// this engine stamps for a duration after which something is deleted
+	// (an elastic pool's aboveSince) carries it, and a stamp of another
+	// clock is never trusted for such a duration (DECISIONS, "Clocks").
+	// Empty: an engine that only meets stamps without a name.
+	ClockID string
+	// ServerOffset, when set, says how far the API server's clock is ahead
+	// of Now (ok false: not known yet). A reconcile whose clock is more
+	// than SkewTolerance off stamps its history samples on the server's
+	// clock, so that a machine a day fast cannot cut a pool's history.
+	ServerOffset func() (offset time.Duration, ok bool)
+}
+
+// serverNow is the clock reading that history samples are stamped with:
+// Now, or the API server's time when Now is more than SkewTolerance off it.
+func (e *Engine) serverNow() time.Time {
+	now := e.Now()
+	if e.ServerOffset == nil {
+		return now
+	}
+	if off, ok := e.ServerOffset(); ok && (off > SkewTolerance || off < -SkewTolerance) {
+		return now.Add(off)
+	}
+	return now
 }
 
 // AuditEntry describes one operation for the audit trail.

@@ -149,6 +149,10 @@ type ElasticStatus struct {
 	// spare (a shrink waits for the settle time from then); nil while it
 	// has not.
 	AboveSince *time.Time `json:"aboveSince,omitempty"`
+	// AboveSinceBy names the clock that stamped AboveSince (Engine.ClockID):
+	// a reconciler counts the settle time only on its own clock, and starts
+	// it again on a stamp of another (DECISIONS, "Clocks").
+	AboveSinceBy string `json:"aboveSinceBy,omitempty"`
 	// AtCeiling: the pool is at its maxSize and no member is free
 	// (exhausted at its ceiling).
 	AtCeiling bool `json:"atCeiling,omitempty"`
@@ -218,11 +222,22 @@ type ElasticDecision struct {
 //     and the highest member that is claimed, held by a Lease or blocked:
 //     only unclaimed members from the highest index down are removed);
 //   - otherwise keep the size.
+//
+// It is PlanElasticOn for an engine whose clock has no name.
 func PlanElastic(spec Spec, v *PoolView, prev *ElasticStatus, now time.Time) ElasticDecision {
+	return PlanElasticOn(spec, v, prev, now, "")
+}
+
+// PlanElasticOn is PlanElastic by a reconciler whose clock is named clock
+// (Engine.ClockID): the settle time before a shrink counts only from a
+// stamp of this clock. A stamp of another clock (or of none, or one ahead
+// of now: this clock went back) starts it again now, so that a reconciler
+// whose clock is an hour slow cannot make the next one shrink at once.
+func PlanElasticOn(spec Spec, v *PoolView, prev *ElasticStatus, now time.Time, clock string) ElasticDecision {
 	cur := EffectiveSize(spec, prev)
 	st := ElasticStatus{Size: cur, From: spec.Size}
 	if prev != nil {
-		st.Reason, st.ChangedAt, st.AboveSince = prev.Reason, prev.ChangedAt, prev.AboveSince
+		st.Reason, st.ChangedAt, st.AboveSince, st.AboveSinceBy = prev.Reason, prev.ChangedAt, prev.AboveSince, prev.AboveSinceBy
 	}
 	d := ElasticDecision{}
 	set := func(n int, why string) {
@@ -230,7 +245,7 @@ func PlanElastic(spec Spec, v *PoolView, prev *ElasticStatus, now time.Time) Ela
 			return
 		}
 		at := now
-		st.Size, st.Reason, st.ChangedAt, st.AboveSince = n, why, &at, nil
+		st.Size, st.Reason, st.ChangedAt, st.AboveSince, st.AboveSinceBy = n, why, &at, nil, ""
 		d.Changed = true
 	}
 	switch {
@@ -238,11 +253,11 @@ func PlanElastic(spec Spec, v *PoolView, prev *ElasticStatus, now time.Time) Ela
 		st.Reason = fmt.Sprintf("started from the definition's size %d", cur)
 	case prev.From != spec.Size:
 		at := now
-		st.Reason, st.ChangedAt, st.AboveSince = fmt.Sprintf("the definition's size changed to %d", spec.Size), &at, nil
+		st.Reason, st.ChangedAt, st.AboveSince, st.AboveSinceBy = fmt.Sprintf("the definition's size changed to %d", spec.Size), &at, nil, ""
 		d.Changed = prev.Size != cur
 	case prev.Size != cur:
 		at := now
-		st.Reason, st.ChangedAt, st.AboveSince = fmt.Sprintf("kept within minSize %d and maxSize %d", spec.MinSize, spec.MaxSize), &at, nil
+		st.Reason, st.ChangedAt, st.AboveSince, st.AboveSinceBy = fmt.Sprintf("kept within minSize %d and maxSize %d", spec.MinSize, spec.MaxSize), &at, nil, ""
 		d.Changed = true
 	}
 
@@ -284,9 +299,10 @@ func PlanElastic(spec Spec, v *PoolView, prev *ElasticStatus, now time.Time) Ela
 		n := min(spec.MaxSize, st.Size+spare-supply)
 		set(n, fmt.Sprintf("grew from %d to %d: %d free of spare %d", st.Size, n, free, spare))
 	case free > spare && st.Size > d.Floor:
-		if st.AboveSince == nil {
+		if st.AboveSince == nil || st.AboveSinceBy != clock || st.AboveSince.After(now.Add(SkewTolerance)) {
+			// The settle time starts (again) on this reconciler's clock.
 			at := now
-			st.AboveSince = &at
+			st.AboveSince, st.AboveSinceBy = &at, clock
 			break
 		}
 		if now.Sub(*st.AboveSince) < spec.SettleTime() {
@@ -295,7 +311,7 @@ func PlanElastic(spec Spec, v *PoolView, prev *ElasticStatus, now time.Time) Ela
 		n := max(d.Floor, st.Size-(free-spare))
 		set(n, fmt.Sprintf("shrank from %d to %d: %d free of spare %d for %s", st.Size, n, free, spare, spec.SettleTime()))
 	default:
-		st.AboveSince = nil
+		st.AboveSince, st.AboveSinceBy = nil, ""
 	}
 	d.Status = st
 	return d

@@ -163,7 +163,7 @@ func (e *Engine) Reconcile(ctx context.Context, pool string) (ReconcileResult, e
 		// The size is decided on the pool as it is now, at the size its
 		// status records; the steps then work at the size decided.
 		v := Observe(snap, e.Now())
-		d := PlanElastic(spec, &v, v.Recorded.Elastic, e.Now())
+		d := PlanElasticOn(spec, &v, v.Recorded.Elastic, e.Now(), e.ClockID)
 		size, el = d.Status.Size, &d
 	}
 	res, err := e.reconcileWith(ctx, snap, spec, size, pre, el)

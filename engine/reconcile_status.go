@@ -42,7 +42,7 @@ func (e *Engine) recordStatus(ctx context.Context, snap Snapshot, spec Spec, vie
 	if el != nil {
 		el(&st)
 	}
-	st.History = recordHistory(final.Recorded.History, Sample{At: e.Now(), Free: st.Free, Claimed: st.Claimed, Size: st.Desired})
+	st.History = recordHistory(final.Recorded.History, Sample{At: e.serverNow(), Free: st.Free, Claimed: st.Claimed, Size: st.Desired})
 	res.Status = st
 	if snap.ConfigMap != nil && (!st.sameContent(final.Recorded) || final.RecordedError != nil) {
 		t := e.Now()

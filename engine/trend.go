@@ -338,10 +338,20 @@ const HistoryHeartbeat = time.Hour
 // recordHistory adds the counts at now to prev (nil: none yet) when they
 // changed since the last sample or the last sample is HistoryHeartbeat old,
 // so that a pool at rest writes its status once an hour, not once a slot.
+//
+// Samples stamped ahead of s (by more than SkewTolerance: a writer whose
+// clock runs fast) count from the moment this writer first sees them
+// (DECISIONS, "Clocks"): they are taken into s's slot, keeping the worse
+// one, so that they neither freeze the history (a sample before the last
+// one is ignored) nor stand in for its future.
 func recordHistory(prev *History, s Sample) *History {
 	var h History
 	if prev != nil {
 		h = *prev
+		if last, ok := h.Last(); ok && last.At.After(s.At.Add(SkewTolerance)) {
+			h = h.pullBack(s.At)
+			prev = &h
+		}
 	}
 	if last, ok := h.Last(); ok && last.Free == s.Free && last.Claimed == s.Claimed && last.Size == s.Size &&
 		s.At.Sub(last.At) < HistoryHeartbeat && !s.At.Before(last.At) {
@@ -349,6 +359,20 @@ func recordHistory(prev *History, s Sample) *History {
 	}
 	h = h.Add(s)
 	return &h
+}
+
+// pullBack returns the history with each sample stamped after at (by more
+// than SkewTolerance) moved into at's slot, the worse of them kept there.
+func (h History) pullBack(at time.Time) History {
+	slot := at.Truncate(HistoryInterval).UTC()
+	var out []Sample
+	for _, s := range h.Samples {
+		if s.At.After(at.Add(SkewTolerance)) {
+			s.At = slot
+		}
+		out = addSample(out, s)
+	}
+	return History{Samples: out}
 }
 
 // Filled returns the samples with each slot that has none, up to

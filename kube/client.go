@@ -79,6 +79,7 @@ func (o *Options) RESTConfig() (*rest.Config, error) {
 	}
 	cfg.Timeout = 0
 	cfg.Wrap(BoundOrdinaryRequests(bound))
+	watchServerClock(cfg)
 	// Built-in types speak protobuf: smaller and faster to decode than JSON.
 	cfg.ContentType = "application/vnd.kubernetes.protobuf"
 	cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"

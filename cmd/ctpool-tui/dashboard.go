@@ -150,7 +150,7 @@ func dashboardOptions(conn *connection, data tui.DataSource, readOnly bool) tui.
 // action's pool): fresh reads, audit Events naming the caller, and the API
 // server's word on force-release.
 func engineIn(conn *connection, ns string) *engine.Engine {
-	eng := &engine.Engine{Cluster: kube.NewCluster(conn.client, ns), Namespace: ns, Now: time.Now}
+	eng := kube.StampClocks(&engine.Engine{Cluster: kube.NewCluster(conn.client, ns), Namespace: ns, Now: time.Now}, conn.cfg)
 	aud := auditor(conn.client, ns)
 	if conn.demo {
 		aud = &kube.Auditor{Client: conn.client, Namespace: ns, Actor: "demo-admin"}

@@ -37,15 +37,15 @@ func (e *env) logger() *slog.Logger {
 // engineFor connects to the cluster and returns an engine for the namespace
 // whose writes are audited as the dashboard's are.
 func (e *env) engineFor() (*engine.Engine, string, error) {
-	cs, _, ns, err := e.clientFor()
+	cs, cfg, ns, err := e.clientFor()
 	if err != nil {
 		return nil, "", err
 	}
-	return &engine.Engine{
+	return kube.StampClocks(&engine.Engine{
 		Cluster: kube.NewCluster(cs, ns), Namespace: ns, Now: time.Now, Audit: auditor(cs, ns).Record,
 		// A force-release asks the API server first, as in the dashboard.
 		Authorize: (&kube.Access{Client: cs, Namespace: ns}).Authorize,
-	}, ns, nil
+	}, cfg), ns, nil
 }
 
 // clientFor resolves the namespace and connects: the clientset, the config

@@ -138,7 +138,7 @@ func (f *reconcileFlags) validate() error {
 // runController runs the reconciler of one pool, a namespace or every
 // namespace until ctx ends (exit 0) or the leadership is lost (exit 1).
 func runController(ctx context.Context, e *env, f reconcileFlags, pool string) error {
-	cs, _, ns, err := e.clientFor()
+	cs, cfg, ns, err := e.clientFor()
 	if err != nil {
 		return opErr(err)
 	}
@@ -160,7 +160,7 @@ func runController(ctx context.Context, e *env, f reconcileFlags, pool string) e
 	defer stopEvents()
 	opts := controller.Options{
 		Client: cs, Namespace: scope, Pool: pool, Workers: f.workers, Resync: f.interval,
-		Logger: log, Recorder: rec,
+		Logger: log, Recorder: rec, ClockID: kube.ClockID(), ServerOffset: kube.ServerClockOf(cfg.Host).Offset,
 	}
 	if pool != "" {
 		// One pool: read it fresh on every interval, so that a cache left
@@ -210,7 +210,7 @@ func runController(ctx context.Context, e *env, f reconcileFlags, pool string) e
 // reconcileAllOnce reconciles every defined pool of the namespace (or of
 // every namespace) once, one line each; exit 1 when any failed.
 func reconcileAllOnce(ctx context.Context, e *env, allNamespaces bool) error {
-	cs, _, ns, err := e.clientFor()
+	cs, cfg, ns, err := e.clientFor()
 	if err != nil {
 		return opErr(err)
 	}
@@ -227,7 +227,7 @@ func reconcileAllOnce(ctx context.Context, e *env, allNamespaces bool) error {
 	}
 	var failed []string
 	for _, k := range keys {
-		eng := &engine.Engine{Cluster: kube.NewCluster(cs, k.Namespace), Namespace: k.Namespace, Now: time.Now}
+		eng := kube.StampClocks(&engine.Engine{Cluster: kube.NewCluster(cs, k.Namespace), Namespace: k.Namespace, Now: time.Now}, cfg)
 		stop := e.showProgress(eng)
 		res, err := eng.Reconcile(ctx, k.Name)
 		stop()

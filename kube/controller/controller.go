@@ -66,6 +66,10 @@ type Options struct {
 	RateLimiter workqueue.TypedRateLimiter[engine.PoolRef]
 	// Now is the engine's clock (default time.Now).
 	Now func() time.Time
+	// ClockID and ServerOffset are the engine's (engine.Engine): the name
+	// of this machine's clock and the API server's clock ahead of it.
+	ClockID      string
+	ServerOffset func() (time.Duration, bool)
 	// LeaderElection, when set, runs the workers only while this instance
 	// holds the election Lease.
 	LeaderElection *LeaderElection
@@ -360,9 +364,11 @@ func (c *Controller) sync(ctx context.Context, k engine.PoolRef) (engine.Reconci
 		}
 	}
 	eng := &engine.Engine{
-		Cluster:   &kube.Cluster{Client: c.client, Namespace: k.Namespace, Reader: rd},
-		Namespace: k.Namespace,
-		Now:       c.opts.Now,
+		Cluster:      &kube.Cluster{Client: c.client, Namespace: k.Namespace, Reader: rd},
+		Namespace:    k.Namespace,
+		Now:          c.opts.Now,
+		ClockID:      c.opts.ClockID,
+		ServerOffset: c.opts.ServerOffset,
 	}
 	res, err := eng.Reconcile(ctx, k.Name)
 	if rd.reads != 1 {
