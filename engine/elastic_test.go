@@ -182,6 +182,11 @@ func TestPlanElastic(t *testing.T) {
 					p.Status = corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: "0/1 nodes are available"}}}
 				}
 			}, want: 6},
+		{name: "a member under a reconciler's Lease counts as coming supply: no growth for a replacement", rec: &ElasticStatus{Size: 6, From: 3}, members: 6, claimed: 3,
+			mutate: func(s *Snapshot) {
+				s.Pods[5].Labels[LabelSource] = "old"
+				s.Leases = append(s.Leases, ReconcilerLease(testNS, "el", "el-6", testNow))
+			}, want: 6},
 		{name: "above the spare: the settle time starts", rec: &ElasticStatus{Size: 8, From: 3}, members: 8, claimed: 2, want: 8, aboveSince: true},
 		{name: "above the spare within the settle time: keep", rec: &ElasticStatus{Size: 8, From: 3, AboveSince: since(9 * time.Minute)}, members: 8, claimed: 2, want: 8, aboveSince: true},
 		{name: "above the spare for the settle time: shrink by the excess", rec: &ElasticStatus{Size: 8, From: 3, AboveSince: since(10 * time.Minute)}, members: 8, claimed: 2, want: 5, changed: true, reason: "shrank from 8 to 5"},

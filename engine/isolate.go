@@ -340,3 +340,35 @@ func (e *Engine) removeIsolation(ctx context.Context, pool string) (bool, error)
 	}
 	return true, nil
 }
+
+// privateBlocks are the address blocks pod networks are drawn from: the
+// private, shared and unique-local ranges.
+var privateBlocks = []netip.Prefix{
+	netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("172.16.0.0/12"), netip.MustParsePrefix("192.168.0.0/16"),
+	netip.MustParsePrefix("100.64.0.0/10"), netip.MustParsePrefix("fc00::/7"),
+}
+
+// cidrWarnings warns of each ingress cidr peer of an isolated pool that
+// covers private addresses. A NetworkPolicy admits every address of a cidr
+// peer, a member's too (NetworkPolicy cannot take the members out of an
+// address block as it takes them out of a selector peer), so where the
+// block covers the pod network, members inside it may reach each other.
+func (s Spec) cidrWarnings() []string {
+	if !s.Isolate {
+		return nil
+	}
+	var w []string
+	for i, p := range s.Ingress {
+		block, err := netip.ParsePrefix(p.CIDR)
+		if err != nil {
+			continue
+		}
+		for _, priv := range privateBlocks {
+			if block.Overlaps(priv) {
+				w = append(w, fmt.Sprintf("ingress[%d].cidr %s covers private addresses (%s), where pod networks live: a NetworkPolicy admits every address of a cidr peer, a member's too, so members inside it may reach each other; admit in-cluster clients with a podSelector or namespaceSelector peer (those never admit members) and keep cidr peers to addresses outside the pod network", i, p.CIDR, priv))
+				break
+			}
+		}
+	}
+	return w
+}

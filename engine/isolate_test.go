@@ -563,3 +563,29 @@ func TestPoolViewIsolation(t *testing.T) {
 		})
 	}
 }
+
+// An ingress cidr peer that covers private addresses may admit members (a
+// NetworkPolicy cannot take them out of an address block): apply says so.
+func TestIngressCIDRCoveringPodNetworksWarns(t *testing.T) {
+	for _, tc := range []struct {
+		cidr string
+		warn bool
+	}{
+		{"10.0.0.0/8", true},
+		{"0.0.0.0/0", true},
+		{"10.244.3.0/24", true},
+		{"fd00:10::/64", true},
+		{"203.0.113.0/24", false},
+		{"2001:db8::/32", false},
+	} {
+		t.Run(tc.cidr, func(t *testing.T) {
+			s := baseSpec(1)
+			s.Isolate, s.Ingress = true, []NetworkPeer{{CIDR: tc.cidr}}
+			w := s.Warnings()
+			got := len(w) == 1 && strings.Contains(w[0], "ingress[0].cidr "+tc.cidr+" covers private addresses")
+			if got != tc.warn || (!tc.warn && len(w) != 0) {
+				t.Fatalf("warnings %q, want a warning: %v", w, tc.warn)
+			}
+		})
+	}
+}

@@ -159,7 +159,7 @@ func (s Spec) Warnings() []string {
 	if s.Runtime != nil && s.Runtime.Backend == BackendSandboxd && s.Runtime.Template != "" && s.Runtime.Template != s.Image {
 		w = append(w, fmt.Sprintf("runtime.template %q differs from image %q: sandboxd claims by template, so members run the template's microVM; keep them equal unless the warm pool is built from a different reference", s.Runtime.Template, s.Image))
 	}
-	return w
+	return append(w, s.cidrWarnings()...)
 }
 
 // BackendName returns the pool's backend, "standard" when unset.
