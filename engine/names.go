@@ -67,6 +67,19 @@ func PoolFromConfigMapName(name string) (string, bool) {
 	return strings.TrimPrefix(name, configMapNamePrefix), true
 }
 
+// DefinedPool reports the pool a ConfigMap of this name and labels defines:
+// one named ConfigMapName(pool) of a valid pool name, labelled with that
+// pool. It is the one rule by which every reader (the caches, the
+// dashboard's changes, the commands, completion, the demo) knows a pool
+// definition; a ConfigMap labelled for a pool but named otherwise is none.
+func DefinedPool(name string, labels map[string]string) (string, bool) {
+	pool, ok := PoolFromConfigMapName(name)
+	if !ok || labels[LabelPool] != pool || ValidatePoolName(pool) != nil {
+		return "", false
+	}
+	return pool, true
+}
+
 // MemberName is the name of member n of a pool: <pool>-<n>.
 func MemberName(pool string, n int) string { return pool + "-" + strconv.Itoa(n) }
 

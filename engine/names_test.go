@@ -195,3 +195,26 @@ func TestDerivedNames(t *testing.T) {
 		})
 	}
 }
+
+// One rule says which ConfigMap defines a pool, for every reader.
+func TestDefinedPool(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		labels map[string]string
+		want   string
+	}{
+		{"corral-vdi-ctpool-desk", map[string]string{LabelPool: "desk"}, "desk"},
+		{"corral-vdi-ctpool-desk", map[string]string{LabelPool: "kiosk"}, ""},
+		{"corral-vdi-ctpool-desk", nil, ""},
+		{"desk-settings", map[string]string{LabelPool: "desk"}, ""},
+		{"corral-vdi-ctpool-Desk_1", map[string]string{LabelPool: "Desk_1"}, ""},
+		{"corral-vdi-ctpool-", map[string]string{LabelPool: ""}, ""},
+	} {
+		t.Run(tc.name+"/"+tc.labels[LabelPool], func(t *testing.T) {
+			got, ok := DefinedPool(tc.name, tc.labels)
+			if got != tc.want || ok != (tc.want != "") {
+				t.Fatalf("DefinedPool = %q, %v; want %q", got, ok, tc.want)
+			}
+		})
+	}
+}

@@ -27,8 +27,8 @@ func GroupByPool(namespace string, cms []*corev1.ConfigMap, pods []*corev1.Pod, 
 		return s
 	}
 	for _, cm := range cms {
-		pool, ok := PoolFromConfigMapName(cm.Name)
-		if !ok || cm.Labels[LabelPool] != pool {
+		pool, ok := DefinedPool(cm.Name, cm.Labels)
+		if !ok {
 			continue // labelled for a pool but not its definition
 		}
 		get(pool).ConfigMap = cm

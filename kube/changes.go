@@ -53,8 +53,7 @@ func (w *Watcher) record(obj any) {
 		pool, member, named, ok = engine.LeaseMember(o)
 	case *corev1.ConfigMap:
 		ns = o.Namespace
-		pool, ok = engine.PoolFromConfigMapName(o.Name)
-		ok = ok && o.Labels[engine.LabelPool] == pool
+		pool, ok = engine.DefinedPool(o.Name, o.Labels)
 		definition = true
 	default:
 		w.changesMu.Lock()

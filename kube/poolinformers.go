@@ -174,10 +174,11 @@ func (s *PoolInformers) Snapshot(ctx context.Context, k engine.PoolRef) (engine.
 		items, _ := inf.GetIndexer().ByIndex(PoolIndex, k.String())
 		return items
 	}
-	name := engine.ConfigMapName(k.Name)
 	for _, o := range objs(s.ConfigMaps) {
-		if cm, ok := o.(*corev1.ConfigMap); ok && cm.Name == name {
-			snap.ConfigMap = cm
+		if cm, ok := o.(*corev1.ConfigMap); ok {
+			if pool, ok := engine.DefinedPool(cm.Name, cm.Labels); ok && pool == k.Name {
+				snap.ConfigMap = cm
+			}
 		}
 	}
 	for _, o := range objs(s.Pods) {
@@ -207,9 +208,8 @@ func (s *PoolInformers) Pools() []engine.PoolRef {
 		if !ok {
 			continue
 		}
-		k, ok := PoolOf(cm)
-		if ok && cm.Name == engine.ConfigMapName(k.Name) {
-			out = append(out, k)
+		if pool, ok := engine.DefinedPool(cm.Name, cm.Labels); ok {
+			out = append(out, engine.PoolRef{Namespace: cm.Namespace, Name: pool})
 		}
 	}
 	return out

@@ -207,17 +207,14 @@ func listWith(cmd *cobra.Command, e *env, toComplete string, list func(context.C
 // poolNames lists the pools defined in ns: the ConfigMaps labelled with
 // their own pool name.
 func poolNames(ctx context.Context, cs kubernetes.Interface, ns string) ([]string, error) {
-	list, err := cs.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{LabelSelector: engine.LabelPool})
+	refs, err := kube.ListDefinedPools(ctx, cs, ns)
 	if err != nil {
 		return nil, err
 	}
-	var names []string
-	for _, cm := range list.Items {
-		if pool, ok := engine.PoolFromConfigMapName(cm.Name); ok && cm.Labels[engine.LabelPool] == pool {
-			names = append(names, pool)
-		}
+	names := make([]string, 0, len(refs))
+	for _, r := range refs {
+		names = append(names, r.Name)
 	}
-	sort.Strings(names)
 	return names, nil
 }
 

@@ -5,13 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
 	"github.com/ctpool-tui/ctpool-tui/kube"
@@ -217,7 +215,7 @@ func reconcileAllOnce(ctx context.Context, e *env, allNamespaces bool) error {
 	if allNamespaces {
 		ns = metav1.NamespaceAll
 	}
-	keys, err := definedPools(ctx, cs, ns)
+	keys, err := kube.ListDefinedPools(ctx, cs, ns)
 	if err != nil {
 		return opErr(fmt.Errorf("list pools: %w", err))
 	}
@@ -244,19 +242,3 @@ func reconcileAllOnce(ctx context.Context, e *env, allNamespaces bool) error {
 	return nil
 }
 
-// definedPools lists the pools that have a definition ConfigMap.
-func definedPools(ctx context.Context, cs kubernetes.Interface, ns string) ([]engine.PoolRef, error) {
-	list, err := cs.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{LabelSelector: engine.LabelPool})
-	if err != nil {
-		return nil, kube.MapError(err)
-	}
-	var keys []engine.PoolRef
-	for _, cm := range list.Items {
-		pool := cm.Labels[engine.LabelPool]
-		if cm.Name == engine.ConfigMapName(pool) && engine.ValidatePoolName(pool) == nil {
-			keys = append(keys, engine.PoolRef{Namespace: cm.Namespace, Name: pool})
-		}
-	}
-	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
-	return keys, nil
-}

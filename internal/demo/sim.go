@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -250,17 +249,14 @@ func expected(err error) bool {
 
 // pools lists the defined pools (any pool, also ones the dashboard creates).
 func (s *Sim) pools(ctx context.Context) ([]string, error) {
-	cms, err := s.client.CoreV1().ConfigMaps(s.opts.Namespace).List(ctx, metav1.ListOptions{LabelSelector: engine.LabelPool})
+	refs, err := kube.ListDefinedPools(ctx, s.client, s.opts.Namespace)
 	if err != nil {
 		return nil, err
 	}
-	var out []string
-	for _, cm := range cms.Items {
-		if p, ok := engine.PoolFromConfigMapName(cm.Name); ok && cm.Labels[engine.LabelPool] == p {
-			out = append(out, p)
-		}
+	out := make([]string, 0, len(refs))
+	for _, r := range refs {
+		out = append(out, r.Name)
 	}
-	sort.Strings(out)
 	return out, nil
 }
 
