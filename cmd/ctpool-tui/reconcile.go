@@ -241,4 +241,3 @@ func reconcileAllOnce(ctx context.Context, e *env, allNamespaces bool) error {
 	}
 	return nil
 }
-
