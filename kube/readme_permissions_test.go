@@ -8,7 +8,8 @@ import (
 	"github.com/ctpool-tui/ctpool-tui/engine"
 )
 
-// readmePermissionRow is an action's row of the README's permission table:
+// readmePermissionRow is an action's row of the permission table of
+// docs/permissions.md:
 // the action, then each resource with its verbs, in the table's order.
 func readmePermissionRow(t *testing.T, a engine.Action) string {
 	t.Helper()
@@ -31,17 +32,18 @@ func readmePermissionRow(t *testing.T, a engine.Action) string {
 	return "| `" + string(a) + "` | " + strings.Join(parts, "; ") + " |"
 }
 
-// TestREADMEPermissionTable: the README's permission table is the derived
-// one, and it says that force-release is a verb outside the contract's list.
+// TestREADMEPermissionTable: the permission table of docs/permissions.md is
+// the derived one, and the page says that force-release is a verb outside the
+// contract's list.
 func TestREADMEPermissionTable(t *testing.T) {
-	b, err := os.ReadFile("../README.md")
+	b, err := os.ReadFile("../docs/permissions.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	readme := string(b)
 	for _, a := range engine.AllActions {
 		if row := readmePermissionRow(t, a); !strings.Contains(readme, "\n"+row+"\n") {
-			t.Errorf("README's permission table lacks the derived row of %s (or it is stale); write:\n%s", a, row)
+			t.Errorf("docs/permissions.md's permission table lacks the derived row of %s (or it is stale); write:\n%s", a, row)
 		}
 	}
 	for _, a := range engine.AllActions {
@@ -51,7 +53,7 @@ func TestREADMEPermissionTable(t *testing.T) {
 		}
 		if len(ps) == 0 {
 			if strings.Contains(readme, "\n| `"+string(a)+"` | networkpolicies: ") {
-				t.Errorf("README says %s needs networkpolicies on an isolated pool; it does not", a)
+				t.Errorf("docs/permissions.md says %s needs networkpolicies on an isolated pool; it does not", a)
 			}
 			continue
 		}
@@ -60,10 +62,10 @@ func TestREADMEPermissionTable(t *testing.T) {
 			verbs[i] = p.Verb
 		}
 		if row := "| `" + string(a) + "` | networkpolicies: " + strings.Join(verbs, ", ") + " |"; !strings.Contains(readme, "\n"+row+"\n") {
-			t.Errorf("README's table of isolated pools lacks the derived row of %s (or it is stale); write:\n%s", a, row)
+			t.Errorf("docs/permissions.md's table of isolated pools lacks the derived row of %s (or it is stale); write:\n%s", a, row)
 		}
 	}
 	if !strings.Contains(readme, "**`force-release` on Leases**, a custom verb") {
-		t.Error("README does not say that force-release is a custom verb beyond the contract's list")
+		t.Error("docs/permissions.md does not say that force-release is a custom verb beyond the contract's list")
 	}
 }
