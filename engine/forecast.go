@@ -34,7 +34,7 @@ type Forecast struct {
 }
 
 // The forecast's parameters and its stated error bounds (tested in
-// forecast_test.go, quoted in the README).
+// forecast_test.go, quoted in docs/elastic.md).
 const (
 	// ForecastWindow is how far back the forecast looks.
 	ForecastWindow = 60 * time.Minute

@@ -188,7 +188,7 @@ func TestIntegrationIsolatedPoolForeignPolicy(t *testing.T) {
 }
 
 // An identity with the contract's permissions and the isolated rows of the
-// README's table (kube.IsolatedPermissions) runs an isolated pool's life;
+// table of docs/permissions.md (kube.IsolatedPermissions) runs an isolated pool's life;
 // without the isolated rows, apply writes the pool and says what it may
 // not do, and status names the missing permission.
 func TestIntegrationIsolatedPoolPermissions(t *testing.T) {

@@ -19,7 +19,7 @@ import (
 	"github.com/ctpool-tui/ctpool-tui/kube"
 )
 
-// Exit codes, documented in the README.
+// Exit codes, documented in docs/commands.md and docs/dashboard.md.
 const (
 	exitOK        = 0
 	exitError     = 1

@@ -320,13 +320,13 @@ func TestIntegrationRealNodePodSecurity(t *testing.T) {
 			}
 		})
 	}
-	// The README's limit: a hostPath volume is never given to the fsGroup,
+	// The limit docs/security.md states: a hostPath volume is never given to the fsGroup,
 	// so there the restricted member cannot write /data.
 	t.Run("restricted-hostpath", func(t *testing.T) {
 		enforce(t, env, "restricted")
 		realPool(t, env, "sec-hostpath", kubetest.ImageDebian, 1, "--pod-security", "restricted")
 		if code, out, errOut := sh(t, env, "sec-hostpath", "sec-hostpath-1", "touch /data/mine"); code != 1 || !strings.Contains(errOut, "Permission denied") {
-			t.Errorf("a restricted member on a hostPath volume writing /data: exit %d, %q %q; want Permission denied (if the kubelet now applies fsGroup to hostPath, the README's Security section is out of date)", code, out, errOut)
+			t.Errorf("a restricted member on a hostPath volume writing /data: exit %d, %q %q; want Permission denied (if the kubelet now applies fsGroup to hostPath, docs/security.md is out of date)", code, out, errOut)
 		}
 	})
 }

@@ -165,7 +165,7 @@ func TestIntegrationRealNodePrivilegedKeepsRoot(t *testing.T) {
 					f = "/ctpool-top" // a file directly in /: the documented limit
 				}
 				if code, _, _ := sh(t, env, pool, member, "test -e "+f); code != 1 {
-					t.Errorf("%s after a stop and start: test -e exit %d; want 1 (not kept, as the README says)", f, code)
+					t.Errorf("%s after a stop and start: test -e exit %d; want 1 (not kept, as docs/guarantees.md says)", f, code)
 				}
 			}
 			if got := strings.TrimSpace(mustSh(t, env, pool, member, "ls /usr/bin | wc -l")); got != ls {

@@ -52,7 +52,7 @@ type stateCount struct {
 }
 
 // memberStates are the states of ctpool_pool_members, each a count of
-// engine.Status, in the README's order. They overlap: a member can be ready,
+// engine.Status, in docs/operations.md's order. They overlap: a member can be ready,
 // claimed and drifted at once.
 func memberStates(st engine.Status) []stateCount {
 	return []stateCount{
