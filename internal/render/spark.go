@@ -122,6 +122,36 @@ func PoolTrend(v *engine.PoolView, live []engine.Sample, now time.Time) []engine
 	return MergeTrend(rec, live)
 }
 
+// TrendSlot is all a trend drawn at a time reads of that time, when every
+// sample is at the start of its slot (OnSlots, as History.Add and
+// ParseHistory make them): the start of the time's slot
+// (engine.HistoryInterval), and whether the time is that very start.
+// PoolTrend, Sparkline in cells of a multiple of a slot and TrendText
+// from the time less a multiple of a slot are the same at every time of
+// one TrendSlot, so what was drawn from them holds until it changes (the
+// dashboard draws its trends once a slot, not once a tick).
+type TrendSlot struct {
+	Start   int64 // the slot's start, Unix nanoseconds
+	AtStart bool
+}
+
+// TrendSlotAt is now's TrendSlot.
+func TrendSlotAt(now time.Time) TrendSlot {
+	start := now.Truncate(engine.HistoryInterval)
+	return TrendSlot{Start: start.UnixNano(), AtStart: now.Equal(start)}
+}
+
+// OnSlots reports whether every sample is at the start of its slot
+// (engine.HistoryInterval).
+func OnSlots(samples []engine.Sample) bool {
+	for _, s := range samples {
+		if !s.At.Truncate(engine.HistoryInterval).Equal(s.At) {
+			return false
+		}
+	}
+	return true
+}
+
 // TrendText tells the trend of free members over the samples since from,
 // in words that need no sparkline: "free 3→0 ↓" (the first count, the
 // last, and the direction: ↓ fewer, ↑ more, → the same); "" without

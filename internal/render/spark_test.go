@@ -1,6 +1,7 @@
 package render
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -108,6 +109,53 @@ func equalInts(a, b []int) bool {
 		}
 	}
 	return true
+}
+
+// TestTrendSlot: what a trend draws at a time is the same at every time of
+// its TrendSlot (samples on slots, as a reconciler records them with its
+// hourly gaps, and a reader's own), so that a reader may draw it once a
+// slot; and a slot's very start is a TrendSlot of its own.
+func TestTrendSlot(t *testing.T) {
+	slot := engine.HistoryInterval
+	var h engine.History
+	for i := range 48 { // 4 h: a sample a slot at first, then hourly
+		if i < 24 || i%12 == 0 {
+			h = h.Add(engine.Sample{At: t10.Add(time.Duration(i) * slot), Free: 9 - i%7, Claimed: i % 7, Size: 9})
+		}
+	}
+	v := &engine.PoolView{Recorded: engine.Status{History: &h}}
+	live := series(t10.Add(3*time.Hour), 9, 4, -1, 2)
+	if !OnSlots(h.Samples) || !OnSlots(live) {
+		t.Fatal("the samples are not on slots")
+	}
+	draw := func(now time.Time) string {
+		s := PoolTrend(v, live, now)
+		return fmt.Sprint(s) + "|" + Sparkline(s, FreeCount, now, 15*time.Minute, 24, false) + "|" +
+			Sparkline(s, ClaimedCount, now, slot, 48, true) + "|" + TrendText(s, now.Add(-time.Hour), false)
+	}
+	atStartDiffers := false
+	for start := t10.Add(3 * time.Hour); start.Before(t10.Add(5 * time.Hour)); start = start.Add(slot) {
+		after := draw(start.Add(time.Nanosecond))
+		for _, d := range []time.Duration{time.Nanosecond, time.Second, 150 * time.Second, slot - time.Nanosecond} {
+			now := start.Add(d)
+			if k := TrendSlotAt(now); k != TrendSlotAt(start.Add(time.Nanosecond)) || k.AtStart {
+				t.Fatalf("TrendSlotAt(%s) = %+v", now, k)
+			}
+			if got := draw(now); got != after {
+				t.Errorf("at %s: %s, want as at %s: %s", now.Format("15:04:05.000000000"), got, start.Add(time.Nanosecond).Format("15:04:05.000000000"), after)
+			}
+		}
+		if !TrendSlotAt(start).AtStart || TrendSlotAt(start).Start != start.UnixNano() {
+			t.Fatalf("TrendSlotAt(%s) = %+v", start, TrendSlotAt(start))
+		}
+		atStartDiffers = atStartDiffers || draw(start) != after
+	}
+	if !atStartDiffers {
+		t.Error("a slot's very start never draws otherwise (then AtStart need not be in TrendSlot)")
+	}
+	if OnSlots([]engine.Sample{{At: t10.Add(time.Minute)}}) {
+		t.Error("a sample a minute into its slot is on its slot")
+	}
 }
 
 func TestTrendText(t *testing.T) {
