@@ -132,6 +132,37 @@ func (m *Model) updateSide(msg tea.Msg) tea.Cmd {
 	return nil
 }
 
+// same reports whether o is h as the screen shows it (an error by its
+// text).
+func (h health) same(o health) bool {
+	return h.synced == o.synced && h.lastSync.Equal(o.lastSync) && h.errAt.Equal(o.errAt) && sameError(h.err, o.err)
+}
+
+// sameClusters reports whether b is a as the screen shows them (every
+// field of ClusterHealth, errors by their text).
+func sameClusters(a, b []ClusterHealth) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := &a[i], &b[i]
+		if x.Context != y.Context || x.Synced != y.Synced || !x.LastSync.Equal(y.LastSync) || !x.ErrAt.Equal(y.ErrAt) ||
+			!sameError(x.Err, y.Err) || !sameError(x.Forbidden, y.Forbidden) {
+			return false
+		}
+	}
+	return true
+}
+
+// sameError compares errors by their text (an error's type need not be
+// comparable).
+func sameError(a, b error) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return a.Error() == b.Error()
+}
+
 // disconnected reports whether the header shows the API server as lost.
 func (h health) disconnected() bool {
 	return !h.errAt.IsZero() && !h.errAt.Before(h.lastSync)

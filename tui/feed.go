@@ -79,6 +79,10 @@ type feed struct {
 	liveSlot time.Time
 	// liveTrend: some pool's live history has two slots (a trend to draw).
 	liveTrend bool
+	// trendGen counts the changes of what the trends are drawn from: the
+	// watched pools (their recorded histories) and the live samples
+	// (trendCache).
+	trendGen int
 
 	// Coalescing: armed while a waitChangeCmd runs, pending while a rebuild
 	// is scheduled or loading, dirty when a change arrived meanwhile.
@@ -111,6 +115,7 @@ func (f *feed) replace(src DataSource, stop func(), now time.Time) tea.Cmd {
 	f.src = src
 	f.gen++
 	f.watched, f.loaded, f.health, f.started = nil, false, health{}, now
+	f.trendGen++
 	f.pending, f.armed, f.dirty = true, true, false
 	return tea.Batch(f.load(now), f.waitChange())
 }
@@ -256,6 +261,7 @@ func (f *feed) take(msg dataMsg, open engine.PoolRef) (took taken, changes []eng
 		f.watched, f.loaded = msg.views, true
 		f.incr.adopt(msg.states, msg.views)
 		f.rebuilds++
+		f.trendGen++
 		f.forgetLive()
 		f.sampleLive(msg.at)
 		return tookWhole, nil, false
@@ -270,6 +276,7 @@ func (f *feed) take(msg dataMsg, open engine.PoolRef) (took taken, changes []eng
 		}
 		changed[i] = d.update
 	}
+	f.trendGen++ // the watched pools change from here, even when a later one asks for a whole load
 	for i, s := range in.states {
 		ch, ok := s.Update(changed[i], msg.at)
 		if !ok {

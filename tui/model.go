@@ -69,9 +69,16 @@ type Model struct {
 	// The last screen composed, and whether the last Update changed nothing
 	// it shows (the program composes the screen after every message; the
 	// change signals and the coalescing ticks of a steady churn are two in
-	// three of them).
-	lastView  string
-	reuseView bool
+	// three of them, and an idle dashboard's health reads one in two).
+	// seen counts the messages that changed what it shows, lastSeen is
+	// seen when lastView was composed: a screen composed before one of them
+	// is never reused.
+	lastView       string
+	reuseView      bool
+	seen, lastSeen int
+	// trends is what the frames drew of the pools' trends, drawn again
+	// only when the data or the clock's slot changes (trend.go).
+	trends trendCache
 }
 
 func newModel(ctx context.Context, opts Options) *Model {
@@ -113,17 +120,24 @@ func (m *Model) Init() tea.Cmd {
 
 // Update handles one message. It does no I/O and never reads the clock.
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
-	m.reuseView = unseen(msg)
+	m.reuseView = m.unseen(msg)
+	if !m.reuseView {
+		m.seen++
+	}
 	return m.update(msg)
 }
 
 // unseen reports whether a message changes nothing the screen shows: a
 // change signal and the end of the coalescing delay only schedule a read
-// (the data it reads is shown when it arrives, a dataMsg).
-func unseen(msg tea.Msg) bool {
-	switch msg.(type) {
+// (the data it reads is shown when it arrives, a dataMsg); the health read
+// on each tick mostly answers what the model has already (the tick just
+// drew the data's age).
+func (m *Model) unseen(msg tea.Msg) bool {
+	switch msg := msg.(type) {
 	case changedMsg, rebuildMsg:
 		return true
+	case healthMsg:
+		return m.feed.health.same(msg.health) && (msg.clusters == nil || sameClusters(m.feed.clusters, msg.clusters))
 	}
 	return false
 }
@@ -239,6 +253,7 @@ func (m *Model) viewCtx() viewContext {
 		hints: hintsFrom(&m.keys, m.canAct()), events: m.hasEvents(), fleet: m.opts.Fleet,
 		contexts: m.opts.Contexts, clusters: m.clusterStates(),
 		live: m.feed.live, liveTrend: m.feed.liveTrend, ascii: m.opts.ASCII,
+		trends: &m.trends, trendGen: f.trendGen,
 	}
 }
 
@@ -257,10 +272,10 @@ func (m *Model) clusterStates() []clusterState {
 // View composes the screen: the header, the current view or an overlay,
 // the action log pane, the status line and the help line.
 func (m *Model) View() string {
-	if m.reuseView && m.lastView != "" {
+	if m.reuseView && m.lastView != "" && m.lastSeen == m.seen {
 		return m.lastView
 	}
-	m.lastView = m.compose()
+	m.lastView, m.lastSeen = m.compose(), m.seen
 	return m.lastView
 }
 

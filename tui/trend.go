@@ -47,6 +47,7 @@ func (f *feed) sampleLive(at time.Time) {
 		}
 		f.live[ref] = h
 		f.liveTrend = f.liveTrend || len(h.Samples) > 1
+		f.trendGen++
 	}
 	if slot.After(f.liveSlot) {
 		f.liveSlot = slot
@@ -78,6 +79,7 @@ func (f *feed) forgetLive() {
 	for ref := range f.live {
 		if !keep[ref] {
 			delete(f.live, ref)
+			f.trendGen++
 		}
 	}
 }
@@ -85,7 +87,107 @@ func (f *feed) forgetLive() {
 // trend is a pool's samples at this frame's time: recorded, filled over the
 // reconciler's hourly gaps, and the dashboard's own merged over them.
 func (c *viewContext) trend(v *engine.PoolView) []engine.Sample {
-	return render.PoolTrend(v, c.live[v.Ref()].Samples, c.now)
+	if c.trends == nil {
+		return render.PoolTrend(v, c.live[v.Ref()].Samples, c.now)
+	}
+	samples, _ := c.trends.samples(c, v)
+	return samples
+}
+
+// trendCache keeps what the views drew of the pools' trends, so that a
+// frame draws a trend again only when it may have changed: when the data
+// it is drawn from changed (feed.trendGen) or the clock entered another
+// render.TrendSlot, once a slot. An idle dashboard's tick changes neither:
+// its frame merges no history and draws no sparkline (issue 41: the trend
+// doubled an idle dashboard's CPU).
+//
+// It holds the drawings of one generation and one slot, a few short
+// strings per pool drawn, and the merged samples of the last pool asked
+// (the detail pane's, every frame); a pool whose samples are not on slots
+// (render.OnSlots: no history the reconciler or the dashboard wrote) is
+// drawn at every frame.
+type trendCache struct {
+	gen  int
+	slot render.TrendSlot
+	// drawn is each drawing of a pool's trend, by pool and form.
+	drawn map[trendDrawing]string
+	// last is the last pool's merged samples (ok: valid).
+	last struct {
+		ref     engine.PoolRef
+		samples []engine.Sample
+		ok      bool
+	}
+	// merges counts the trends merged from the data (render.PoolTrend):
+	// an idle frame merges none (tests).
+	merges int
+}
+
+// trendDrawing names one drawing of a pool's trend: a trend cell of the
+// pools table in a form, or a wall tile's trend line in a width.
+type trendDrawing struct {
+	ref   engine.PoolRef
+	kind  int // drawCell or drawWall
+	n     int // the cell's form, the line's width
+	ascii bool
+}
+
+const (
+	drawCell = iota
+	drawWall
+)
+
+// at forgets every drawing when the data or the clock's slot changed.
+func (t *trendCache) at(ctx *viewContext) {
+	slot := render.TrendSlotAt(ctx.now)
+	if t.drawn != nil && t.gen == ctx.trendGen && t.slot == slot {
+		return
+	}
+	t.gen, t.slot = ctx.trendGen, slot
+	t.drawn = make(map[trendDrawing]string)
+	t.last.ok = false
+}
+
+// samples is the pool's trend (viewContext.trend), merged once per
+// generation and slot for the last pool asked; stable reports whether it
+// holds for the whole slot (its samples are on slots).
+func (t *trendCache) samples(ctx *viewContext, v *engine.PoolView) (samples []engine.Sample, stable bool) {
+	t.at(ctx)
+	ref := v.Ref()
+	if t.last.ok && t.last.ref == ref {
+		return t.last.samples, true
+	}
+	live := ctx.live[ref].Samples
+	samples = render.PoolTrend(v, live, ctx.now)
+	t.merges++
+	if h := v.Recorded.History; (h != nil && !render.OnSlots(h.Samples)) || !render.OnSlots(live) {
+		return samples, false
+	}
+	t.last.ref, t.last.samples, t.last.ok = ref, samples, true
+	return samples, true
+}
+
+// draw returns the drawing d of the pool's trend made by draw from its
+// samples, kept for the generation and slot when they are stable.
+func (t *trendCache) draw(ctx *viewContext, v *engine.PoolView, d trendDrawing, draw func([]engine.Sample) string) string {
+	t.at(ctx)
+	d.ref, d.ascii = v.Ref(), ctx.ascii
+	if s, ok := t.drawn[d]; ok {
+		return s
+	}
+	samples, stable := t.samples(ctx, v)
+	s := draw(samples)
+	if stable {
+		t.drawn[d] = s
+	}
+	return s
+}
+
+// trendDraw is ctx's trends.draw, or draw itself without a cache.
+func (c *viewContext) trendDraw(v *engine.PoolView, d trendDrawing, draw func([]engine.Sample) string) string {
+	if c.trends == nil {
+		return draw(c.trend(v))
+	}
+	return c.trends.draw(c, v, d, draw)
 }
 
 // hasTrend reports whether any pool has a trend to draw: a recorded history
@@ -105,18 +207,24 @@ const (
 // members in `form` cells of trendStep, or in words over the last hour
 // ("3→0 ↓", the column's title says free).
 func trendCell(ctx viewContext, v *engine.PoolView, form int) string {
-	samples := ctx.trend(v)
-	if form == trendWords {
-		return strings.TrimPrefix(render.TrendText(samples, ctx.now.Add(-time.Hour), ctx.ascii), "free ")
-	}
-	return render.Sparkline(samples, render.FreeCount, ctx.now, trendStep, form, ctx.ascii)
+	return ctx.trendDraw(v, trendDrawing{kind: drawCell, n: form}, func(samples []engine.Sample) string {
+		if form == trendWords {
+			return strings.TrimPrefix(render.TrendText(samples, ctx.now.Add(-time.Hour), ctx.ascii), "free ")
+		}
+		return render.Sparkline(samples, render.FreeCount, ctx.now, trendStep, form, ctx.ascii)
+	})
 }
 
 // wallTrend is a wall tile's trend line in width cells: the sparkline of
 // free members (a cell per trendStep) and the last hour in words ("3→0 ↓");
 // "" when the pool has fewer than two samples.
 func wallTrend(ctx viewContext, v *engine.PoolView, width int) string {
-	samples := ctx.trend(v)
+	return ctx.trendDraw(v, trendDrawing{kind: drawWall, n: width}, func(samples []engine.Sample) string {
+		return wallTrendOf(ctx, samples, width)
+	})
+}
+
+func wallTrendOf(ctx viewContext, samples []engine.Sample, width int) string {
 	if len(samples) < 2 || width < 8 {
 		return ""
 	}

@@ -240,3 +240,73 @@ func TestTrendLiveWindow(t *testing.T) {
 		t.Errorf("%d live samples after a day, want %d", n, want)
 	}
 }
+
+// TestIdleTickDrawsNoTrend: a tick that changes nothing but the clock
+// within a slot merges no trend again (the pools table's, the wall's, the
+// detail pane's), and every frame is the one drawn without the cache; a
+// tick into the next slot, or new data, draws the trends again.
+func TestIdleTickDrawsNoTrend(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		readOnly bool
+		keys     []string
+	}{
+		{name: "pools"},
+		{name: "wall", readOnly: true},
+		{name: "detail", keys: []string{"enter", "enter"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := trendCluster()
+			m := newTrendModel(t, c, 200, 60, tc.readOnly, false)
+			press(m, tc.keys...)
+			// uncached is the frame drawn with no trend kept.
+			uncached := func() string {
+				kept := m.trends
+				m.trends = trendCache{}
+				defer func() { m.trends = kept }()
+				return m.compose()
+			}
+			frame := func(at time.Time) string {
+				t.Helper()
+				m.Update(tickMsg(at))
+				got := m.View()
+				if want := uncached(); got != want {
+					t.Fatalf("at %s the frame is not the one drawn afresh:\n%s", at.Format(time.TimeOnly), lineDiff(want, got))
+				}
+				return got
+			}
+			first := frame(t0)
+			if !strings.ContainsAny(first, "▁▂▃▄▅▆▇█") {
+				t.Fatalf("no sparkline on the %s screen:\n%s", tc.name, first)
+			}
+			merges := m.trends.merges
+			if merges == 0 {
+				t.Fatal("no trend merged for the first frame")
+			}
+			slotEnd := t0.Truncate(engine.HistoryInterval).Add(engine.HistoryInterval)
+			for at := t0.Add(time.Second); at.Before(slotEnd); at = at.Add(time.Second) {
+				frame(at)
+				if m.trends.merges != merges {
+					t.Fatalf("the tick at %s merged %d trends again", at.Format(time.TimeOnly), m.trends.merges-merges)
+				}
+			}
+			frame(slotEnd)
+			if m.trends.merges == merges {
+				t.Error("the tick into the next slot merged no trend")
+			}
+			merges = m.trends.merges
+			frame(slotEnd.Add(time.Second))
+			if m.trends.merges == merges {
+				t.Error("the tick past the slot's very start merged no trend (the last hour's words change then)")
+			}
+			merges = m.trends.merges
+			// New data in the same slot: drawn again.
+			c.claim("desk", "desk-12", "zed@example.com", slotEnd)
+			m.Update(loadCmd(newFakeData(c.snapshots()), func() time.Time { return slotEnd.Add(2 * time.Second) })())
+			frame(slotEnd.Add(3 * time.Second))
+			if m.trends.merges == merges {
+				t.Error("new data merged no trend")
+			}
+		})
+	}
+}

@@ -54,6 +54,10 @@ type viewContext struct {
 	// over its recorded history by trend.
 	live      map[engine.PoolRef]engine.History
 	liveTrend bool
+	// trends keeps the trends drawn while trendGen (feed.trendGen) and
+	// the clock's slot stay (nil: draw them at every frame).
+	trends   *trendCache
+	trendGen int
 	// ascii: draw sparklines with ASCII levels (Options.ASCII).
 	ascii bool
 }
