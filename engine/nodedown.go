@@ -16,7 +16,7 @@ import (
 // A node with no Ready condition at all (a hand-made Node, or one whose
 // kubelet has never reported) is unknown, not down: nothing says its
 // kubelet stopped. A nil node is not down. The text is the cluster's, not
-// sanitised: render it through tui/sanitize.
+// sanitised: render it through internal/sanitize.
 func NodeDown(n *corev1.Node) string {
 	if n == nil {
 		return ""

@@ -10,7 +10,7 @@ import (
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
 	"github.com/ctpool-tui/ctpool-tui/internal/render"
-	"github.com/ctpool-tui/ctpool-tui/tui/sanitize"
+	"github.com/ctpool-tui/ctpool-tui/internal/sanitize"
 )
 
 // modeTag is [RW] or [READ-ONLY] (and DEMO for a simulated cluster).

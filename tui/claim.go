@@ -8,8 +8,8 @@ import (
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
 	"github.com/ctpool-tui/ctpool-tui/internal/render"
+	"github.com/ctpool-tui/ctpool-tui/internal/sanitize"
 	"github.com/ctpool-tui/ctpool-tui/themes"
-	"github.com/ctpool-tui/ctpool-tui/tui/sanitize"
 )
 
 // newClaimDialog asks for the identity a free member of the pool is

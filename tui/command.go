@@ -15,8 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/ctpool-tui/ctpool-tui/internal/render"
+	"github.com/ctpool-tui/ctpool-tui/internal/sanitize"
 	"github.com/ctpool-tui/ctpool-tui/themes"
-	"github.com/ctpool-tui/ctpool-tui/tui/sanitize"
 )
 
 // Scope is what the dashboard shows and may do in one namespace, or in

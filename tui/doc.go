@@ -20,7 +20,7 @@
 //     which calls the engine through the Actions interface; dialog.go and
 //     claim.go are the confirmations and the claim dialog.
 //
-// Cluster text passes through tui/sanitize before it is measured or drawn.
+// Cluster text passes through internal/sanitize before it is measured or drawn.
 // Update does no I/O and never reads the clock: reads and actions run in
 // Cmds, and their results and the time arrive as messages.
 package tui

@@ -13,8 +13,8 @@ import (
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
 	"github.com/ctpool-tui/ctpool-tui/internal/render"
+	"github.com/ctpool-tui/ctpool-tui/internal/sanitize"
 	"github.com/ctpool-tui/ctpool-tui/themes"
-	"github.com/ctpool-tui/ctpool-tui/tui/sanitize"
 )
 
 // wallOpts builds a dashboard of the fleet fixtures for the wall and the

@@ -7,7 +7,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/ctpool-tui/ctpool-tui/internal/render"
-	"github.com/ctpool-tui/ctpool-tui/tui/sanitize"
+	"github.com/ctpool-tui/ctpool-tui/internal/sanitize"
 )
 
 // clock formats a time of day; the date is added when it is not today.

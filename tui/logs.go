@@ -11,8 +11,8 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/internal/sanitize"
 	"github.com/ctpool-tui/ctpool-tui/themes"
-	"github.com/ctpool-tui/ctpool-tui/tui/sanitize"
 )
 
 // Bounds of the log view: the oldest lines go first.

@@ -3,7 +3,7 @@ package tui
 import (
 	"github.com/ctpool-tui/ctpool-tui/engine"
 	"github.com/ctpool-tui/ctpool-tui/internal/render"
-	"github.com/ctpool-tui/ctpool-tui/tui/sanitize"
+	"github.com/ctpool-tui/ctpool-tui/internal/sanitize"
 )
 
 // memberColID names a column of the members table.

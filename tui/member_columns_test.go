@@ -7,7 +7,7 @@ import (
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
 	"github.com/ctpool-tui/ctpool-tui/internal/render"
-	"github.com/ctpool-tui/ctpool-tui/tui/sanitize"
+	"github.com/ctpool-tui/ctpool-tui/internal/sanitize"
 )
 
 // TestMemberColumns: every column of the set has a unique id and header, a

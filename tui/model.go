@@ -12,8 +12,8 @@ import (
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
 	"github.com/ctpool-tui/ctpool-tui/internal/render"
+	"github.com/ctpool-tui/ctpool-tui/internal/sanitize"
 	"github.com/ctpool-tui/ctpool-tui/themes"
-	"github.com/ctpool-tui/ctpool-tui/tui/sanitize"
 )
 
 // screen is what the body shows.

@@ -11,8 +11,8 @@ import (
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
 	"github.com/ctpool-tui/ctpool-tui/internal/render"
+	"github.com/ctpool-tui/ctpool-tui/internal/sanitize"
 	"github.com/ctpool-tui/ctpool-tui/themes"
-	"github.com/ctpool-tui/ctpool-tui/tui/sanitize"
 )
 
 // poolsView is the home view: the table of pools, with the selection

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
-	"github.com/ctpool-tui/ctpool-tui/tui/sanitize"
+	"github.com/ctpool-tui/ctpool-tui/internal/sanitize"
 )
 
 // Exit codes of the headless renderer. The caller owns 1 (the cluster could

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ctpool-tui/ctpool-tui/tui/sanitize"
+	"github.com/ctpool-tui/ctpool-tui/internal/sanitize"
 )
 
 // Glyphs. Each status has a glyph and a word; colour only adds to them.
