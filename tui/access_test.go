@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/internal/fixture"
 )
 
 // sandboxdCluster is a sandboxd pool: one member placed on the virtual node
@@ -20,12 +21,12 @@ import (
 func sandboxdCluster() *cluster {
 	c := &cluster{}
 	rt := &engine.Runtime{Backend: engine.BackendSandboxd, Template: "ghcr.io/cocoonstack/sandbox/rt:24.04", Net: "none", Size: "small"}
-	s := poolSpec("ghcr.io/cocoonstack/sandbox/rt:24.04", 2, rt)
-	c.pool("sbx", s, &engine.Status{UpdatedAt: ptrTime(t0.Add(-30 * time.Second))})
-	p := c.member("sbx", 1, s, onNode("vk-sandbox-0"), age(time.Hour))
+	s := fixture.Spec("ghcr.io/cocoonstack/sandbox/rt:24.04", 2, rt)
+	c.Pool("sbx", s, &engine.Status{UpdatedAt: fixture.PtrTime(t0.Add(-30 * time.Second))})
+	p := c.Member("sbx", 1, s, fixture.OnNode("vk-sandbox-0"), fixture.Age(time.Hour))
 	p.Annotations[engine.SandboxdAnnotationClaimID] = "claim-7f3a"
-	c.member("sbx", 2, s, age(5*time.Minute), func(p *corev1.Pod) { p.Spec.Tolerations = nil },
-		unschedulable("0/2 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 1 node(s) had untolerated taint {virtual-kubelet.io/provider: sandboxd}. preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."))
+	c.Member("sbx", 2, s, fixture.Age(5*time.Minute), func(p *corev1.Pod) { p.Spec.Tolerations = nil },
+		fixture.Unschedulable("0/2 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 1 node(s) had untolerated taint {virtual-kubelet.io/provider: sandboxd}. preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."))
 	return c
 }
 
@@ -120,14 +121,14 @@ func TestGoldenDiagnosisAccessAudit(t *testing.T) {
 		{name: "diagnosis_members_120x40", c: sandboxdCluster,
 			setup: func(m *Model, _ *fakeData) { m.Update(nodesMsg{nodes: sandboxdNodes()}) }, keys: []string{"enter", "down"}},
 		{name: "diagnosis_claim_id_120x40", c: sandboxdCluster, o: testOpts{events: schedulerEvents{}}, keys: []string{"enter", "enter"}},
-		{name: "help_unavailable_120x40", c: demoCluster,
+		{name: "help_unavailable_120x40", c: fixture.Demo,
 			setup: func(m *Model, _ *fakeData) { m.Update(capsMsg{caps: operatorCaps}) }, keys: []string{"down", "enter", "?"}},
-		{name: "members_unavailable_120x40", c: demoCluster,
+		{name: "members_unavailable_120x40", c: fixture.Demo,
 			setup: func(m *Model, _ *fakeData) { m.Update(capsMsg{caps: operatorCaps}) }, keys: []string{"down", "enter", "down", "f"}},
-		{name: "audit_120x40", c: demoCluster, o: testOpts{events: auditSource{}}, keys: []string{"down", "enter", "A"}},
-		{name: "disconnected_120x40", c: demoCluster, setup: disconnect, keys: []string{"down", "enter", "r"}},
-		{name: "disconnected_80x24", c: demoCluster, o: testOpts{width: 80, height: 24}, setup: disconnect},
-		{name: "hostile_detail_diagnosis_120x40", c: hostileCluster, o: testOpts{events: &fakeEvents{}}, keys: []string{"enter", "down", "enter"}},
+		{name: "audit_120x40", c: fixture.Demo, o: testOpts{events: auditSource{}}, keys: []string{"down", "enter", "A"}},
+		{name: "disconnected_120x40", c: fixture.Demo, setup: disconnect, keys: []string{"down", "enter", "r"}},
+		{name: "disconnected_80x24", c: fixture.Demo, o: testOpts{width: 80, height: 24}, setup: disconnect},
+		{name: "hostile_detail_diagnosis_120x40", c: fixture.Hostile, o: testOpts{events: &fakeEvents{}}, keys: []string{"enter", "down", "enter"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -217,7 +218,7 @@ func TestActionNamesAreTheActionKeys(t *testing.T) {
 
 func TestUnavailableKeyShowsReasonWithoutDialogOrCall(t *testing.T) {
 	acts := &fakeActions{}
-	m, _ := newTestModel(t, demoCluster(), testOpts{actions: acts})
+	m, _ := newTestModel(t, fixture.Demo(), testOpts{actions: acts})
 	m.Update(capsMsg{caps: operatorCaps})
 	drive(m, "down", "enter", "down") // desk-2: claim expired
 	_, cmd := m.Update(keyMsg("f"))
@@ -243,7 +244,7 @@ func TestUnavailableKeyShowsReasonWithoutDialogOrCall(t *testing.T) {
 
 func TestDisconnectedRefusesActionsAndRecovers(t *testing.T) {
 	acts := &fakeActions{}
-	m, d := newTestModel(t, demoCluster(), testOpts{actions: acts})
+	m, d := newTestModel(t, fixture.Demo(), testOpts{actions: acts})
 	rebuilds := m.feed.rebuilds
 	disconnect(m, d)
 	if m.feed.rebuilds != rebuilds {
@@ -281,7 +282,7 @@ func TestDisconnectedRefusesActionsAndRecovers(t *testing.T) {
 }
 
 func TestHeaderAgeAdvancesOnTicksInQuietNamespace(t *testing.T) {
-	m, d := newTestModel(t, demoCluster(), testOpts{})
+	m, d := newTestModel(t, fixture.Demo(), testOpts{})
 	d.mu.Lock()
 	d.lastSync = t0
 	d.mu.Unlock()
@@ -299,7 +300,7 @@ func TestHeaderAgeAdvancesOnTicksInQuietNamespace(t *testing.T) {
 }
 
 func TestAuditListsOnlyAuditEventsNewestFirst(t *testing.T) {
-	m, _ := newTestModel(t, demoCluster(), testOpts{events: auditSource{}})
+	m, _ := newTestModel(t, fixture.Demo(), testOpts{events: auditSource{}})
 	drive(m, "down", "enter")
 	_, cmd := m.Update(keyMsg("A"))
 	msg := waitMsg[auditMsg](t, cmd)
@@ -328,7 +329,7 @@ func (f *failingAccess) Capabilities(_ context.Context, _ []engine.Action) ([]en
 
 func TestCapabilitiesAskedAgainAfterOutage(t *testing.T) {
 	fa := &failingAccess{}
-	m, d := newTestModel(t, demoCluster(), testOpts{actions: &fakeActions{}})
+	m, d := newTestModel(t, fixture.Demo(), testOpts{actions: &fakeActions{}})
 	m.opts.Access = fa
 	m.Update(waitMsg[capsMsg](t, capsCmd(context.Background(), fa)))
 	if m.side.capsErr == nil {
@@ -359,7 +360,7 @@ type staticNodes []*corev1.Node
 func (s staticNodes) Nodes(context.Context) ([]*corev1.Node, error) { return s, nil }
 
 func TestAuditRefreshedAfterAnAction(t *testing.T) {
-	m, _ := newTestModel(t, demoCluster(), testOpts{actions: &fakeActions{}, events: auditSource{}})
+	m, _ := newTestModel(t, fixture.Demo(), testOpts{actions: &fakeActions{}, events: auditSource{}})
 	drive(m, "down", "enter", "A")
 	if len(m.audit.events) != 3 {
 		t.Fatalf("%d audit events", len(m.audit.events))

@@ -9,11 +9,12 @@ import (
 	"time"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/internal/fixture"
 )
 
 func TestReconcileAction(t *testing.T) {
 	acts := &fakeActions{}
-	m, _ := newTestModel(t, demoCluster(), testOpts{actions: acts})
+	m, _ := newTestModel(t, fixture.Demo(), testOpts{actions: acts})
 	press(m, "down")
 	cmd := press(m, "r")
 	if len(m.acts.running) != 1 {
@@ -168,7 +169,7 @@ func TestDeleteNeedsPoolName(t *testing.T) {
 
 func TestActionErrorShownWithoutCrash(t *testing.T) {
 	acts := &fakeActions{err: errors.New("pool has no free members (desired 4, claimed 2, unschedulable 2)\x1b[2J")}
-	m, _ := newTestModel(t, demoCluster(), testOpts{actions: acts})
+	m, _ := newTestModel(t, fixture.Demo(), testOpts{actions: acts})
 	cmd := press(m, "down", "r")
 	m.Update(waitMsg[actionDoneMsg](t, cmd))
 	s := status(m)
@@ -202,7 +203,7 @@ func (panicActions) Delete(_ context.Context, _ string) (engine.DeleteResult, er
 
 func TestReadOnlyIgnoresActionKeys(t *testing.T) {
 	acts := &fakeActions{}
-	m, _ := newTestModel(t, demoCluster(), testOpts{readOnly: true, actions: acts})
+	m, _ := newTestModel(t, fixture.Demo(), testOpts{readOnly: true, actions: acts})
 	if m.screen != screenWall {
 		t.Fatal("read-only does not start on the wall")
 	}

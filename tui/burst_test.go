@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/internal/fixture"
 	"github.com/ctpool-tui/ctpool-tui/themes"
 )
 
@@ -41,7 +42,7 @@ func (c *countingModel) View() string {
 // elapsed time, not by the number of events, and the last change is shown.
 func TestBurstOfChangesIsCoalesced(t *testing.T) {
 	const events = 10000
-	data := newFakeData(demoCluster().snapshots())
+	data := newFakeData(fixture.Demo().Snapshots())
 	var version, loaded atomic.Int64
 	data.onLoad = func() { loaded.Store(version.Load()) }
 
@@ -93,7 +94,7 @@ func TestBurstOfChangesIsCoalesced(t *testing.T) {
 // TestChangeWhileLoadingIsNotLost checks the coalescing state machine: a
 // change that arrives while a rebuild is loading schedules one more.
 func TestChangeWhileLoadingIsNotLost(t *testing.T) {
-	m, _ := newTestModel(t, demoCluster(), testOpts{})
+	m, _ := newTestModel(t, fixture.Demo(), testOpts{})
 	m.feed.pending, m.feed.armed = false, true
 	_, cmd := m.Update(changedMsg{})
 	if !m.feed.pending || m.feed.armed || cmd == nil {
@@ -106,11 +107,11 @@ func TestChangeWhileLoadingIsNotLost(t *testing.T) {
 	if !m.feed.armed || cmd == nil {
 		t.Fatal("the rebuild did not re-arm the change watch")
 	}
-	_, cmd = m.Update(dataMsg{views: demoCluster().views(), at: t0, health: health{synced: true}})
+	_, cmd = m.Update(dataMsg{views: fixture.Demo().Views(), at: t0, health: health{synced: true}})
 	if !m.feed.pending || m.feed.dirty || cmd == nil {
 		t.Fatalf("a dirty rebuild did not schedule another: pending %v dirty %v", m.feed.pending, m.feed.dirty)
 	}
-	_, cmd = m.Update(dataMsg{views: demoCluster().views(), at: t0, health: health{synced: true}})
+	_, cmd = m.Update(dataMsg{views: fixture.Demo().Views(), at: t0, health: health{synced: true}})
 	if m.feed.pending || cmd != nil {
 		t.Fatal("a clean rebuild scheduled another")
 	}
@@ -128,15 +129,15 @@ func poll(t *testing.T, what string, cond func() bool) {
 // bigPool builds a pool of n Ready members, every third claimed.
 func bigPool(n int) []engine.Snapshot {
 	c := &cluster{}
-	s := poolSpec("ghcr.io/example/desktop:2", n, nil)
-	c.pool("big", s, &engine.Status{UpdatedAt: ptrTime(t0.Add(-time.Minute))})
+	s := fixture.Spec("ghcr.io/example/desktop:2", n, nil)
+	c.Pool("big", s, &engine.Status{UpdatedAt: fixture.PtrTime(t0.Add(-time.Minute))})
 	for i := 1; i <= n; i++ {
-		c.member("big", i, s, onNode(fmt.Sprintf("node-%d", i%17)))
+		c.Member("big", i, s, fixture.OnNode(fmt.Sprintf("node-%d", i%17)))
 		if i%3 == 0 {
-			c.claim("big", engine.MemberName("big", i), fmt.Sprintf("user%d@example.com", i), t0.Add(-time.Duration(i%50)*time.Minute))
+			c.Claim("big", engine.MemberName("big", i), fmt.Sprintf("user%d@example.com", i), t0.Add(-time.Duration(i%50)*time.Minute))
 		}
 	}
-	return c.snapshots()
+	return c.Snapshots()
 }
 
 func benchmarkMembersView(b *testing.B, n int) {

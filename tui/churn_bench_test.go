@@ -18,6 +18,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/internal/fixture"
 	"github.com/ctpool-tui/ctpool-tui/kube"
 	"github.com/ctpool-tui/ctpool-tui/themes"
 )
@@ -90,7 +91,7 @@ func newChurn(b *testing.B, n int, incremental, membersScreen bool) *churn {
 	for i := 1; i <= n; i++ {
 		p := engine.BuildPod(ns, "desk", i, spec)
 		p.ResourceVersion = "1"
-		ready(p)
+		fixture.Ready(p)
 		p.Spec.NodeName = fmt.Sprintf("node-%d", i%50)
 		objs = append(objs, p, engine.BuildPVC(ns, "desk", i, spec))
 		c.pods = append(c.pods, p)

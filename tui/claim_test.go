@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/internal/fixture"
 )
 
 func (f *fakeActions) Claim(_ context.Context, pool, identity string) (engine.ClaimResult, error) {
@@ -18,7 +19,7 @@ func (f *fakeActions) Claim(_ context.Context, pool, identity string) (engine.Cl
 
 func TestClaimDialogValidatesThenClaims(t *testing.T) {
 	acts := &fakeActions{}
-	m, _ := newTestModel(t, demoCluster(), testOpts{actions: acts})
+	m, _ := newTestModel(t, fixture.Demo(), testOpts{actions: acts})
 	press(m, "down", "a")
 	if m.dialog == nil || m.dialog.kind != dlgClaim {
 		t.Fatalf("a did not open the claim dialog (note %q)", m.acts.note)
@@ -60,7 +61,7 @@ func TestClaimDialogValidatesThenClaims(t *testing.T) {
 
 func TestClaimNoFreeMemberShowsError(t *testing.T) {
 	acts := &fakeActions{err: &engine.NoFreeMembersError{Desired: 5, Claimed: 5}}
-	m, _ := newTestModel(t, demoCluster(), testOpts{actions: acts})
+	m, _ := newTestModel(t, fixture.Demo(), testOpts{actions: acts})
 	press(m, "down", "enter", "a")
 	typeText(m, "dave@example.com")
 	m.Update(waitMsg[actionDoneMsg](t, press(m, "enter")))
@@ -70,7 +71,7 @@ func TestClaimNoFreeMemberShowsError(t *testing.T) {
 }
 
 func TestReadOnlyIgnoresConsoleAndClaim(t *testing.T) {
-	m, _ := newTestModel(t, demoCluster(), testOpts{readOnly: true})
+	m, _ := newTestModel(t, fixture.Demo(), testOpts{readOnly: true})
 	m.opts.Console = &fakeConsole{}
 	m.opts.Logs = &fakeLogs{text: "ok\n"}
 	press(m, "tab", "down", "enter", "down")

@@ -12,6 +12,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/internal/fixture"
 	"github.com/ctpool-tui/ctpool-tui/themes"
 )
 
@@ -28,7 +29,7 @@ func (c *clusterData) Clusters() []ClusterHealth { return c.clusters }
 const labContext = "arn:aws:eks:eu-west-1:1:cluster/lab"
 
 func clusterSnapshots() []engine.Snapshot {
-	snaps := fleetSnapshots()
+	snaps := fixture.FleetSnapshots()
 	for i := range snaps {
 		kctx := "prod-eu"
 		if snaps[i].Namespace == "vdi-eng" {
@@ -164,7 +165,7 @@ func TestClustersActionsAndAccessPerCluster(t *testing.T) {
 // header line and in the CONTEXT column.
 func TestClustersHostileContextName(t *testing.T) {
 	evil := "evil\x1b]0;pwned\x07\x1b[31m"
-	snaps := fleetSnapshots()[:1]
+	snaps := fixture.FleetSnapshots()[:1]
 	snaps[0].Context = evil
 	data := &clusterData{fakeData: newFakeData(snaps), clusters: []ClusterHealth{{Context: evil, Synced: true, LastSync: t0}}}
 	m := newModel(context.Background(), Options{Fleet: true, Contexts: true, Theme: themes.Dark(),

@@ -13,6 +13,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/internal/fixture"
 	"github.com/ctpool-tui/ctpool-tui/themes"
 )
 
@@ -99,10 +100,10 @@ func (f *fakeScoper) Scope(ctx context.Context, ns string) (Scope, error) {
 	}
 	f.ctxs = append(f.ctxs, ctx)
 	if ns == "" {
-		return Scope{Namespace: "all", Fleet: true, Data: newFakeData(fleetSnapshots())}, nil
+		return Scope{Namespace: "all", Fleet: true, Data: newFakeData(fixture.FleetSnapshots())}, nil
 	}
 	var snaps []engine.Snapshot
-	for _, s := range fleetSnapshots() {
+	for _, s := range fixture.FleetSnapshots() {
 		if s.Namespace == ns {
 			snaps = append(snaps, s)
 		}
@@ -114,7 +115,7 @@ func (f *fakeScoper) Scope(ctx context.Context, ns string) (Scope, error) {
 // Scoper; stopped counts the calls of StopData.
 func newScopedModel(t *testing.T, s Scoper) (*Model, *int) {
 	t.Helper()
-	data := newFakeData(demoCluster().snapshots())
+	data := newFakeData(fixture.Demo().Snapshots())
 	stopped := 0
 	m := newModel(context.Background(), Options{
 		Context: "prod-eu", Namespace: ns, Theme: themes.Dark(), Renderer: themes.NoColorRenderer(io.Discard),
@@ -169,7 +170,7 @@ func TestCommandSwitchesNamespaces(t *testing.T) {
 	}
 	// An answer from the replaced source is dropped.
 	before := len(m.views)
-	m.Update(loadCmd(newFakeData(demoCluster().snapshots()), func() time.Time { return t0 })())
+	m.Update(loadCmd(newFakeData(fixture.Demo().Snapshots()), func() time.Time { return t0 })())
 	if len(m.views) != before || !m.opts.Fleet {
 		t.Fatalf("a stale load replaced the fleet's %d pools with %d", before, len(m.views))
 	}
@@ -203,7 +204,7 @@ func TestCommandErrors(t *testing.T) {
 		t.Errorf("unknown command: status %q", status(m))
 	}
 	// Without a Scoper there is no command line.
-	plain, _ := newTestModel(t, demoCluster(), testOpts{actions: &fakeActions{}})
+	plain, _ := newTestModel(t, fixture.Demo(), testOpts{actions: &fakeActions{}})
 	press(plain, ":")
 	if plain.command.open {
 		t.Error(": opened a command line without a Scoper")

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/ctpool-tui/ctpool-tui/internal/fixture"
 	"github.com/ctpool-tui/ctpool-tui/internal/render"
 )
 
@@ -33,7 +34,7 @@ func (e exitErr) Error() string   { return fmt.Sprintf("command terminated with 
 func (e exitErr) ExitStatus() int { return e.code }
 
 func TestConsoleHandsOverTheTerminalAndComesBack(t *testing.T) {
-	m, _ := newTestModel(t, demoCluster(), testOpts{actions: &fakeActions{}})
+	m, _ := newTestModel(t, fixture.Demo(), testOpts{actions: &fakeActions{}})
 	fc := &fakeConsole{err: exitErr{3}}
 	m.opts.Console = fc
 	press(m, "down", "enter", "down", "down")
@@ -74,7 +75,7 @@ func TestConsoleHandsOverTheTerminalAndComesBack(t *testing.T) {
 }
 
 func TestConsoleAndLogsUnavailableForSandboxd(t *testing.T) {
-	m, _ := newTestModel(t, demoCluster(), testOpts{actions: &fakeActions{}})
+	m, _ := newTestModel(t, fixture.Demo(), testOpts{actions: &fakeActions{}})
 	m.opts.Console = &fakeConsole{}
 	m.opts.Logs = &fakeLogs{}
 	press(m, "down", "down", "down", "enter")
@@ -97,7 +98,7 @@ func TestConsoleAndLogsUnavailableForSandboxd(t *testing.T) {
 }
 
 func TestConsoleRefusedForMembersWithoutRunningPod(t *testing.T) {
-	m, _ := newTestModel(t, demoCluster(), testOpts{actions: &fakeActions{}})
+	m, _ := newTestModel(t, fixture.Demo(), testOpts{actions: &fakeActions{}})
 	m.opts.Console = &fakeConsole{}
 	press(m, "down", "enter")
 	found := false
@@ -117,7 +118,7 @@ func TestConsoleRefusedForMembersWithoutRunningPod(t *testing.T) {
 }
 
 func TestConsoleNotWiredSaysWhy(t *testing.T) {
-	m, _ := newTestModel(t, demoCluster(), testOpts{actions: &fakeActions{}})
+	m, _ := newTestModel(t, fixture.Demo(), testOpts{actions: &fakeActions{}})
 	m.opts.Demo = true
 	press(m, "down", "enter", "down", "down")
 	if cmd := press(m, "c"); cmd != nil || !strings.Contains(m.acts.note, "demo cluster runs no containers") {

@@ -8,6 +8,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/internal/fixture"
 )
 
 // quietData is a fakeData whose change watch is not started (Changed is
@@ -32,7 +33,7 @@ type feedRig struct {
 }
 
 func newFeedRig(t *testing.T, synced bool) *feedRig {
-	src := quietData{newFakeData(fleetSnapshots())}
+	src := quietData{newFakeData(fixture.FleetSnapshots())}
 	src.synced = synced
 	r := &feedRig{t: t, src: src, now: t0}
 	r.f = newFeed(src, func() time.Time { return r.now }, nil, t0)
@@ -98,7 +99,7 @@ func (r *feedRig) do(step string) {
 }
 
 func TestFeedUpdate(t *testing.T) {
-	pools := len(fleetSnapshots())
+	pools := len(fixture.FleetSnapshots())
 	for _, tc := range []struct {
 		name   string
 		synced bool
@@ -166,7 +167,7 @@ func TestFeedDropsAStaleGeneration(t *testing.T) {
 		t.Fatal("the stale answer was taken")
 	}
 	r.do("answer")
-	if !r.f.loaded || len(r.f.watched) != len(fleetSnapshots()) {
+	if !r.f.loaded || len(r.f.watched) != len(fixture.FleetSnapshots()) {
 		t.Fatalf("the new source's answer was not taken: loaded %v, %d pools", r.f.loaded, len(r.f.watched))
 	}
 }
@@ -183,7 +184,7 @@ func wholeStates(f *feed, snaps []engine.Snapshot) dataMsg {
 }
 
 func TestFeedDeltas(t *testing.T) {
-	snaps := fleetSnapshots()
+	snaps := fixture.FleetSnapshots()
 	known := engine.PoolRef{Namespace: snaps[0].Namespace, Name: snaps[0].Pool}
 	for _, tc := range []struct {
 		name     string

@@ -11,6 +11,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/internal/fixture"
 	"github.com/ctpool-tui/ctpool-tui/themes"
 )
 
@@ -50,24 +51,24 @@ func fleetCluster(i int) string { return fmt.Sprintf("cluster-%d", i) }
 // claimed, every pool's status recorded.
 func (s fleetScale) snapshots() []engine.Snapshot {
 	var out []engine.Snapshot
-	spec := poolSpec("ghcr.io/example/desktop:2", fleetMembers, nil)
+	spec := fixture.Spec("ghcr.io/example/desktop:2", fleetMembers, nil)
 	for k := range max(s.clusters, 1) {
 		for n := range s.namespaces {
-			c := &cluster{ns: fmt.Sprintf("vdi-%02d", n)}
+			c := &cluster{NS: fmt.Sprintf("vdi-%02d", n)}
 			if s.clusters == 0 {
-				c.ns = ns
+				c.NS = ns
 			}
 			for p := range fleetPools {
 				pool := fmt.Sprintf("desk-%02d", p)
-				c.pool(pool, spec, &engine.Status{UpdatedAt: ptrTime(t0.Add(-time.Duration(p) * time.Second))})
+				c.Pool(pool, spec, &engine.Status{UpdatedAt: fixture.PtrTime(t0.Add(-time.Duration(p) * time.Second))})
 				for i := 1; i <= fleetMembers; i++ {
-					c.member(pool, i, spec, onNode(fmt.Sprintf("node-%d", i%17)))
+					c.Member(pool, i, spec, fixture.OnNode(fmt.Sprintf("node-%d", i%17)))
 					if i%4 == 0 {
-						c.claim(pool, engine.MemberName(pool, i), fmt.Sprintf("user%d@example.com", i), t0.Add(-time.Duration(i)*time.Minute))
+						c.Claim(pool, engine.MemberName(pool, i), fmt.Sprintf("user%d@example.com", i), t0.Add(-time.Duration(i)*time.Minute))
 					}
 				}
 			}
-			snaps := c.snapshots()
+			snaps := c.Snapshots()
 			if s.clusters > 0 {
 				for i := range snaps {
 					snaps[i].Context = fleetCluster(k)

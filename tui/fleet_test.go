@@ -15,48 +15,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/internal/fixture"
 	"github.com/ctpool-tui/ctpool-tui/internal/render"
 	"github.com/ctpool-tui/ctpool-tui/themes"
 )
-
-// fleetNamespaces are the fleet fixture's namespaces, in the order shown.
-var fleetNamespaces = []string{"kiosk", "vdi-cad", "vdi-eng"}
-
-// fleetSnapshots: a pool desk in both vdi-cad and vdi-eng (same name, other
-// members and holders), a gpu pool in vdi-cad and a kiosk pool in kiosk.
-func fleetSnapshots() []engine.Snapshot {
-	kiosk := &cluster{ns: "kiosk"}
-	ks := poolSpec("ghcr.io/example/kiosk:3", 4, nil)
-	kiosk.pool("kiosk", ks, &engine.Status{UpdatedAt: ptrTime(t0.Add(-5 * time.Second))})
-	for n := 1; n <= 4; n++ {
-		kiosk.member("kiosk", n, ks, age(time.Duration(n)*time.Hour))
-	}
-	kiosk.claim("kiosk", "kiosk-1", "frank@example.com", t0.Add(-10*time.Minute))
-
-	cad := &cluster{ns: "vdi-cad"}
-	cd := poolSpec("ghcr.io/example/cad:7", 2, nil)
-	cad.pool("desk", cd, &engine.Status{UpdatedAt: ptrTime(t0.Add(-30 * time.Second))})
-	cad.member("desk", 1, cd, onNode("node-b"))
-	cad.claim("desk", "desk-1", "bob@example.com", t0.Add(-65*time.Minute))
-	cad.member("desk", 2, cd)
-	gs := poolSpec("ghcr.io/example/cad-gpu:7", 1, nil)
-	cad.pool("gpu", gs, nil)
-	cad.member("gpu", 1, gs, unschedulable("0/4 nodes are available: 4 Insufficient nvidia.com/gpu."))
-
-	eng := &cluster{ns: "vdi-eng"}
-	es := poolSpec("ghcr.io/example/desktop:2", 3, nil)
-	eng.pool("desk", es, &engine.Status{UpdatedAt: ptrTime(t0.Add(-12 * time.Second))})
-	for n := 1; n <= 3; n++ {
-		eng.member("desk", n, es)
-	}
-	eng.claim("desk", "desk-1", "alice@example.com", t0.Add(-42*time.Minute))
-
-	var out []engine.Snapshot
-	for _, c := range []*cluster{kiosk, cad, eng} {
-		out = append(out, c.snapshots()...)
-	}
-	return out
-}
 
 // fleetActions are one fakeActions per namespace.
 type fleetActions map[string]*fakeActions
@@ -80,7 +42,7 @@ func (f fleetActions) in(kctx, ns string) Actions {
 // calls lists every namespace's calls as "ns: op pool member".
 func (f fleetActions) calls() []string {
 	var out []string
-	for _, ns := range fleetNamespaces {
+	for _, ns := range fixture.FleetNamespaces {
 		for _, c := range f[ns].Calls() {
 			out = append(out, strings.TrimSpace(ns+": "+c.op+" "+c.pool+" "+c.member))
 		}
@@ -150,7 +112,7 @@ func newFleetModel(t *testing.T, o fleetOpts) (*Model, tea.Cmd) {
 	if o.width == 0 {
 		o.width, o.height = 120, 40
 	}
-	data := newFakeData(fleetSnapshots())
+	data := newFakeData(fixture.FleetSnapshots())
 	opts := Options{
 		Context: "prod-eu", Namespace: "all", Fleet: true, Theme: themes.Dark(),
 		Renderer: themes.NoColorRenderer(io.Discard), Now: func() time.Time { return t0 },
@@ -171,7 +133,7 @@ func newFleetModel(t *testing.T, o fleetOpts) (*Model, tea.Cmd) {
 
 func newFleetActions() fleetActions {
 	f := fleetActions{}
-	for _, ns := range fleetNamespaces {
+	for _, ns := range fixture.FleetNamespaces {
 		f[ns] = &fakeActions{}
 	}
 	return f
@@ -343,7 +305,7 @@ func TestPoolRefs(t *testing.T) {
 }
 
 func TestRenderOnceFleet(t *testing.T) {
-	views := engine.ObserveAll(fleetSnapshots(), t0)
+	views := engine.ObserveAll(fixture.FleetSnapshots(), t0)
 	for _, tc := range []struct {
 		name   string
 		opts   render.OnceOptions

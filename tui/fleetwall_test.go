@@ -12,6 +12,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/internal/fixture"
 	"github.com/ctpool-tui/ctpool-tui/internal/render"
 	"github.com/ctpool-tui/ctpool-tui/internal/sanitize"
 	"github.com/ctpool-tui/ctpool-tui/themes"
@@ -59,23 +60,23 @@ func clusterNames() []string { return []string{"prod-eu", labContext, "edge", "d
 func manyPools() ([]engine.Snapshot, []ClusterHealth) {
 	var snaps []engine.Snapshot
 	add := func(kctx, namespace string, pools int, shape func(c *cluster, pool string, i int, s engine.Spec)) {
-		c := &cluster{ns: namespace}
+		c := &cluster{NS: namespace}
 		for i := 1; i <= pools; i++ {
 			name := fmt.Sprintf("pool-%02d", i)
-			s := poolSpec("ghcr.io/example/desktop:2", 3, nil)
-			c.pool(name, s, &engine.Status{UpdatedAt: ptrTime(t0.Add(-20 * time.Second))})
+			s := fixture.Spec("ghcr.io/example/desktop:2", 3, nil)
+			c.Pool(name, s, &engine.Status{UpdatedAt: fixture.PtrTime(t0.Add(-20 * time.Second))})
 			shape(c, name, i, s)
 		}
-		for _, snap := range c.snapshots() {
+		for _, snap := range c.Snapshots() {
 			snap.Context = kctx
 			snaps = append(snaps, snap)
 		}
 	}
 	healthy := func(c *cluster, pool string, _ int, s engine.Spec) {
 		for n := 1; n <= 3; n++ {
-			c.member(pool, n, s)
+			c.Member(pool, n, s)
 		}
-		c.claim(pool, pool+"-1", "alice@example.com", t0.Add(-10*time.Minute))
+		c.Claim(pool, pool+"-1", "alice@example.com", t0.Add(-10*time.Minute))
 	}
 	add("prod-eu", "vdi", 10, healthy)
 	add("prod-eu", "kiosk", 10, healthy)
@@ -83,10 +84,10 @@ func manyPools() ([]engine.Snapshot, []ClusterHealth) {
 		healthy(c, pool, i, s)
 		switch i {
 		case 4: // exhausted: every member claimed
-			c.claim(pool, pool+"-2", "bob@example.com", t0.Add(-10*time.Minute))
-			c.claim(pool, pool+"-3", "carol@example.com", t0.Add(-10*time.Minute))
+			c.Claim(pool, pool+"-2", "bob@example.com", t0.Add(-10*time.Minute))
+			c.Claim(pool, pool+"-3", "carol@example.com", t0.Add(-10*time.Minute))
 		case 7: // a failed member
-			c.pods[len(c.pods)-1].Status.Phase = "Failed"
+			c.Pods[len(c.Pods)-1].Status.Phase = "Failed"
 		}
 	})
 	add(labContext, "vdi-eng", 6, healthy)
@@ -108,8 +109,8 @@ func TestFleetWallGolden(t *testing.T) {
 		o    wallOpts
 		keys []string
 	}{
-		{name: "fleet_wall_80x24", o: wallOpts{width: 80, height: 24, snaps: fleetSnapshots(), readOnly: true}},
-		{name: "fleet_wall_200x60", o: wallOpts{width: 200, height: 60, snaps: fleetSnapshots(), readOnly: true}},
+		{name: "fleet_wall_80x24", o: wallOpts{width: 80, height: 24, snaps: fixture.FleetSnapshots(), readOnly: true}},
+		{name: "fleet_wall_200x60", o: wallOpts{width: 200, height: 60, snaps: fixture.FleetSnapshots(), readOnly: true}},
 		{name: "clusters_wall_80x24", o: wallOpts{width: 80, height: 24, snaps: clusterSnapshots(), clusters: clusterHealths(), names: clusterNames(), readOnly: true}},
 		{name: "clusters_wall_200x60", o: wallOpts{width: 200, height: 60, snaps: clusterSnapshots(), clusters: clusterHealths(), names: clusterNames(), readOnly: true}},
 		{name: "clusters_wall_many_80x24", o: wallOpts{width: 80, height: 24, snaps: many, clusters: manyHealth, names: manyNames(), readOnly: true}},
@@ -207,7 +208,7 @@ func TestFleetTilesOrder(t *testing.T) {
 	}
 
 	// A fleet of one cluster falls back to one tile per namespace.
-	fm := newWallModel(t, wallOpts{width: 80, height: 24, snaps: fleetSnapshots(), readOnly: true})
+	fm := newWallModel(t, wallOpts{width: 80, height: 24, snaps: fixture.FleetSnapshots(), readOnly: true})
 	got, more := tileTitles(fm, 2)
 	if want := []string{"vdi-cad", "kiosk", "vdi-eng"}; strings.Join(got, "|") != strings.Join(want, "|") || more != "namespaces" {
 		t.Errorf("one cluster: tiles %q (%s), want %q per namespace", got, more, want)

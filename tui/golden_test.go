@@ -2,6 +2,8 @@ package tui
 
 import (
 	"testing"
+
+	"github.com/ctpool-tui/ctpool-tui/internal/fixture"
 )
 
 func TestGoldenScreens(t *testing.T) {
@@ -13,32 +15,32 @@ func TestGoldenScreens(t *testing.T) {
 		keys          []string
 		events        bool
 	}{
-		{name: "pools_120x40", cluster: demoCluster, width: 120, height: 40},
-		{name: "pools_80x24", cluster: demoCluster, width: 80, height: 24},
-		{name: "pools_filtered_120x40", cluster: demoCluster, width: 120, height: 40, keys: []string{"/", "s", "a", "n", "d"}},
-		{name: "pools_filter_none_80x24", cluster: demoCluster, width: 80, height: 24, keys: []string{"/", "z", "z", "enter"}},
-		{name: "pools_gpu_selected_120x40", cluster: demoCluster, width: 120, height: 40, keys: []string{"down", "down", "down"}},
-		{name: "members_120x40", cluster: demoCluster, width: 120, height: 40, keys: []string{"down", "enter"}},
-		{name: "members_80x24", cluster: demoCluster, width: 80, height: 24, keys: []string{"down", "enter"}},
-		{name: "members_filtered_120x40", cluster: demoCluster, width: 120, height: 40, keys: []string{"down", "enter", "/", "u", "n", "s", "enter"}},
-		{name: "members_sorted_state_120x40", cluster: demoCluster, width: 120, height: 40, keys: []string{"down", "enter", "S"}},
-		{name: "detail_120x40", cluster: demoCluster, width: 120, height: 40, keys: []string{"down", "enter", "down", "enter"}, events: true},
-		{name: "help_120x40", cluster: demoCluster, width: 120, height: 40, keys: []string{"?"}},
-		{name: "force_release_120x40", cluster: demoCluster, width: 120, height: 40, keys: []string{"down", "enter", "down", "f"}},
-		{name: "resize_input_120x40", cluster: demoCluster, width: 120, height: 40, keys: []string{"down", "s", "3"}},
-		{name: "resize_confirm_120x40", cluster: demoCluster, width: 120, height: 40, keys: []string{"down", "s", "3", "enter"}},
-		{name: "delete_120x40", cluster: demoCluster, width: 120, height: 40, keys: []string{"down", "D", "d", "e"}},
-		{name: "wall_80x24", cluster: demoCluster, width: 80, height: 24, readOnly: true},
-		{name: "wall_200x60", cluster: demoCluster, width: 200, height: 60, readOnly: true},
-		{name: "wall_help_80x24", cluster: demoCluster, width: 80, height: 24, readOnly: true, keys: []string{"?"}},
-		{name: "members_no_definition_120x40", cluster: demoCluster, width: 120, height: 40, keys: []string{"down", "down", "enter"}},
-		{name: "members_broken_spec_80x24", cluster: demoCluster, width: 80, height: 24, keys: []string{"enter"}},
-		{name: "hostile_pools_120x40", cluster: hostileCluster, width: 120, height: 40},
-		{name: "hostile_members_120x40", cluster: hostileCluster, width: 120, height: 40, keys: []string{"enter"}},
-		{name: "hostile_detail_120x40", cluster: hostileCluster, width: 120, height: 40, keys: []string{"enter", "enter"}, events: true},
-		{name: "hostile_wall_80x24", cluster: hostileCluster, width: 80, height: 24, readOnly: true},
-		{name: "node_down_members_120x40", cluster: nodeDownCluster, width: 120, height: 40, keys: []string{"enter"}},
-		{name: "node_down_detail_120x40", cluster: nodeDownCluster, width: 120, height: 40, keys: []string{"enter", "enter"}, events: true},
+		{name: "pools_120x40", cluster: fixture.Demo, width: 120, height: 40},
+		{name: "pools_80x24", cluster: fixture.Demo, width: 80, height: 24},
+		{name: "pools_filtered_120x40", cluster: fixture.Demo, width: 120, height: 40, keys: []string{"/", "s", "a", "n", "d"}},
+		{name: "pools_filter_none_80x24", cluster: fixture.Demo, width: 80, height: 24, keys: []string{"/", "z", "z", "enter"}},
+		{name: "pools_gpu_selected_120x40", cluster: fixture.Demo, width: 120, height: 40, keys: []string{"down", "down", "down"}},
+		{name: "members_120x40", cluster: fixture.Demo, width: 120, height: 40, keys: []string{"down", "enter"}},
+		{name: "members_80x24", cluster: fixture.Demo, width: 80, height: 24, keys: []string{"down", "enter"}},
+		{name: "members_filtered_120x40", cluster: fixture.Demo, width: 120, height: 40, keys: []string{"down", "enter", "/", "u", "n", "s", "enter"}},
+		{name: "members_sorted_state_120x40", cluster: fixture.Demo, width: 120, height: 40, keys: []string{"down", "enter", "S"}},
+		{name: "detail_120x40", cluster: fixture.Demo, width: 120, height: 40, keys: []string{"down", "enter", "down", "enter"}, events: true},
+		{name: "help_120x40", cluster: fixture.Demo, width: 120, height: 40, keys: []string{"?"}},
+		{name: "force_release_120x40", cluster: fixture.Demo, width: 120, height: 40, keys: []string{"down", "enter", "down", "f"}},
+		{name: "resize_input_120x40", cluster: fixture.Demo, width: 120, height: 40, keys: []string{"down", "s", "3"}},
+		{name: "resize_confirm_120x40", cluster: fixture.Demo, width: 120, height: 40, keys: []string{"down", "s", "3", "enter"}},
+		{name: "delete_120x40", cluster: fixture.Demo, width: 120, height: 40, keys: []string{"down", "D", "d", "e"}},
+		{name: "wall_80x24", cluster: fixture.Demo, width: 80, height: 24, readOnly: true},
+		{name: "wall_200x60", cluster: fixture.Demo, width: 200, height: 60, readOnly: true},
+		{name: "wall_help_80x24", cluster: fixture.Demo, width: 80, height: 24, readOnly: true, keys: []string{"?"}},
+		{name: "members_no_definition_120x40", cluster: fixture.Demo, width: 120, height: 40, keys: []string{"down", "down", "enter"}},
+		{name: "members_broken_spec_80x24", cluster: fixture.Demo, width: 80, height: 24, keys: []string{"enter"}},
+		{name: "hostile_pools_120x40", cluster: fixture.Hostile, width: 120, height: 40},
+		{name: "hostile_members_120x40", cluster: fixture.Hostile, width: 120, height: 40, keys: []string{"enter"}},
+		{name: "hostile_detail_120x40", cluster: fixture.Hostile, width: 120, height: 40, keys: []string{"enter", "enter"}, events: true},
+		{name: "hostile_wall_80x24", cluster: fixture.Hostile, width: 80, height: 24, readOnly: true},
+		{name: "node_down_members_120x40", cluster: fixture.NodeDown, width: 120, height: 40, keys: []string{"enter"}},
+		{name: "node_down_detail_120x40", cluster: fixture.NodeDown, width: 120, height: 40, keys: []string{"enter", "enter"}, events: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/internal/fixture"
 	"github.com/ctpool-tui/ctpool-tui/themes"
 )
 
@@ -52,16 +53,16 @@ func idleHistory(n int) *engine.History {
 // with idleHistory when history is set.
 func idleCluster(n int, history bool) *cluster {
 	c := &cluster{}
-	spec := poolSpec("ghcr.io/example/desktop:2", n, nil)
-	rec := &engine.Status{UpdatedAt: ptrTime(t0.Add(-20 * time.Second))}
+	spec := fixture.Spec("ghcr.io/example/desktop:2", n, nil)
+	rec := &engine.Status{UpdatedAt: fixture.PtrTime(t0.Add(-20 * time.Second))}
 	if history {
 		rec.History = idleHistory(n)
 	}
-	c.pool("desk", spec, rec)
+	c.Pool("desk", spec, rec)
 	for i := 1; i <= n; i++ {
-		c.member("desk", i, spec, onNode(fmt.Sprintf("node-%d", i%50)))
+		c.Member("desk", i, spec, fixture.OnNode(fmt.Sprintf("node-%d", i%50)))
 		if i%4 == 0 {
-			c.claim("desk", engine.MemberName("desk", i), fmt.Sprintf("user%d@example.com", i), t0.Add(-time.Duration(i%20)*time.Minute))
+			c.Claim("desk", engine.MemberName("desk", i), fmt.Sprintf("user%d@example.com", i), t0.Add(-time.Duration(i%20)*time.Minute))
 		}
 	}
 	return c
@@ -72,7 +73,7 @@ func idleCluster(n int, history bool) *cluster {
 func idleModel(tb testing.TB, c *cluster, readOnly bool) *Model {
 	tb.Helper()
 	start := idleClock(0)
-	data := newFakeData(c.snapshots())
+	data := newFakeData(c.Snapshots())
 	data.lastSync = start.Add(-2 * time.Second)
 	clock := func() time.Time { return start }
 	opts := Options{Context: "prod-eu", Namespace: ns, ReadOnly: readOnly, Renderer: themes.NoColorRenderer(io.Discard),

@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/internal/fixture"
 	"github.com/ctpool-tui/ctpool-tui/themes"
 )
 
@@ -40,16 +41,16 @@ func newChangeStore(c *cluster) *changeStore {
 	s := &changeStore{cms: map[string]*corev1.ConfigMap{}, pods: map[string]*corev1.Pod{},
 		pvcs: map[string]*corev1.PersistentVolumeClaim{}, leases: map[string]*coordinationv1.Lease{},
 		ch: make(chan struct{}, 1), all: true}
-	for _, o := range c.cms {
+	for _, o := range c.ConfigMaps {
 		s.cms[o.Name] = o
 	}
-	for _, o := range c.pods {
+	for _, o := range c.Pods {
 		s.pods[o.Name] = o
 	}
-	for _, o := range c.pvcs {
+	for _, o := range c.PVCs {
 		s.pvcs[o.Name] = o
 	}
-	for _, o := range c.leases {
+	for _, o := range c.Leases {
 		s.leases[o.Name] = o
 	}
 	return s
@@ -67,18 +68,18 @@ func (s *changeStore) Snapshots() []engine.Snapshot {
 	defer s.mu.Unlock()
 	var c cluster
 	for _, k := range keysOf(s.cms) {
-		c.cms = append(c.cms, s.cms[k])
+		c.ConfigMaps = append(c.ConfigMaps, s.cms[k])
 	}
 	for _, k := range keysOf(s.pods) {
-		c.pods = append(c.pods, s.pods[k])
+		c.Pods = append(c.Pods, s.pods[k])
 	}
 	for _, k := range keysOf(s.pvcs) {
-		c.pvcs = append(c.pvcs, s.pvcs[k])
+		c.PVCs = append(c.PVCs, s.pvcs[k])
 	}
 	for _, k := range keysOf(s.leases) {
-		c.leases = append(c.leases, s.leases[k])
+		c.Leases = append(c.Leases, s.leases[k])
 	}
-	return c.snapshots()
+	return c.Snapshots()
 }
 
 func keysOf[V any](m map[string]V) []string {
@@ -222,13 +223,13 @@ func TestMembersFollowChangesLikeAWholeRebuild(t *testing.T) {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			rnd := rand.New(rand.NewPCG(seed, 7))
 			c := &cluster{}
-			spec := poolSpec("ghcr.io/example/desktop:2", 40, nil)
-			c.pool("big", spec, nil)
-			c.pool("small", poolSpec("ghcr.io/example/desktop:2", 3, nil), nil)
+			spec := fixture.Spec("ghcr.io/example/desktop:2", 40, nil)
+			c.Pool("big", spec, nil)
+			c.Pool("small", fixture.Spec("ghcr.io/example/desktop:2", 3, nil), nil)
 			for i := 1; i <= 40; i++ {
-				c.member("big", i, spec, onNode(fmt.Sprintf("node-%d", i%5)), age(time.Duration(i)*time.Minute))
+				c.Member("big", i, spec, fixture.OnNode(fmt.Sprintf("node-%d", i%5)), fixture.Age(time.Duration(i)*time.Minute))
 				if i%4 == 0 {
-					c.claim("big", engine.MemberName("big", i), fmt.Sprintf("user%d@example.com", i%3), t0.Add(-time.Duration(i)*time.Minute))
+					c.Claim("big", engine.MemberName("big", i), fmt.Sprintf("user%d@example.com", i%3), t0.Add(-time.Duration(i)*time.Minute))
 				}
 			}
 			store := newChangeStore(c)
@@ -353,12 +354,12 @@ func randomStoreChange(rnd *rand.Rand, s *changeStore, now time.Time) string {
 		if pod != nil {
 			p = pod.DeepCopy()
 		}
-		ready(p)
+		fixture.Ready(p)
 		switch rnd.IntN(5) {
 		case 0:
-			unschedulable("0/3 nodes are available: insufficient cpu")(p)
+			fixture.Unschedulable("0/3 nodes are available: insufficient cpu")(p)
 		case 1:
-			crashLoop("exit 1")(p)
+			fixture.CrashLoop("exit 1")(p)
 		case 2:
 			p.Status.Conditions[3].Status = corev1.ConditionFalse
 		}
@@ -410,10 +411,10 @@ func randomStoreChange(rnd *rand.Rand, s *changeStore, now time.Time) string {
 // issued is dropped, and the changes it took are read again by a whole load.
 func TestLateDeltaAsksForAWholeLoad(t *testing.T) {
 	c := &cluster{}
-	spec := poolSpec("ghcr.io/example/desktop:2", 3, nil)
-	c.pool("big", spec, nil)
+	spec := fixture.Spec("ghcr.io/example/desktop:2", 3, nil)
+	c.Pool("big", spec, nil)
 	for i := 1; i <= 3; i++ {
-		c.member("big", i, spec)
+		c.Member("big", i, spec)
 	}
 	store := newChangeStore(c)
 	m := newModel(context.Background(), Options{Namespace: ns, Theme: themes.Dark(), Renderer: themes.NoColorRenderer(io.Discard),
@@ -423,7 +424,7 @@ func TestLateDeltaAsksForAWholeLoad(t *testing.T) {
 	if m.feed.incr.states == nil {
 		t.Fatal("no pool states after the first load")
 	}
-	p := c.pods[0].DeepCopy()
+	p := c.Pods[0].DeepCopy()
 	p.Spec.NodeName = "node-z"
 	store.put(p, false)
 	older := m.feed.load(m.now)() // takes the change
@@ -521,13 +522,13 @@ func TestClustersFollowChangesLikeAWholeRebuild(t *testing.T) {
 			src := &clustersStore{names: []string{"prod", "arn:aws:eks:eu-west-1:1:cluster/lab"}}
 			for range src.names {
 				c := &cluster{}
-				spec := poolSpec("ghcr.io/example/desktop:2", 40, nil)
-				c.pool("big", spec, nil)
-				c.pool("small", poolSpec("ghcr.io/example/desktop:2", 3, nil), nil)
+				spec := fixture.Spec("ghcr.io/example/desktop:2", 40, nil)
+				c.Pool("big", spec, nil)
+				c.Pool("small", fixture.Spec("ghcr.io/example/desktop:2", 3, nil), nil)
 				for i := 1; i <= 40; i++ {
-					c.member("big", i, spec, onNode(fmt.Sprintf("node-%d", i%5)))
+					c.Member("big", i, spec, fixture.OnNode(fmt.Sprintf("node-%d", i%5)))
 					if i%4 == 0 {
-						c.claim("big", engine.MemberName("big", i), fmt.Sprintf("user%d@example.com", i%3), t0.Add(-time.Duration(i)*time.Minute))
+						c.Claim("big", engine.MemberName("big", i), fmt.Sprintf("user%d@example.com", i%3), t0.Add(-time.Duration(i)*time.Minute))
 					}
 				}
 				src.stores = append(src.stores, newChangeStore(c))

@@ -11,6 +11,8 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 	"github.com/muesli/termenv"
+
+	"github.com/ctpool-tui/ctpool-tui/internal/fixture"
 )
 
 // fakeLogs serves canned text and records the contexts it was asked with.
@@ -54,7 +56,7 @@ func deskLog(i int) string {
 // logsModelFor opens desk's third member and streams text to the end.
 func logsModelFor(t *testing.T, width, height int, text string) (*Model, *fakeLogs) {
 	t.Helper()
-	m, _ := newTestModel(t, demoCluster(), testOpts{width: width, height: height, actions: &fakeActions{}})
+	m, _ := newTestModel(t, fixture.Demo(), testOpts{width: width, height: height, actions: &fakeActions{}})
 	src := &fakeLogs{text: text}
 	m.opts.Logs = src
 	press(m, "down", "enter", "down", "down")
@@ -191,7 +193,7 @@ func TestLogsSearchNavigation(t *testing.T) {
 func TestLogsHighlightStylesMatches(t *testing.T) {
 	r := lipgloss.NewRenderer(io.Discard)
 	r.SetColorProfile(termenv.ANSI)
-	m, _ := newTestModel(t, demoCluster(), testOpts{})
+	m, _ := newTestModel(t, fixture.Demo(), testOpts{})
 	st := m.st
 	st.Selected = r.NewStyle().Reverse(true)
 	got := highlight(&st, "an Error and an ERROR", "error")
@@ -229,7 +231,7 @@ func TestLogsPreviousRestartsStream(t *testing.T) {
 }
 
 func TestLogsStreamErrorShown(t *testing.T) {
-	m, _ := newTestModel(t, demoCluster(), testOpts{actions: &fakeActions{}})
+	m, _ := newTestModel(t, fixture.Demo(), testOpts{actions: &fakeActions{}})
 	m.opts.Logs = &fakeLogs{err: fmt.Errorf("needs get pods/log: forbidden")}
 	press(m, "down", "enter")
 	drainLogs(t, m, press(m, "l"))

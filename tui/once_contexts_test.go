@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/internal/fixture"
 	"github.com/ctpool-tui/ctpool-tui/internal/render"
 )
 
@@ -15,7 +16,7 @@ import (
 // only its desk pool of vdi-eng in one namespace (healthy), and edge, which
 // did not answer or refused.
 func contextClusters(edgeState string) []render.ContextViews {
-	all := engine.ObserveAll(fleetSnapshots(), t0)
+	all := engine.ObserveAll(fixture.FleetSnapshots(), t0)
 	var labDesk []engine.PoolView
 	for _, v := range all {
 		if v.Namespace == "vdi-eng" {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ctpool-tui/ctpool-tui/internal/fixture"
 	"github.com/ctpool-tui/ctpool-tui/internal/render"
 )
 
@@ -25,12 +26,12 @@ func TestRenderOnceNodeDown(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			cl := nodeDownCluster()
+			cl := fixture.NodeDown()
 			if c.unknown {
-				cl.nodeDown = nil
+				cl.NodeDown = nil
 			}
 			var js bytes.Buffer
-			render.RenderOnce(&js, cl.views(), render.OnceOptions{Format: "json", Namespace: ns, Now: t0})
+			render.RenderOnce(&js, cl.Views(), render.OnceOptions{Format: "json", Namespace: ns, Now: t0})
 			if strings.Contains(js.String(), "\x1b") || strings.Contains(js.String(), `\u001b`) {
 				t.Errorf("the JSON document holds an escape sequence:\n%s", js.String())
 			}
@@ -50,7 +51,7 @@ func TestRenderOnceNodeDown(t *testing.T) {
 				}
 			}
 			var tb bytes.Buffer
-			render.RenderOnce(&tb, cl.views(), render.OnceOptions{Namespace: ns, Now: t0})
+			render.RenderOnce(&tb, cl.Views(), render.OnceOptions{Namespace: ns, Now: t0})
 			for _, line := range strings.Split(tb.String(), "\n") {
 				f := strings.Fields(line)
 				if len(f) == 0 || !strings.HasPrefix(f[0], "desk-") {

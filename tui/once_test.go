@@ -8,12 +8,13 @@ import (
 	"time"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/internal/fixture"
 	"github.com/ctpool-tui/ctpool-tui/internal/render"
 )
 
 func TestRenderOnceTable(t *testing.T) {
 	var b bytes.Buffer
-	code := render.RenderOnce(&b, demoCluster().views(), render.OnceOptions{Namespace: ns, Context: "prod-eu", Now: t0})
+	code := render.RenderOnce(&b, fixture.Demo().Views(), render.OnceOptions{Namespace: ns, Context: "prod-eu", Now: t0})
 	if code != render.ExitAttention {
 		t.Errorf("exit %d, want %d (gpu is exhausted, broken and ghost have problems)", code, render.ExitAttention)
 	}
@@ -22,18 +23,18 @@ func TestRenderOnceTable(t *testing.T) {
 
 func TestRenderOnceHealthyPool(t *testing.T) {
 	var b bytes.Buffer
-	if code := render.RenderOnce(&b, demoCluster().views(), render.OnceOptions{Namespace: ns, Pool: "desk", Now: t0}); code != render.ExitOK {
+	if code := render.RenderOnce(&b, fixture.Demo().Views(), render.OnceOptions{Namespace: ns, Pool: "desk", Now: t0}); code != render.ExitOK {
 		t.Errorf("desk alone: exit %d, want 0", code)
 	}
 	if strings.Contains(b.String(), "sandboxd") || strings.Contains(b.String(), "kiosk") {
 		t.Error("--pool desk printed other pools")
 	}
 	b.Reset()
-	if code := render.RenderOnce(&b, demoCluster().views(), render.OnceOptions{Namespace: ns, Pool: "gpu", Now: t0}); code != render.ExitAttention {
+	if code := render.RenderOnce(&b, fixture.Demo().Views(), render.OnceOptions{Namespace: ns, Pool: "gpu", Now: t0}); code != render.ExitAttention {
 		t.Errorf("gpu alone: exit %d, want 3", code)
 	}
 	b.Reset()
-	if code := render.RenderOnce(&b, demoCluster().views(), render.OnceOptions{Namespace: ns, Pool: "nope", Now: t0}); code != render.ExitAttention || !strings.Contains(b.String(), "no pool named nope") {
+	if code := render.RenderOnce(&b, fixture.Demo().Views(), render.OnceOptions{Namespace: ns, Pool: "nope", Now: t0}); code != render.ExitAttention || !strings.Contains(b.String(), "no pool named nope") {
 		t.Errorf("unknown pool: exit %d, %q", code, b.String())
 	}
 	b.Reset()
@@ -44,7 +45,7 @@ func TestRenderOnceHealthyPool(t *testing.T) {
 
 func TestRenderOnceJSON(t *testing.T) {
 	var b bytes.Buffer
-	code := render.RenderOnce(&b, demoCluster().views(), render.OnceOptions{Format: "json", Namespace: ns, Context: "prod-eu", Now: t0})
+	code := render.RenderOnce(&b, fixture.Demo().Views(), render.OnceOptions{Format: "json", Namespace: ns, Context: "prod-eu", Now: t0})
 	if code != render.ExitAttention {
 		t.Errorf("exit %d", code)
 	}
@@ -74,7 +75,7 @@ func TestRenderOnceJSON(t *testing.T) {
 func TestRenderOnceHostile(t *testing.T) {
 	for _, format := range []string{"table", "json"} {
 		var b bytes.Buffer
-		render.RenderOnce(&b, hostileCluster().views(), render.OnceOptions{Format: format, Namespace: ns, Now: t0})
+		render.RenderOnce(&b, fixture.Hostile().Views(), render.OnceOptions{Format: format, Namespace: ns, Now: t0})
 		out := b.String()
 		for _, bad := range []string{"\x1b", "\x07", "\r", "\u202e", "\b", "\x7f", "\x9b"} {
 			if strings.Contains(out, bad) {
@@ -97,12 +98,12 @@ const schedulerMessage = "0/4 nodes are available: 2 Insufficient cpu, 2 node(s)
 // kubelet's, and with none.
 func unschedulableCluster() *cluster {
 	c := &cluster{}
-	s := poolSpec("ghcr.io/example/desktop:2", 3, nil)
-	old := poolSpec("ghcr.io/example/desktop:1", 3, nil)
-	c.pool("desk", s, &engine.Status{UpdatedAt: ptrTime(t0.Add(-12 * time.Second))})
-	c.member("desk", 1, old, age(3*time.Hour))
-	c.member("desk", 2, s, unschedulable(schedulerMessage))
-	c.member("desk", 3, s, onNode("node-b"), crashLoop("back-off 5m0s restarting failed container=desktop pod=desk-3. Check the container's log"))
+	s := fixture.Spec("ghcr.io/example/desktop:2", 3, nil)
+	old := fixture.Spec("ghcr.io/example/desktop:1", 3, nil)
+	c.Pool("desk", s, &engine.Status{UpdatedAt: fixture.PtrTime(t0.Add(-12 * time.Second))})
+	c.Member("desk", 1, old, fixture.Age(3*time.Hour))
+	c.Member("desk", 2, s, fixture.Unschedulable(schedulerMessage))
+	c.Member("desk", 3, s, fixture.OnNode("node-b"), fixture.CrashLoop("back-off 5m0s restarting failed container=desktop pod=desk-3. Check the container's log"))
 	return c
 }
 
@@ -155,7 +156,7 @@ func TestRenderOnceShowsSchedulerMessage(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.format, func(t *testing.T) {
 			var b bytes.Buffer
-			render.RenderOnce(&b, unschedulableCluster().views(), render.OnceOptions{Format: c.format, Namespace: ns, Now: t0})
+			render.RenderOnce(&b, unschedulableCluster().Views(), render.OnceOptions{Format: c.format, Namespace: ns, Now: t0})
 			out := b.String()
 			golden(t, c.golden, out)
 			for member, want := range c.want {
@@ -172,7 +173,7 @@ func TestRenderOnceShowsSchedulerMessage(t *testing.T) {
 
 func TestRenderOnceJSONCarriesMessageAndDiagnosis(t *testing.T) {
 	var b bytes.Buffer
-	render.RenderOnce(&b, unschedulableCluster().views(), render.OnceOptions{Format: "json", Namespace: ns, Now: t0})
+	render.RenderOnce(&b, unschedulableCluster().Views(), render.OnceOptions{Format: "json", Namespace: ns, Now: t0})
 	var r render.OnceReport
 	if err := json.Unmarshal(b.Bytes(), &r); err != nil {
 		t.Fatal(err)

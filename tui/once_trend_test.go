@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ctpool-tui/ctpool-tui/internal/fixture"
 	"github.com/ctpool-tui/ctpool-tui/internal/render"
 )
 
@@ -15,7 +16,7 @@ import (
 // elastic pool exhausted at its ceiling needs attention, one exhausted below
 // it (growing) does not.
 func TestRenderOnceTrend(t *testing.T) {
-	views := trendCluster().views()
+	views := fixture.Trend().Views()
 	var b bytes.Buffer
 	code := render.RenderOnce(&b, views, render.OnceOptions{Format: "json", Namespace: ns, Context: "prod-eu", Now: t0})
 	if code != render.ExitAttention {
@@ -71,7 +72,7 @@ func TestRenderOnceTrendTable(t *testing.T) {
 	}{{"once_trend_table", false}, {"once_trend_ascii_table", true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			var b bytes.Buffer
-			render.RenderOnce(&b, trendCluster().views(), render.OnceOptions{Namespace: ns, Context: "prod-eu", Now: t0, ASCII: tc.ascii})
+			render.RenderOnce(&b, fixture.Trend().Views(), render.OnceOptions{Namespace: ns, Context: "prod-eu", Now: t0, ASCII: tc.ascii})
 			out := b.String()
 			golden(t, tc.name, out)
 			if !strings.Contains(out, "trend: free, last 6 h") || !strings.Contains(out, "exhausted (growing, max 8)") {

@@ -11,6 +11,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/internal/fixture"
 	"github.com/ctpool-tui/ctpool-tui/internal/render"
 	"github.com/ctpool-tui/ctpool-tui/themes"
 )
@@ -128,7 +129,7 @@ func TestActionKeysPendingUntilCapabilities(t *testing.T) {
 			m := newModel(context.Background(), Options{
 				Context: "prod-eu", Namespace: ns, Theme: themes.Dark(),
 				Renderer: themes.NoColorRenderer(io.Discard), Now: func() time.Time { return t0 },
-				Data: newFakeData(demoCluster().snapshots()), Actions: &fakeActions{}, Access: &fakeAccess{},
+				Data: newFakeData(fixture.Demo().Snapshots()), Actions: &fakeActions{}, Access: &fakeAccess{},
 			})
 			m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
 			m.Update(m.feed.load(m.now)())

@@ -1,7 +1,6 @@
 package tui
 
 import (
-	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -10,88 +9,14 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/internal/fixture"
 	"github.com/ctpool-tui/ctpool-tui/themes"
 )
-
-// history builds a recorded history from t0-span, a sample per slot from
-// counts(i) (ok false: none in slot i), as a reconciler would have written it.
-func history(span time.Duration, counts func(i int) (s engine.Sample, ok bool)) *engine.History {
-	var h engine.History
-	start := t0.Add(-span).Truncate(engine.HistoryInterval)
-	for i := 0; start.Add(time.Duration(i) * engine.HistoryInterval).Before(t0.Truncate(engine.HistoryInterval)); i++ {
-		s, ok := counts(i)
-		if !ok {
-			continue
-		}
-		s.At = start.Add(time.Duration(i) * engine.HistoryInterval)
-		h = h.Add(s)
-	}
-	return &h
-}
-
-// trendCluster has three pools with a recorded history:
-//   - desk, fixed at 12: claims rose over 3 h from 0 to 11 (1 free now); the
-//     reconciler wrote a sample when the counts changed, or hourly;
-//   - lab, elastic 2..8 with spare 2 and power stopped: claims in the last
-//     hour grew it from 2 to 4, all claimed (exhausted, growing);
-//   - render, elastic 1..3: all 3 claimed (exhausted at its ceiling), a
-//     history with a gap of more than an hour (no reconciler ran).
-func trendCluster() *cluster {
-	c := &cluster{}
-	desk := poolSpec("ghcr.io/example/desktop:2", 12, nil)
-	c.pool("desk", desk, &engine.Status{UpdatedAt: ptrTime(t0.Add(-20 * time.Second)),
-		History: history(3*time.Hour, func(i int) (engine.Sample, bool) {
-			claimed := min(11, i/3)
-			return engine.Sample{Free: 12 - claimed, Claimed: claimed, Size: 12}, i%3 == 0 || i%12 == 0
-		})})
-	for n := 1; n <= 12; n++ {
-		c.member("desk", n, desk, age(4*time.Hour))
-		if n <= 11 {
-			c.claim("desk", engine.MemberName("desk", n), fmt.Sprintf("user%02d@example.com", n), t0.Add(-time.Duration(12-n)*4*time.Minute))
-		}
-	}
-
-	spare := 2
-	lab := poolSpec("ghcr.io/example/lab:1", 2, nil)
-	lab.MinSize, lab.MaxSize, lab.Spare, lab.Power = 2, 8, &spare, engine.PowerStopped
-	c.pool("lab", lab, &engine.Status{UpdatedAt: ptrTime(t0.Add(-10 * time.Second)),
-		Elastic: &engine.ElasticStatus{Size: 4, From: 2, Reason: "grew from 3 to 4: 1 free of spare 2", ChangedAt: ptrTime(t0.Add(-12 * time.Minute))},
-		History: history(time.Hour, func(i int) (engine.Sample, bool) {
-			claimed := i / 3
-			size := max(2, min(4, claimed+1))
-			return engine.Sample{Free: size - claimed, Claimed: claimed, Size: size}, true
-		})})
-	for n := 1; n <= 4; n++ {
-		c.member("lab", n, lab)
-		c.claim("lab", engine.MemberName("lab", n), "student"+string(rune('0'+n))+"@example.com", t0.Add(-time.Duration(50-10*n)*time.Minute))
-	}
-
-	one := 1
-	rnd := poolSpec("ghcr.io/example/render:5", 3, nil)
-	rnd.MinSize, rnd.MaxSize, rnd.Spare = 1, 3, &one
-	c.pool("render", rnd, &engine.Status{UpdatedAt: ptrTime(t0.Add(-30 * time.Second)),
-		Elastic: &engine.ElasticStatus{Size: 3, From: 3, Reason: "grew from 2 to 3: 0 free of spare 1\x1b[2J", ChangedAt: ptrTime(t0.Add(-40 * time.Minute)), AtCeiling: true},
-		History: history(4*time.Hour, func(i int) (engine.Sample, bool) {
-			// 4 h ago: 1 of 2 claimed, hourly; nothing for 90 min; then full.
-			switch {
-			case i < 12:
-				return engine.Sample{Free: 1, Claimed: 1, Size: 2}, i%12 == 0
-			case i < 30:
-				return engine.Sample{}, false
-			}
-			return engine.Sample{Free: 0, Claimed: 3, Size: 3}, true
-		})})
-	for n := 1; n <= 3; n++ {
-		c.member("render", n, rnd)
-		c.claim("render", engine.MemberName("render", n), "artist"+string(rune('0'+n))+"@example.com", t0.Add(-50*time.Minute))
-	}
-	return c
-}
 
 // newTrendModel is newTestModel with Options.ASCII.
 func newTrendModel(t testing.TB, c *cluster, width, height int, readOnly, ascii bool) *Model {
 	t.Helper()
-	data := newFakeData(c.snapshots())
+	data := newFakeData(c.Snapshots())
 	o := Options{
 		Context: "prod-eu", Namespace: ns, ReadOnly: readOnly, Theme: themes.Dark(), ASCII: ascii,
 		Renderer: themes.NoColorRenderer(io.Discard), Now: func() time.Time { return t0 }, Data: data,
@@ -127,7 +52,7 @@ func TestGoldenTrend(t *testing.T) {
 		{name: "trend_resize_elastic_120x40", width: 120, height: 40, keys: []string{"down", "s", "9", "enter"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			m := newTrendModel(t, trendCluster(), tt.width, tt.height, tt.readOnly, tt.ascii)
+			m := newTrendModel(t, fixture.Trend(), tt.width, tt.height, tt.readOnly, tt.ascii)
 			for _, k := range tt.keys {
 				m.Update(keyMsg(k))
 			}
@@ -149,7 +74,7 @@ func TestGoldenTrend(t *testing.T) {
 // shows the sparkline on the dashboard's first frame, before any live
 // sample could make a trend.
 func TestTrendFirstFrame(t *testing.T) {
-	m := newTrendModel(t, trendCluster(), 200, 60, false, false)
+	m := newTrendModel(t, fixture.Trend(), 200, 60, false, false)
 	got := m.View()
 	if !strings.Contains(got, "FREE LAST 6H") {
 		t.Fatalf("no trend column on the first frame:\n%s", got)
@@ -164,7 +89,7 @@ func TestTrendFirstFrame(t *testing.T) {
 // load's or a tick's time), keeps the lowest free of a slot, and a pool
 // without a recorded history gets its trend column once it has two slots.
 func TestTrendLive(t *testing.T) {
-	m, data := newTestModel(t, demoCluster(), testOpts{width: 200, height: 60})
+	m, data := newTestModel(t, fixture.Demo(), testOpts{width: 200, height: 60})
 	desk := engine.PoolRef{Namespace: ns, Name: "desk"}
 	if n := len(m.feed.live[desk].Samples); n != 1 {
 		t.Fatalf("%d live samples after the first load, want 1", n)
@@ -185,10 +110,10 @@ func TestTrendLive(t *testing.T) {
 		t.Error("no trend column after two slots of live samples")
 	}
 	// A load in the same slot with fewer free members replaces its sample.
-	c := demoCluster()
-	c.claim("desk", "desk-4", "zed@example.com", next)
+	c := fixture.Demo()
+	c.Claim("desk", "desk-4", "zed@example.com", next)
 	data.mu.Lock()
-	data.snaps = c.snapshots()
+	data.snaps = c.Snapshots()
 	data.mu.Unlock()
 	m.Update(loadCmd(data, func() time.Time { return next.Add(time.Second) })())
 	last, _ := m.feed.live[desk].Last()
@@ -200,7 +125,7 @@ func TestTrendLive(t *testing.T) {
 // TestTrendMergesRecordedAndLive: a live sample replaces the recorded one
 // of its slot.
 func TestTrendMergesRecordedAndLive(t *testing.T) {
-	m := newTrendModel(t, trendCluster(), 120, 40, false, false)
+	m := newTrendModel(t, fixture.Trend(), 120, 40, false, false)
 	ctx := m.viewCtx()
 	v := ctx.pool(engine.PoolRef{Namespace: ns, Name: "lab"})
 	samples := ctx.trend(v)
@@ -213,7 +138,7 @@ func TestTrendMergesRecordedAndLive(t *testing.T) {
 // TestResizeElasticBounds: the resize dialog of an elastic pool refuses a
 // size outside its bounds with a line saying so, and takes one within.
 func TestResizeElasticBounds(t *testing.T) {
-	m := newTrendModel(t, trendCluster(), 120, 40, false, false)
+	m := newTrendModel(t, fixture.Trend(), 120, 40, false, false)
 	for _, k := range []string{"down", "s", "9", "enter"} {
 		m.Update(keyMsg(k))
 	}
@@ -231,7 +156,7 @@ func TestResizeElasticBounds(t *testing.T) {
 // TestTrendLiveWindow: a dashboard running for a day keeps liveWindow of
 // its own samples per pool, not the day.
 func TestTrendLiveWindow(t *testing.T) {
-	m, _ := newTestModel(t, demoCluster(), testOpts{width: 120, height: 40})
+	m, _ := newTestModel(t, fixture.Demo(), testOpts{width: 120, height: 40})
 	for at := t0; at.Before(t0.Add(24 * time.Hour)); at = at.Add(engine.HistoryInterval) {
 		m.Update(tickMsg(at))
 	}
@@ -256,7 +181,7 @@ func TestIdleTickDrawsNoTrend(t *testing.T) {
 		{name: "detail", keys: []string{"enter", "enter"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := trendCluster()
+			c := fixture.Trend()
 			m := newTrendModel(t, c, 200, 60, tc.readOnly, false)
 			press(m, tc.keys...)
 			// uncached is the frame drawn with no trend kept.
@@ -301,8 +226,8 @@ func TestIdleTickDrawsNoTrend(t *testing.T) {
 			}
 			merges = m.trends.merges
 			// New data in the same slot: drawn again.
-			c.claim("desk", "desk-12", "zed@example.com", slotEnd)
-			m.Update(loadCmd(newFakeData(c.snapshots()), func() time.Time { return slotEnd.Add(2 * time.Second) })())
+			c.Claim("desk", "desk-12", "zed@example.com", slotEnd)
+			m.Update(loadCmd(newFakeData(c.Snapshots()), func() time.Time { return slotEnd.Add(2 * time.Second) })())
 			frame(slotEnd.Add(3 * time.Second))
 			if m.trends.merges == merges {
 				t.Error("new data merged no trend")

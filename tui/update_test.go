@@ -9,6 +9,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/internal/fixture"
 )
 
 // openDesk opens the members of desk (the second pool).
@@ -18,7 +19,7 @@ func openDesk(t *testing.T, o testOpts) (*Model, *fakeActions) {
 	if o.actions == nil && !o.readOnly {
 		o.actions = acts
 	}
-	m, _ := newTestModel(t, demoCluster(), o)
+	m, _ := newTestModel(t, fixture.Demo(), o)
 	press(m, "down", "enter")
 	if m.screen != screenMembers || m.title(m.members.pool) != "desk" {
 		t.Fatalf("screen %d pool %q, want the members of desk", m.screen, m.members.pool)
@@ -27,7 +28,7 @@ func openDesk(t *testing.T, o testOpts) (*Model, *fakeActions) {
 }
 
 func TestPoolsNavigation(t *testing.T) {
-	m, _ := newTestModel(t, demoCluster(), testOpts{actions: &fakeActions{}})
+	m, _ := newTestModel(t, fixture.Demo(), testOpts{actions: &fakeActions{}})
 	steps := []struct {
 		key, want string
 	}{
@@ -66,9 +67,9 @@ func TestMembersNavigationAndSelectionByName(t *testing.T) {
 		t.Errorf("sorted by state, first row is %s, want the unschedulable desk-5", first)
 	}
 	// A new snapshot where desk-3 moved still keeps it selected.
-	c := demoCluster()
-	c.pods = append(c.pods[2:], c.pods[:2]...)
-	m.Update(dataMsg{views: c.views(), at: t0, health: health{synced: true, lastSync: t0}})
+	c := fixture.Demo()
+	c.Pods = append(c.Pods[2:], c.Pods[:2]...)
+	m.Update(dataMsg{views: c.Views(), at: t0, health: health{synced: true, lastSync: t0}})
 	if m.members.current().Name != "desk-3" {
 		t.Errorf("after a new snapshot the cursor is on %s, want desk-3", m.members.current().Name)
 	}
@@ -88,10 +89,10 @@ func TestMembersNavigationAndSelectionByName(t *testing.T) {
 	}
 	// The selected member disappears: the cursor stays in range.
 	press(m, "G")
-	c = demoCluster()
-	c.pods = c.pods[:5]
-	c.pvcs = c.pvcs[:5]
-	m.Update(dataMsg{views: c.views(), at: t0, health: health{synced: true}})
+	c = fixture.Demo()
+	c.Pods = c.Pods[:5]
+	c.PVCs = c.PVCs[:5]
+	m.Update(dataMsg{views: c.Views(), at: t0, health: health{synced: true}})
 	if cur := m.members.current(); cur == nil || cur.Name != "desk-5" {
 		t.Errorf("after desk-6 vanished the cursor is on %q", m.members.selected)
 	}
@@ -182,7 +183,7 @@ func TestEventsErrorShown(t *testing.T) {
 }
 
 func TestQuitAndHelpKeys(t *testing.T) {
-	m, _ := newTestModel(t, demoCluster(), testOpts{actions: &fakeActions{}})
+	m, _ := newTestModel(t, fixture.Demo(), testOpts{actions: &fakeActions{}})
 	if _, ok := press(m, "q")().(tea.QuitMsg); !ok {
 		t.Error("q does not quit")
 	}
@@ -230,7 +231,7 @@ func TestTickAdvancesClock(t *testing.T) {
 }
 
 func TestConnectionStates(t *testing.T) {
-	m, _ := newTestModel(t, demoCluster(), testOpts{actions: &fakeActions{}})
+	m, _ := newTestModel(t, fixture.Demo(), testOpts{actions: &fakeActions{}})
 	set := func(h health) string {
 		m.feed.health = h
 		return header(m)
@@ -254,7 +255,7 @@ func TestConnectionStates(t *testing.T) {
 }
 
 func TestMissingDefinitionAndBrokenSpecDoNotCrash(t *testing.T) {
-	m, _ := newTestModel(t, demoCluster(), testOpts{actions: &fakeActions{}})
+	m, _ := newTestModel(t, fixture.Demo(), testOpts{actions: &fakeActions{}})
 	for _, pool := range []string{"broken", "ghost"} {
 		m.openMembers(poolRefIn(m, pool))
 		v := m.View()
@@ -285,7 +286,7 @@ func TestDetailPaneRefreshesEventsWhenTheMemberChanges(t *testing.T) {
 		t.Fatalf("opened %q, loading %v, %d calls", m.detail.member, m.detail.loading, ev.calls.Load())
 	}
 	changed := func(rv string) []engine.PoolView {
-		views := demoCluster().views()
+		views := fixture.Demo().Views()
 		for i := range views {
 			if mm := views[i].Member("desk-2"); views[i].Name == "desk" && mm != nil && mm.Pod != nil {
 				mm.Pod.ResourceVersion = rv
@@ -322,7 +323,7 @@ func TestDetailPaneRefreshesEventsWhenTheMemberChanges(t *testing.T) {
 // The pools filter: typing narrows the table and moves the selection onto a
 // match; enter keeps the filter and opens nothing; esc clears it.
 func TestPoolsFilter(t *testing.T) {
-	m, _ := newTestModel(t, demoCluster(), testOpts{actions: &fakeActions{}})
+	m, _ := newTestModel(t, fixture.Demo(), testOpts{actions: &fakeActions{}})
 	all := len(m.pools.rows)
 	press(m, "/", "c", "a", "d")
 	if !m.pools.filter.typing || len(m.pools.rows) != 1 || m.title(m.pools.selected) != "gpu" {
@@ -343,7 +344,7 @@ func TestPoolsFilter(t *testing.T) {
 	}
 	// New data keeps the filter.
 	press(m, "/", "z", "z", "enter")
-	m.Update(dataMsg{views: demoCluster().views(), at: t0, health: health{synced: true, lastSync: t0}})
+	m.Update(dataMsg{views: fixture.Demo().Views(), at: t0, health: health{synced: true, lastSync: t0}})
 	if len(m.pools.rows) != 0 || m.pools.selected != (engine.PoolRef{}) {
 		t.Fatalf("after new data: shown %v, selected %q", m.pools.rows, m.pools.selected)
 	}

@@ -9,6 +9,7 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/ctpool-tui/ctpool-tui/internal/fixture"
 	"github.com/ctpool-tui/ctpool-tui/themes"
 )
 
@@ -39,7 +40,7 @@ func TestViewReusedOnlyAfterUnseenMessages(t *testing.T) {
 		{name: "a resize", msg: tea.WindowSizeMsg{Width: 100, Height: 30}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			data := newFakeData(demoCluster().snapshots())
+			data := newFakeData(fixture.Demo().Snapshots())
 			m := newModel(context.Background(), Options{Namespace: ns, Data: data, Renderer: themes.NoColorRenderer(io.Discard), Actions: &fakeActions{}})
 			m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
 			m.feed.health = tc.before
@@ -67,7 +68,7 @@ func TestViewReusedOnlyAfterUnseenMessages(t *testing.T) {
 // that no frame showed yet (a tick, then its health read, with no View
 // between them) does not bring back the screen composed before both.
 func TestViewNotReusedAcrossASeenMessage(t *testing.T) {
-	m, _ := newTestModel(t, demoCluster(), testOpts{})
+	m, _ := newTestModel(t, fixture.Demo(), testOpts{})
 	before := m.View()
 	m.Update(tickMsg(t0.Add(time.Minute)))
 	m.Update(healthMsg{health: m.feed.health})
