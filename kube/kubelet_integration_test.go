@@ -3,14 +3,12 @@
 package kube_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
 	"net/http"
 	"os"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -21,25 +19,6 @@ import (
 	"github.com/ctpool-tui/ctpool-tui/internal/kubetest"
 	"github.com/ctpool-tui/ctpool-tui/kube"
 )
-
-// syncBuffer is a bytes.Buffer the executor's copy goroutines and the test
-// can share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // runExec runs command in pod as who with the given stdin and returns its
 // stdout, stderr and error.
@@ -53,7 +32,7 @@ func runExec(t *testing.T, env *kubetest.Env, who string, rec *execRecorder, pod
 	ex := &kube.Exec{Config: cfg, Client: client, NewExecutor: rec.factory}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	var stdout, stderr syncBuffer
+	var stdout, stderr kubetest.SyncBuffer
 	err = ex.Run(ctx, kube.ExecRequest{Namespace: env.Namespace, Pod: pod, Command: command,
 		Stdin: strings.NewReader(stdin), Stdout: &stdout, Stderr: &stderr})
 	return stdout.String(), stderr.String(), err
@@ -153,7 +132,7 @@ func TestIntegrationExecTTYSizeThroughTheKubeletAPI(t *testing.T) {
 	defer cancel()
 	stdinR, stdinW := io.Pipe()
 	defer stdinW.Close()
-	var out syncBuffer
+	var out kubetest.SyncBuffer
 	ex := &kube.Exec{Config: env.Config, Client: env.Client}
 	done := make(chan error, 1)
 	go func() {

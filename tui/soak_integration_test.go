@@ -104,7 +104,7 @@ func TestIntegrationSoak(t *testing.T) {
 
 	// The reconciler, as `reconcile --all --watch --leader-elect` builds it.
 	recClient, recWatches := soakClient(t, env)
-	var recLog syncBuffer
+	var recLog kubetest.SyncBuffer
 	ctrl, err := controller.New(controller.Options{
 		Client: recClient, Namespace: env.Namespace, Workers: controller.DefaultWorkers, Resync: 30 * time.Second,
 		Logger: slog.New(slog.NewTextHandler(&recLog, &slog.HandlerOptions{Level: slog.LevelWarn})),
@@ -288,7 +288,7 @@ func TestIntegrationSoak(t *testing.T) {
 			fmt.Fprintf(&b, "  WATCH in the window by the %s: %s\n", c.name, r)
 		}
 	}
-	fmt.Fprintf(&b, "  reconciler warnings and errors: %d lines", recLog.lines())
+	fmt.Fprintf(&b, "  reconciler warnings and errors: %d lines", recLog.Lines())
 	if s := traffic.errSample(); s != "" {
 		fmt.Fprintf(&b, "\n  first operation errors: %s", s)
 	}

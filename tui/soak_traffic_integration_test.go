@@ -3,7 +3,6 @@
 package tui
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -137,22 +136,4 @@ func (s *soakTraffic) errSample() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return strings.Join(s.errs, "; ")
-}
-
-// syncBuffer is a log sink safe for the controller's goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) lines() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return bytes.Count(b.buf.Bytes(), []byte("\n"))
 }

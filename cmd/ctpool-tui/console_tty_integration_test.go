@@ -95,7 +95,7 @@ func consoleTTYResize(t *testing.T, env *kubetest.Env, pool, member string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var screen syncBuffer
+	var screen kubetest.SyncBuffer
 	go func() { _, _ = io.Copy(&screen, master) }() // ends when the master closes
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"k8s.io/klog/v2"
+
+	"github.com/ctpool-tui/ctpool-tui/internal/kubetest"
 )
 
 // klog (client-go's reflectors and leader election) writes through the
@@ -15,7 +17,7 @@ import (
 // of this package left running may log into these buffers meanwhile, so the
 // buffers are locked and the checks look for their own lines.
 func TestKlogFollowsTheProgramsLogger(t *testing.T) {
-	var first, second syncBuffer
+	var first, second kubetest.SyncBuffer
 	l := logFlags{format: "json"}
 	if _, _, err := l.setup(&first, false); err != nil {
 		t.Fatal(err)
@@ -42,7 +44,7 @@ func TestKlogFollowsTheProgramsLogger(t *testing.T) {
 		t.Fatalf("second logger got %q, first %q", second.String(), first.String())
 	}
 	// The dashboard's screen never gets a line.
-	var screen syncBuffer
+	var screen kubetest.SyncBuffer
 	l3 := logFlags{format: "text"}
 	logger, _, err := l3.setup(&screen, true)
 	if err != nil {

@@ -47,7 +47,7 @@ func outage(t *testing.T, scope []string) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var rOut, rErr syncBuffer
+	var rOut, rErr kubetest.SyncBuffer
 	done := make(chan int, 1)
 	go func() {
 		args := append(append([]string{"-n", ns, "reconcile"}, scope...), "--watch", "--interval", "1s")

@@ -14,35 +14,6 @@ import (
 	"github.com/ctpool-tui/ctpool-tui/internal/render"
 )
 
-// tableCell is member's cell in the column titled title of a member table
-// printed by status or --once: from the column's start to the next column's,
-// or to the end of the row for the last column.
-func tableCell(t *testing.T, out, member, title string) string {
-	t.Helper()
-	var header string
-	for _, line := range strings.Split(out, "\n") {
-		switch {
-		case strings.HasPrefix(line, "  MEMBER "):
-			header = line
-		case header != "" && strings.HasPrefix(line, "  "+member+" "):
-			start := strings.Index(header, " "+title) + 1
-			if start == 0 {
-				t.Fatalf("no column %s in %q", title, header)
-			}
-			end := len(line)
-			if next := strings.IndexFunc(header[start+len(title):], func(r rune) bool { return r != ' ' }); next >= 0 {
-				end = min(start+len(title)+next, len(line))
-			}
-			if start > len(line) {
-				return ""
-			}
-			return strings.TrimSpace(line[start:end])
-		}
-	}
-	t.Fatalf("no row for %s in:\n%s", member, out)
-	return ""
-}
-
 // An Unschedulable member's MESSAGE is the scheduler's own message, cut to
 // its first sentence (whole with -o wide), and the diagnosis has its own
 // column, in status and in --once alike.
@@ -101,11 +72,11 @@ func TestIntegrationStatusShowsSchedulerMessage(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			out := run(c.want, c.args...)
-			msg := tableCell(t, out, "huge-1", "MESSAGE")
+			msg := kubetest.TableCell(t, out, "huge-1", "MESSAGE")
 			if !strings.HasPrefix(msg, "0/") || msg != c.msg {
 				t.Errorf("MESSAGE %q, want the scheduler's %q\n%s", msg, c.msg, out)
 			}
-			if d := tableCell(t, out, "huge-1", "DIAGNOSIS"); d != "not enough capacity: memory" {
+			if d := kubetest.TableCell(t, out, "huge-1", "DIAGNOSIS"); d != "not enough capacity: memory" {
 				t.Errorf("DIAGNOSIS %q, want the diagnosis\n%s", d, out)
 			}
 		})

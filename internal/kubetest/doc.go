@@ -34,4 +34,9 @@
 //
 //	m := env.ServeMember(t, "desk-1") // exec runs in m.Dir; the log is m.Log
 //	kubetest.AppendLog(t, m.Log, "stdout", "a line")
+//
+// It also holds the helpers that tests of several packages share, with or
+// without the plane: SyncBuffer, a buffer that goroutines write and the test
+// reads, and TableCell, a member's cell in a table printed by status or
+// --once.
 package kubetest

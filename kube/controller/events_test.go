@@ -1,13 +1,11 @@
 package controller
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,25 +16,8 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/internal/kubetest"
 )
-
-// syncBuffer is a log destination safe for the workers' concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // A failed step is logged with its pool and step, and written as a Warning
 // Event on the pool ConfigMap by the reconciler's recorder; a reconcile that
@@ -47,7 +28,7 @@ func TestFailuresAreLoggedAndRecorded(t *testing.T) {
 	client.PrependReactor("create", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, errors.New("admission webhook refused the Pod")
 	})
-	var logs syncBuffer
+	var logs kubetest.SyncBuffer
 	rec, stop := NewRecorder(client, "reconciler-0")
 	defer stop()
 	c := newTestController(t, client, func(o *Options) {
@@ -91,9 +72,7 @@ func TestFailuresAreLoggedAndRecorded(t *testing.T) {
 	// Once Pods can be created, the change is logged with its actions (the
 	// failed create left desk-2's PVC: it is started).
 	client.ReactionChain = client.ReactionChain[1:] // the failing reactor goes
-	logs.mu.Lock()
-	logs.b.Reset()
-	logs.mu.Unlock()
+	logs.Reset()
 	if _, err := c.sync(context.Background(), engine.PoolRef{Namespace: testNS, Name: "desk"}); err != nil {
 		t.Fatal(err)
 	}
