@@ -1,4 +1,4 @@
-package tui
+package render_test
 
 import (
 	"bytes"

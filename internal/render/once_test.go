@@ -1,4 +1,4 @@
-package tui
+package render_test
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
 	"github.com/ctpool-tui/ctpool-tui/internal/fixture"
+	"github.com/ctpool-tui/ctpool-tui/internal/kubetest"
 	"github.com/ctpool-tui/ctpool-tui/internal/render"
 )
 
@@ -96,8 +97,8 @@ const schedulerMessage = "0/4 nodes are available: 2 Insufficient cpu, 2 node(s)
 // unschedulableCluster is one pool with an Unschedulable member, a crashing
 // one and a drifted Ready one: a diagnosis with a scheduler's message, with a
 // kubelet's, and with none.
-func unschedulableCluster() *cluster {
-	c := &cluster{}
+func unschedulableCluster() *fixture.Cluster {
+	c := &fixture.Cluster{}
 	s := fixture.Spec("ghcr.io/example/desktop:2", 3, nil)
 	old := fixture.Spec("ghcr.io/example/desktop:1", 3, nil)
 	c.Pool("desk", s, &engine.Status{UpdatedAt: fixture.PtrTime(t0.Add(-12 * time.Second))})
@@ -105,35 +106,6 @@ func unschedulableCluster() *cluster {
 	c.Member("desk", 2, s, fixture.Unschedulable(schedulerMessage))
 	c.Member("desk", 3, s, fixture.OnNode("node-b"), fixture.CrashLoop("back-off 5m0s restarting failed container=desktop pod=desk-3. Check the container's log"))
 	return c
-}
-
-// memberCell is the text of member's row in the column titled title of a
-// --once table: from the column's start to the next column's, or to the end
-// of the row for the last column.
-func memberCell(t *testing.T, out, member, title string) string {
-	t.Helper()
-	var header string
-	for _, line := range strings.Split(out, "\n") {
-		switch {
-		case strings.HasPrefix(line, "  MEMBER "):
-			header = line
-		case header != "" && strings.HasPrefix(line, "  "+member+" "):
-			start := strings.Index(header, " "+title) + 1
-			if start == 0 {
-				t.Fatalf("no column %s in %q", title, header)
-			}
-			end := len(line)
-			if next := strings.IndexFunc(header[start+len(title):], func(r rune) bool { return r != ' ' }); next >= 0 {
-				end = min(start+len(title)+next, len(line))
-			}
-			if start > len(line) {
-				return ""
-			}
-			return strings.TrimSpace(line[start:end])
-		}
-	}
-	t.Fatalf("no row for %s in:\n%s", member, out)
-	return ""
 }
 
 func TestRenderOnceShowsSchedulerMessage(t *testing.T) {
@@ -160,10 +132,10 @@ func TestRenderOnceShowsSchedulerMessage(t *testing.T) {
 			out := b.String()
 			golden(t, c.golden, out)
 			for member, want := range c.want {
-				if got := memberCell(t, out, member, "DIAGNOSIS"); got != want[0] {
+				if got := kubetest.TableCell(t, out, member, "DIAGNOSIS"); got != want[0] {
 					t.Errorf("%s DIAGNOSIS %q, want %q", member, got, want[0])
 				}
-				if got := memberCell(t, out, member, "MESSAGE"); got != want[1] {
+				if got := kubetest.TableCell(t, out, member, "MESSAGE"); got != want[1] {
 					t.Errorf("%s MESSAGE %q, want %q", member, got, want[1])
 				}
 			}
