@@ -282,6 +282,10 @@ func PlanElasticOn(spec Spec, v *PoolView, prev *ElasticStatus, now time.Time, c
 		}
 		within++
 		switch {
+		case m.NodeDown != "":
+			// Free or not, a member on a down node is no spare: a user
+			// given it waits for the node. It counts again once the node
+			// is back (then, above the spare, after the settle time).
 		case m.Free || (m.AboveSize && m.Lease == nil && m.Blocked == "" && !m.Drift && (m.State == StateReady || m.State == StateStarting || m.State == StateStopped)):
 			// (a member above the size observed is free once the size
 			// takes it in)

@@ -54,6 +54,14 @@ func TestPlanElasticRules(t *testing.T) {
 			spec: spare1, rec: &ElasticStatus{Size: 3, From: 3}, members: 3, claimed: 2,
 			mutate: func(s *Snapshot) { elMember(s, spare1, 4); elClaim(s, 4) },
 			want:   4, changed: true, reason: "grew from 3 to 4: claims took members above the size", floor: 4},
+		{name: "a free member on a down node is no spare: the pool grows for it",
+			spec: spare1, rec: &ElasticStatus{Size: 2, From: 3}, members: 2,
+			mutate: func(s *Snapshot) {
+				elClaim(s, 2)
+				s.Pods[0].Spec.NodeName = "node-a"
+				s.NodeDown = map[string]string{"node-a": "the node's kubelet stopped posting status"}
+			},
+			want: 3, changed: true, reason: "grew from 2 to 3: 0 free of spare 1", floor: -1},
 		{name: "a claim above maxSize (lowered since) never takes the size past it",
 			spec: max5, rec: &ElasticStatus{Size: 5, From: 3}, members: 5, claimed: 4,
 			mutate: func(s *Snapshot) { elMember(s, max5, 7); elClaim(s, 7) },

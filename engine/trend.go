@@ -382,7 +382,11 @@ func (h History) pullBack(at time.Time) History {
 // (no reconciler wrote).
 func (h History) Filled(now time.Time) []Sample {
 	out := make([]Sample, 0, len(h.Samples)+8)
+	start := now.Add(-HistoryWindow)
 	for i, s := range h.Samples {
+		if !s.At.After(start) {
+			continue // past the window's start (no reconciler wrote since)
+		}
 		out = append(out, s)
 		end := now
 		if i+1 < len(h.Samples) {

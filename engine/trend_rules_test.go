@@ -117,3 +117,22 @@ func TestHistoryFilledRules(t *testing.T) {
 		})
 	}
 }
+
+// Filled keeps only the window before now: a history whose reconciler
+// stopped writing days ago fills nothing and shows nothing of those days.
+func TestHistoryFilledDropsSamplesPastTheWindow(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	h := History{}.Add(Sample{At: t0, Free: 3, Size: 5}).Add(Sample{At: t0.Add(time.Hour), Free: 2, Size: 5})
+	for _, tc := range []struct {
+		now  time.Time
+		want int
+	}{
+		{t0.Add(3 * 24 * time.Hour), 0},
+		{t0.Add(HistoryWindow + 30*time.Minute), 12}, // the second sample and its hour of fill
+		{t0.Add(2 * time.Hour), 24},
+	} {
+		if got := h.Filled(tc.now); len(got) != tc.want {
+			t.Errorf("Filled(%s) gave %d samples, want %d", tc.now.Sub(t0), len(got), tc.want)
+		}
+	}
+}
