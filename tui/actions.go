@@ -193,7 +193,7 @@ func (m *Model) actionKey(msg tea.KeyMsg, pool engine.PoolRef, mm *engine.Member
 		m.setNote(render.GlyphBad+" "+why, levelError)
 		return nil
 	}
-	v := m.view(pool)
+	v := m.pool(pool)
 	switch b {
 	case &k.Console:
 		return m.openConsole(pool, mm)

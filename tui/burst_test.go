@@ -107,11 +107,11 @@ func TestChangeWhileLoadingIsNotLost(t *testing.T) {
 	if !m.feed.armed || cmd == nil {
 		t.Fatal("the rebuild did not re-arm the change watch")
 	}
-	_, cmd = m.Update(dataMsg{views: fixture.Demo().Views(), at: t0, health: health{synced: true}})
+	_, cmd = m.Update(dataMsg{pools: fixture.Demo().Views(), at: t0, health: health{synced: true}})
 	if !m.feed.pending || m.feed.dirty || cmd == nil {
 		t.Fatalf("a dirty rebuild did not schedule another: pending %v dirty %v", m.feed.pending, m.feed.dirty)
 	}
-	_, cmd = m.Update(dataMsg{views: fixture.Demo().Views(), at: t0, health: health{synced: true}})
+	_, cmd = m.Update(dataMsg{pools: fixture.Demo().Views(), at: t0, health: health{synced: true}})
 	if m.feed.pending || cmd != nil {
 		t.Fatal("a clean rebuild scheduled another")
 	}
@@ -146,7 +146,7 @@ func benchmarkMembersView(b *testing.B, n int) {
 	m := newModel(context.Background(), Options{Namespace: ns, Data: data, Renderer: themes.NoColorRenderer(io.Discard),
 		Now: func() time.Time { return t0 }, Actions: &fakeActions{}})
 	m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
-	m.Update(dataMsg{views: engine.ObserveAll(snaps, t0), at: t0, health: health{synced: true, lastSync: t0}})
+	m.Update(dataMsg{pools: engine.ObserveAll(snaps, t0), at: t0, health: health{synced: true, lastSync: t0}})
 	m.openMembers(poolRefIn(m, "big"))
 	press(m, "pgdown", "pgdown") // somewhere in the middle of the first pages
 	if len(m.members.rows) != n {

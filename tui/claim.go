@@ -35,7 +35,7 @@ func (m *Model) openClaim(pool engine.PoolRef) tea.Cmd {
 		m.setNote(render.GlyphBad+" read-only: claim is a write", levelError)
 		return nil
 	}
-	v := m.view(pool)
+	v := m.pool(pool)
 	if v == nil || !v.Defined {
 		m.setNote(render.GlyphBad+" "+sanitize.Sanitize(m.title(pool))+" has no definition: no member can be claimed", levelError)
 		return nil

@@ -13,7 +13,7 @@ import (
 )
 
 // A fleet of clusters (Options.Contexts) merges the pools of several
-// kubeconfig contexts. A pool's view then carries its Context, so that its
+// kubeconfig contexts. A pool then carries its Context, so that its
 // ref is context/namespace/pool and every read and action of the pool
 // (ActionsIn, AccessIn, EventsIn, LogsIn, ConsoleIn) is routed by the
 // caller to its own cluster and namespace; what the user may do is asked
@@ -95,27 +95,27 @@ type narrowing struct {
 	context, namespace string
 }
 
-// takeViews notes the namespaces of every watched pool (for the completion
+// takePools notes the namespaces of every watched pool (for the completion
 // of names) and returns the pools the view is narrowed to.
-func (m *Model) takeViews(views []engine.PoolView) []engine.PoolView {
+func (m *Model) takePools(pools []engine.PoolView) []engine.PoolView {
 	if m.seenNS == nil {
 		m.seenNS = map[string]bool{}
 	}
-	for i := range views {
-		m.seenNS[views[i].Namespace] = true
+	for i := range pools {
+		m.seenNS[pools[i].Namespace] = true
 	}
-	return m.narrowed(views)
+	return m.narrowed(pools)
 }
 
-// narrowed returns the pools of views the view is narrowed to (views
-// itself when it is not).
-func (m *Model) narrowed(views []engine.PoolView) []engine.PoolView {
+// narrowed returns those of pools that the narrowing shows (pools
+// itself when nothing is narrowed).
+func (m *Model) narrowed(pools []engine.PoolView) []engine.PoolView {
 	n := m.narrow
 	if !m.opts.Contexts || n == (narrowing{}) {
-		return views
+		return pools
 	}
-	out := make([]engine.PoolView, 0, len(views))
-	for _, v := range views {
+	out := make([]engine.PoolView, 0, len(pools))
+	for _, v := range pools {
 		if (n.context == "" || v.Context == n.context) && (n.namespace == "" || v.Namespace == n.namespace) {
 			out = append(out, v)
 		}
@@ -189,15 +189,15 @@ func (m *Model) narrowNamespace(name string) error {
 // applyNarrowing shows the watched pools the view is now narrowed to; a
 // screen about a pool no longer shown goes back to the pools.
 func (m *Model) applyNarrowing() {
-	m.views = m.narrowed(m.feed.watched)
-	m.pools.sync(m.views, m.opts.Fleet, m.opts.Contexts)
-	if pool := m.currentPool(); m.screen != screenPools && m.screen != screenWall && (pool == (engine.PoolRef{}) || m.view(pool) == nil) {
+	m.pools = m.narrowed(m.feed.watched)
+	m.table.sync(m.pools, m.opts.Fleet, m.opts.Contexts)
+	if pool := m.currentPool(); m.screen != screenPools && m.screen != screenWall && (pool == (engine.PoolRef{}) || m.pool(pool) == nil) {
 		m.logs.stop()
 		m.audit.open = false
 		m.screen = screenPools
 	}
 	if m.members.pool != (engine.PoolRef{}) {
-		m.members.setData(m.view(m.members.pool))
+		m.members.setData(m.pool(m.members.pool))
 	}
 	m.layout()
 	kctx, ns := m.where()

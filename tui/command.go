@@ -314,9 +314,9 @@ func (m *Model) applyScope(msg scopeMsg) tea.Cmd {
 		o.Actions, o.ActionsIn, o.Access, o.AccessIn, o.Console = sc.Actions, sc.ActionsIn, sc.Access, sc.AccessIn, sc.Console
 	}
 	load := m.feed.replace(sc.Data, msg.cancel, m.now)
-	m.views = nil
+	m.pools = nil
 	m.side.caps, m.side.capsErr, m.side.inNS = nil, nil, nil
-	m.pools = newPoolsView(m.st)
+	m.table = newPoolsView(m.st)
 	m.members = newMembersView(m.st)
 	m.audit = auditView{req: m.audit.req} // a late answer of the old trail is dropped
 	m.logs.stop()

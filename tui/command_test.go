@@ -169,18 +169,18 @@ func TestCommandSwitchesNamespaces(t *testing.T) {
 		t.Errorf("status %q", s)
 	}
 	// An answer from the replaced source is dropped.
-	before := len(m.views)
+	before := len(m.pools)
 	m.Update(loadCmd(newFakeData(fixture.Demo().Snapshots()), func() time.Time { return t0 })())
-	if len(m.views) != before || !m.opts.Fleet {
-		t.Fatalf("a stale load replaced the fleet's %d pools with %d", before, len(m.views))
+	if len(m.pools) != before || !m.opts.Fleet {
+		t.Fatalf("a stale load replaced the fleet's %d pools with %d", before, len(m.pools))
 	}
 	if _, cmd := m.Update(changedMsg{gen: 0}); cmd != nil {
 		t.Error("a stale change signal scheduled a rebuild")
 	}
 
 	switchTo(t, m, "ns vdi-cad")
-	if m.opts.Fleet || !strings.Contains(header(m), "ns: vdi-cad") || strings.Contains(m.View(), "NAMESPACE") || len(m.views) != 2 {
-		t.Fatalf("after :ns vdi-cad (%d pools):\n%s", len(m.views), m.View())
+	if m.opts.Fleet || !strings.Contains(header(m), "ns: vdi-cad") || strings.Contains(m.View(), "NAMESPACE") || len(m.pools) != 2 {
+		t.Fatalf("after :ns vdi-cad (%d pools):\n%s", len(m.pools), m.View())
 	}
 	sc.mu.Lock()
 	first := sc.ctxs[0]

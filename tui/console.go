@@ -69,9 +69,9 @@ func (m *Model) markMemberTools(k *keyMap) {
 	var mm *engine.Member
 	switch m.screen {
 	case screenMembers:
-		v, mm = m.view(m.members.pool), m.members.current()
+		v, mm = m.pool(m.members.pool), m.members.current()
 	case screenDetail:
-		v, mm = m.view(m.detail.pool), m.members.lookup(m.detail.member)
+		v, mm = m.pool(m.detail.pool), m.members.lookup(m.detail.member)
 	default:
 		return
 	}
@@ -95,7 +95,7 @@ func (m *Model) openConsole(pool engine.PoolRef, mm *engine.Member) tea.Cmd {
 		m.setNote(render.GlyphBad+" read-only: the console is a write (pods/exec)", levelError)
 		return nil
 	}
-	if why := toolUnavailable(actConsole, m.view(pool), mm); why != "" {
+	if why := toolUnavailable(actConsole, m.pool(pool), mm); why != "" {
 		m.setNote(render.GlyphBad+" "+why, levelError)
 		return nil
 	}

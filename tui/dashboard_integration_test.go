@@ -358,7 +358,7 @@ func TestIntegrationAuditList(t *testing.T) {
 	m.Update(tea.WindowSizeMsg{Width: 140, Height: 30})
 	env.WaitFor(t, 30*time.Second, "the pool", func() (bool, error) {
 		load(m, watcher)
-		return m.view(poolRefIn(m, "au")) != nil, nil
+		return m.pool(poolRefIn(m, "au")) != nil, nil
 	})
 	m.openMembers(poolRefIn(m, "au"))
 	_, cmd := m.Update(keyMsg("A"))

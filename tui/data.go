@@ -16,12 +16,12 @@ type tickMsg time.Time
 type dataMsg struct {
 	gen   int // feed.gen of the source read
 	seq   int // incremental.seq of the load (0: outside the coalescing loop)
-	views []engine.PoolView
+	pools []engine.PoolView
 	// states: the pools kept by difference from a ChangeSource (with
-	// views: their views); nil from another source.
+	// pools: their observed pools); nil from another source.
 	states []*engine.PoolState
 	// delta: from a ChangeSource, only what changed since the last load
-	// (views and states are then nil).
+	// (pools and states are then nil).
 	delta  []poolDelta
 	health health
 	at     time.Time
@@ -74,7 +74,7 @@ func readChangesCmd(src DataSource, now func() time.Time, partial, byDifference 
 		}
 		cs, ok := src.(ChangeSource)
 		if !ok {
-			msg.views = engine.ObserveAll(src.Snapshots(), at)
+			msg.pools = engine.ObserveAll(src.Snapshots(), at)
 			return msg
 		}
 		// Take, then read: the read sees every change taken.
@@ -88,10 +88,10 @@ func readChangesCmd(src DataSource, now func() time.Time, partial, byDifference 
 		}
 		snaps := src.Snapshots()
 		msg.states = make([]*engine.PoolState, len(snaps))
-		msg.views = make([]engine.PoolView, len(snaps))
+		msg.pools = make([]engine.PoolView, len(snaps))
 		for i, snap := range snaps {
 			msg.states[i] = engine.NewPoolState(snap, at)
-			msg.views[i] = *msg.states[i].View()
+			msg.pools[i] = *msg.states[i].View()
 		}
 		return msg
 	}

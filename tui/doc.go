@@ -1,5 +1,5 @@
 // Package tui is the ctpool-tui dashboard: a bubbletea program over the
-// engine's pool views (pools, a pool's members, a member's details and logs,
+// engine's observed pools (pools, a pool's members, a member's details and logs,
 // dialogs, the action log, the wall display). cmd/ctpool-tui wires it with
 // Options (api.go) and calls Run. The rows' words and the headless --once
 // report are internal/render's, shared by both.

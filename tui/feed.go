@@ -258,8 +258,8 @@ func (f *feed) take(msg dataMsg, open engine.PoolRef) (took taken, changes []eng
 	f.health, f.observedAt = msg.health, msg.at
 	f.clusters = msg.clusters
 	if msg.delta == nil {
-		f.watched, f.loaded = msg.views, true
-		f.incr.adopt(msg.states, msg.views)
+		f.watched, f.loaded = msg.pools, true
+		f.incr.adopt(msg.states, msg.pools)
 		f.rebuilds++
 		f.trendGen++
 		f.forgetLive()
@@ -300,10 +300,10 @@ func coalesceCmd() tea.Cmd {
 
 // incremental is the model's part of the pools kept by difference.
 type incremental struct {
-	// states: one per m.views entry, in its order (nil: the source is no
+	// states: one per m.pools entry, in its order (nil: the source is no
 	// ChangeSource, or nothing was loaded yet).
 	states []*engine.PoolState
-	index  map[engine.PoolRef]int // views entry of a pool
+	index  map[engine.PoolRef]int // m.pools entry of a pool
 	// needFull: the next load is a whole one (a delta could not be applied).
 	needFull bool
 	// seq numbers the loads; only the answer of the last one is applied.
@@ -313,15 +313,15 @@ type incremental struct {
 }
 
 // adopt takes the states of a whole load (nil from another source).
-func (in *incremental) adopt(states []*engine.PoolState, views []engine.PoolView) {
+func (in *incremental) adopt(states []*engine.PoolState, pools []engine.PoolView) {
 	in.states = states
 	if states == nil {
 		in.index = nil
 		return
 	}
-	in.index = make(map[engine.PoolRef]int, len(views))
-	for i := range views {
-		in.index[views[i].Ref()] = i
+	in.index = make(map[engine.PoolRef]int, len(pools))
+	for i := range pools {
+		in.index[pools[i].Ref()] = i
 	}
 }
 
@@ -338,19 +338,19 @@ func (m *Model) applyData(msg dataMsg) {
 	case tookNothing:
 		return
 	case tookWhole:
-		m.views = m.takeViews(m.feed.watched)
-		m.pools.sync(m.views, m.opts.Fleet, m.opts.Contexts)
+		m.pools = m.takePools(m.feed.watched)
+		m.table.sync(m.pools, m.opts.Fleet, m.opts.Contexts)
 		if m.members.pool != (engine.PoolRef{}) {
-			m.members.setData(m.view(m.members.pool))
+			m.members.setData(m.pool(m.members.pool))
 		}
 	case tookDelta:
-		m.views = m.narrowed(m.feed.watched)
+		m.pools = m.narrowed(m.feed.watched)
 		if opened {
-			if v := m.view(m.members.pool); v != nil {
+			if v := m.pool(m.members.pool); v != nil {
 				m.members.applyChanges(v, changes)
 			}
 		}
-		m.pools.sync(m.views, m.opts.Fleet, m.opts.Contexts)
+		m.table.sync(m.pools, m.opts.Fleet, m.opts.Contexts)
 	}
 	m.layout()
 }

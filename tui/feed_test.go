@@ -178,7 +178,7 @@ func wholeStates(f *feed, snaps []engine.Snapshot) dataMsg {
 	msg := dataMsg{gen: f.gen, seq: f.incr.seq, at: t0, health: health{synced: true}}
 	for _, s := range snaps {
 		st := engine.NewPoolState(s, t0)
-		msg.states, msg.views = append(msg.states, st), append(msg.views, *st.View())
+		msg.states, msg.pools = append(msg.states, st), append(msg.pools, *st.View())
 	}
 	return msg
 }

@@ -71,7 +71,7 @@ func (f firstScreen) Init() tea.Cmd { return f.m.Init() }
 func (f firstScreen) View() string  { return f.m.View() }
 func (f firstScreen) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	_, cmd := f.m.Update(msg)
-	if f.m.feed.loaded && f.m.feed.health.synced && len(f.m.views) == 1 && f.m.views[0].Status.Observed == firstScreenMembers {
+	if f.m.feed.loaded && f.m.feed.health.synced && len(f.m.pools) == 1 && f.m.pools[0].Status.Observed == firstScreenMembers {
 		conn, _ := f.m.feed.health.connState(f.m.now, f.m.feed.started, f.m.feed.loaded)
 		if _ = f.m.View(); strings.HasPrefix(conn, render.GlyphLive) {
 			*f.took = time.Since(f.start)

@@ -11,7 +11,7 @@ import (
 // The fleet view (Options.Fleet) shows the pools of several namespaces,
 // and of several clusters with Options.Contexts. A pool is named by its
 // engine.PoolRef (context, namespace, name) wherever the dashboard keeps
-// one: views, the selection, the incremental index and action requests
+// one: the pools shown, the selection, the incremental index and action requests
 // carry it, and what goes to the cluster is its parts, never a string
 // parsed back. The user sees its name, namespace/name in the fleet and
 // context/namespace/name in a fleet of clusters (title).
@@ -49,10 +49,10 @@ func fleetNamespace(v *engine.PoolView) string {
 	return v.Namespace
 }
 
-// findPool returns the pool of views with this ref, or nil.
-func findPool(views []engine.PoolView, ref engine.PoolRef) *engine.PoolView {
-	for i := range views {
-		if v := &views[i]; v.Name == ref.Name && v.Namespace == ref.Namespace && v.Context == ref.Context {
+// findPool returns the pool of pools with this ref, or nil.
+func findPool(pools []engine.PoolView, ref engine.PoolRef) *engine.PoolView {
+	for i := range pools {
+		if v := &pools[i]; v.Name == ref.Name && v.Namespace == ref.Namespace && v.Context == ref.Context {
 			return v
 		}
 	}
@@ -84,7 +84,7 @@ func (m *Model) actionsFor(ref engine.PoolRef) (Actions, string) {
 func (m *Model) currentPool() engine.PoolRef {
 	switch m.screen {
 	case screenPools:
-		return m.pools.selected
+		return m.table.selected
 	case screenMembers:
 		return m.members.pool
 	case screenDetail:

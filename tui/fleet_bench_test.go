@@ -119,9 +119,9 @@ func BenchmarkFleetPoolsView(b *testing.B) {
 		snaps := s.snapshots()
 		b.Run("scale="+s.name, func(b *testing.B) {
 			m, _ := s.model(snaps)
-			m.pools.selected = s.fleetPool()
-			m.pools.reselect()
-			if got, want := len(m.pools.rows), len(snaps); got != want {
+			m.table.selected = s.fleetPool()
+			m.table.reselect()
+			if got, want := len(m.table.rows), len(snaps); got != want {
 				b.Fatalf("%d pool rows, want %d", got, want)
 			}
 			runtime.GC() // the setup's garbage is not the frames' to collect
@@ -174,8 +174,8 @@ func BenchmarkFleetRebuild(b *testing.B) {
 				msg := loadCmd(m.opts.Data, now)().(dataMsg)
 				m.Update(msg)
 			}
-			if data.loads.Load() == 0 || len(m.views) != len(snaps) {
-				b.Fatalf("%d pools after the rebuilds, want %d", len(m.views), len(snaps))
+			if data.loads.Load() == 0 || len(m.pools) != len(snaps) {
+				b.Fatalf("%d pools after the rebuilds, want %d", len(m.pools), len(snaps))
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(s.members()), "ns/member")
 		})

@@ -243,8 +243,8 @@ func TestFleetWallFallsBackToClusters(t *testing.T) {
 // shownKeys are the keys of the pools shown.
 func shownKeys(m *Model) string {
 	var out []string
-	for i := range m.views {
-		out = append(out, poolTitle(m.opts.Fleet, &m.views[i]))
+	for i := range m.pools {
+		out = append(out, poolTitle(m.opts.Fleet, &m.pools[i]))
 	}
 	return strings.Join(out, " ")
 }

@@ -163,7 +163,7 @@ func helpLine(m *Model) string { return screenLine(m, -1) }
 // a lookup, not a parse), or a ref of that name in no namespace when no
 // pool is seen so.
 func poolRefIn(m *Model, title string) engine.PoolRef {
-	for _, views := range [][]engine.PoolView{m.views, m.feed.watched} {
+	for _, views := range [][]engine.PoolView{m.pools, m.feed.watched} {
 		for i := range views {
 			if poolTitle(m.opts.Fleet, &views[i]) == title {
 				return views[i].Ref()

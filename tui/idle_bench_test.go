@@ -85,8 +85,8 @@ func idleModel(tb testing.TB, c *cluster, readOnly bool) *Model {
 	m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
 	m.Update(loadCmd(data, clock)())
 	m.Update(tickMsg(start))
-	if !m.feed.loaded || len(m.views) != 1 {
-		tb.Fatalf("the load did not load the pool: %d pools", len(m.views))
+	if !m.feed.loaded || len(m.pools) != 1 {
+		tb.Fatalf("the load did not load the pool: %d pools", len(m.pools))
 	}
 	return m
 }

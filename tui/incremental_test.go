@@ -286,7 +286,7 @@ func TestMembersFollowChangesLikeAWholeRebuild(t *testing.T) {
 // sameDashboards compares what a model kept by difference and one rebuilt
 // whole hold and draw ("" when the same).
 func sameDashboards(inc, full *Model) string {
-	if !reflect.DeepEqual(inc.views, full.views) {
+	if !reflect.DeepEqual(inc.pools, full.pools) {
 		return "the pools differ"
 	}
 	a, b := &inc.members, &full.members
@@ -438,7 +438,7 @@ func TestLateDeltaAsksForAWholeLoad(t *testing.T) {
 		t.Fatalf("a late delta was dropped without asking for a whole load (needFull %v, dirty %v)", m.feed.incr.needFull, m.feed.dirty)
 	}
 	reload(m)
-	if got := m.view(poolRefIn(m, "big")).Member("big-1").Node; got != "node-z" {
+	if got := m.pool(poolRefIn(m, "big")).Member("big-1").Node; got != "node-z" {
 		t.Errorf("member big-1 on %q after the whole load, want node-z", got)
 	}
 }

@@ -25,7 +25,7 @@ const membersChrome = 4
 type membersView struct {
 	list[string]
 	pool   engine.PoolRef
-	pv     *engine.PoolView // the pool (nil: gone)
+	data   *engine.PoolView // the pool (nil: gone)
 	all    []engine.Member
 	index  map[string]int
 	widths []int       // the widest measured text of each column (memberCols)
@@ -48,7 +48,7 @@ func (l *membersView) open(pool engine.PoolRef) {
 
 // setData takes the pool's new members (v may be nil: the pool is gone).
 func (l *membersView) setData(v *engine.PoolView) {
-	l.pv = v
+	l.data = v
 	l.all = nil
 	if v != nil {
 		l.all = v.Members
@@ -73,11 +73,11 @@ func (l *membersView) setData(v *engine.PoolView) {
 // the filter and the sort put it, so that the list is what setData would
 // make of v, at a cost proportional to the change.
 func (l *membersView) applyChanges(v *engine.PoolView, changes []engine.MemberChange) {
-	if len(v.Members) != len(l.names) || l.pv == nil {
+	if len(v.Members) != len(l.names) || l.data == nil {
 		l.setData(v)
 		return
 	}
-	l.pv, l.all = v, v.Members
+	l.data, l.all = v, v.Members
 	if len(changes) == 0 {
 		return
 	}
@@ -224,7 +224,7 @@ func (l *membersView) update(ctx viewContext, msg tea.Msg) (intent, tea.Cmd) {
 // selected member.
 func (l *membersView) view(ctx viewContext) string {
 	st := ctx.st
-	v := l.pv
+	v := l.data
 	var b strings.Builder
 	if v == nil {
 		b.WriteString(st.Error.Render(render.GlyphBad+" pool "+sanitize.Sanitize(refTitle(ctx.fleet, l.pool))+" is gone") + st.Muted.Render("  (esc back)"))
@@ -288,7 +288,7 @@ func (l *membersView) view(ctx viewContext) string {
 
 // row renders one member's line: render's row of the member, styled.
 func (l *membersView) row(ctx viewContext, cols []column, mm *engine.Member, selected bool) string {
-	r := memberCells{Row: render.MemberRow(mm, ctx.now), message: render.Reason(l.pv, mm, ctx.nodes)}
+	r := memberCells{Row: render.MemberRow(mm, ctx.now), message: render.Reason(l.data, mm, ctx.nodes)}
 	line := memberLine(cols, &r)
 	if selected {
 		return ctx.st.Selected.Render(render.GlyphCursor + " " + line)

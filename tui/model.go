@@ -44,14 +44,14 @@ type Model struct {
 
 	// feed loads the pools and the connection's health (feed.go).
 	feed   feed
-	views  []engine.PoolView // the pools shown: the feed's watched, narrowed (clusters.go)
+	pools  []engine.PoolView // the pools shown: the feed's watched, narrowed (clusters.go)
 	narrow narrowing         // `:ctx NAME`, and `:ns NAME` in a fleet of clusters
 	seenNS map[string]bool   // every namespace seen, for the command line's completion
 	// scopeGen counts `:ns` commands (an older one's answer is dropped).
 	scopeGen int
 
 	screen  screen
-	pools   poolsView
+	table   poolsView
 	members membersView
 	detail  detailView
 	logs    logsView
@@ -96,7 +96,7 @@ func newModel(ctx context.Context, opts Options) *Model {
 		width: 80, height: 24, now: now,
 		feed:    newFeed(opts.Data, opts.Now, opts.StopData, now),
 		members: newMembersView(st),
-		pools:   newPoolsView(st),
+		table:   newPoolsView(st),
 		acts:    actionState{running: map[int]actionRequest{}},
 		command: newCommandLine(st),
 	}
@@ -213,13 +213,13 @@ func (m *Model) takeData(msg dataMsg) tea.Cmd {
 	return events
 }
 
-// view returns the pool with this ref (fleet.go), or nil.
-func (m *Model) view(pool engine.PoolRef) *engine.PoolView { return findPool(m.views, pool) }
+// pool returns the pool with this ref (fleet.go), or nil.
+func (m *Model) pool(ref engine.PoolRef) *engine.PoolView { return findPool(m.pools, ref) }
 
 // layout recomputes the heights the views scroll within.
 func (m *Model) layout() {
 	h := m.bodyHeight()
-	m.pools.setHeight(h)
+	m.table.setHeight(h)
 	m.members.setHeight(h)
 }
 
@@ -247,7 +247,7 @@ func (m *Model) viewCtx() viewContext {
 	kctx, ns := m.where()
 	return viewContext{
 		st: &m.st, keys: &m.keys, now: m.now, width: m.width, height: m.bodyHeight(),
-		views: m.views, loaded: f.loaded, nodes: m.side.nodes,
+		pools: m.pools, loaded: f.loaded, nodes: m.side.nodes,
 		conn: conn, connLevel: level, dataAt: dataAt,
 		kubeContext: kctx, namespace: ns, readOnly: m.opts.ReadOnly, demo: m.opts.Demo,
 		hints: hintsFrom(&m.keys, m.canAct()), events: m.hasEvents(), fleet: m.opts.Fleet,

@@ -39,11 +39,11 @@ func newPoolsView(st themes.Styles) poolsView {
 // sync follows a new list of pools, keeping the selection by ref; in a
 // fleet of clusters (contexts) a pool's namespace is shown with its
 // context.
-func (p *poolsView) sync(views []engine.PoolView, fleet, contexts bool) {
+func (p *poolsView) sync(pools []engine.PoolView, fleet, contexts bool) {
 	p.names, p.hay = p.names[:0], p.hay[:0]
 	p.nameW, p.nsW, p.ctxW, p.numW, p.recorded = 0, 0, 0, 0, false
-	for i := range views {
-		v := &views[i]
+	for i := range pools {
+		v := &pools[i]
 		if h := v.Recorded.History; h != nil && len(h.Samples) > 0 {
 			p.recorded = true
 		}
@@ -186,7 +186,7 @@ func (p *poolsView) view(ctx viewContext) string {
 	if !ctx.loaded {
 		return st.Muted.Render("  waiting for the first snapshot…")
 	}
-	if len(ctx.views) == 0 {
+	if len(ctx.pools) == 0 {
 		where := "namespace " + sanitize.Sanitize(ctx.namespace)
 		if ctx.fleet {
 			where = "the namespaces shown (" + sanitize.Sanitize(ctx.namespace) + ")"
@@ -200,7 +200,7 @@ func (p *poolsView) view(ctx viewContext) string {
 	end := min(p.offset+p.height, len(p.rows))
 	for i := p.offset; i < end; i++ {
 		b.WriteByte('\n')
-		b.WriteString(poolRow(ctx, cols, &ctx.views[p.rows[i]], i == p.cursor, trend))
+		b.WriteString(poolRow(ctx, cols, &ctx.pools[p.rows[i]], i == p.cursor, trend))
 	}
 	if len(p.rows) == 0 {
 		b.WriteString("\n" + st.Muted.Render("  no pool matches the filter (esc clears it)"))
@@ -294,8 +294,8 @@ func (p *poolsView) notes(ctx viewContext, limit int) []string {
 	if v := ctx.pool(p.selected); v != nil {
 		out = append(out, ctx.st.Bold.Render(render.GlyphCursor+" "+sanitize.Sanitize(ctx.title(v))+": ")+sanitize.Sanitize(poolExplanation(v)))
 	}
-	for i := range ctx.views {
-		v := &ctx.views[i]
+	for i := range ctx.pools {
+		v := &ctx.pools[i]
 		if len(out) >= limit {
 			break
 		}

@@ -32,7 +32,7 @@ func (m *Model) shown() component {
 	case screenWall:
 		return m.wall
 	}
-	return &m.pools
+	return &m.table
 }
 
 // capturing reports whether the current view takes typed text (a filter or
@@ -40,7 +40,7 @@ func (m *Model) shown() component {
 func (m *Model) capturing() bool {
 	switch m.screen {
 	case screenPools:
-		return m.pools.filter.typing
+		return m.table.filter.typing
 	case screenMembers:
 		return m.members.filter.typing
 	case screenLogs:
@@ -147,7 +147,7 @@ func (m *Model) helpLine(ctx viewContext) string {
 	case m.command.open:
 		keys = commandKeys()
 	default:
-		filtering := m.screen == screenMembers && m.members.filter.typing || m.screen == screenPools && m.pools.filter.typing
+		filtering := m.screen == screenMembers && m.members.filter.typing || m.screen == screenPools && m.table.filter.typing
 		keys = m.shownKeys().helpFor(m.screen, filtering).short
 	}
 	return fitHelp(ctx, &m.help, keys)
@@ -157,7 +157,7 @@ func (m *Model) openMembers(pool engine.PoolRef) {
 	if m.members.pool != pool {
 		m.members.open(pool)
 	}
-	m.members.setData(m.view(pool))
+	m.members.setData(m.pool(pool))
 	m.screen = screenMembers
 	m.layout()
 }
@@ -175,7 +175,7 @@ func (m *Model) openDetail(pool engine.PoolRef, member string) tea.Cmd {
 	if src == nil {
 		return nodes
 	}
-	events := m.detail.ask(m.ctx, src, m.namespaceOf(pool), memberVersions(m.view(pool), member), m.now)
+	events := m.detail.ask(m.ctx, src, m.namespaceOf(pool), memberVersions(m.pool(pool), member), m.now)
 	return tea.Batch(events, nodes)
 }
 
@@ -186,7 +186,7 @@ func (m *Model) refreshEvents() tea.Cmd {
 	if m.screen != screenDetail || !m.hasEvents() {
 		return nil
 	}
-	cur := memberVersions(m.view(d.pool), d.member)
+	cur := memberVersions(m.pool(d.pool), d.member)
 	if !d.stale(cur, m.now) {
 		return nil
 	}
@@ -195,7 +195,7 @@ func (m *Model) refreshEvents() tea.Cmd {
 
 // openLogs shows the member's log and starts streaming it, or says why not.
 func (m *Model) openLogs(pool engine.PoolRef, mm *engine.Member) tea.Cmd {
-	if why := toolUnavailable(actLogs, m.view(pool), mm); why != "" {
+	if why := toolUnavailable(actLogs, m.pool(pool), mm); why != "" {
 		m.setNote(render.GlyphBad+" "+why, levelError)
 		return nil
 	}

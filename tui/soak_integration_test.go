@@ -172,7 +172,7 @@ func TestIntegrationSoak(t *testing.T) {
 			}
 			cluster = rowsOf(views)
 			var screen map[string][]memberRow
-			if err := query(ctx, prog, func(m *Model) { screen = rowsOf(m.views) }); err != nil {
+			if err := query(ctx, prog, func(m *Model) { screen = rowsOf(m.pools) }); err != nil {
 				return false, err
 			}
 			if d := rowsDiff(screen, cluster); d != "" {

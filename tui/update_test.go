@@ -38,8 +38,8 @@ func TestPoolsNavigation(t *testing.T) {
 	}
 	for _, s := range steps {
 		press(m, s.key)
-		if m.title(m.pools.selected) != s.want {
-			t.Fatalf("after %s: selected %q, want %q", s.key, m.pools.selected, s.want)
+		if m.title(m.table.selected) != s.want {
+			t.Fatalf("after %s: selected %q, want %q", s.key, m.table.selected, s.want)
 		}
 	}
 	press(m, "G", "enter")
@@ -47,8 +47,8 @@ func TestPoolsNavigation(t *testing.T) {
 		t.Fatalf("enter opened %d/%q", m.screen, m.members.pool)
 	}
 	press(m, "esc")
-	if m.screen != screenPools || m.title(m.pools.selected) != "kiosk" {
-		t.Fatalf("esc went to %d with %q selected", m.screen, m.pools.selected)
+	if m.screen != screenPools || m.title(m.table.selected) != "kiosk" {
+		t.Fatalf("esc went to %d with %q selected", m.screen, m.table.selected)
 	}
 }
 
@@ -69,7 +69,7 @@ func TestMembersNavigationAndSelectionByName(t *testing.T) {
 	// A new snapshot where desk-3 moved still keeps it selected.
 	c := fixture.Demo()
 	c.Pods = append(c.Pods[2:], c.Pods[:2]...)
-	m.Update(dataMsg{views: c.Views(), at: t0, health: health{synced: true, lastSync: t0}})
+	m.Update(dataMsg{pools: c.Views(), at: t0, health: health{synced: true, lastSync: t0}})
 	if m.members.current().Name != "desk-3" {
 		t.Errorf("after a new snapshot the cursor is on %s, want desk-3", m.members.current().Name)
 	}
@@ -92,7 +92,7 @@ func TestMembersNavigationAndSelectionByName(t *testing.T) {
 	c = fixture.Demo()
 	c.Pods = c.Pods[:5]
 	c.PVCs = c.PVCs[:5]
-	m.Update(dataMsg{views: c.Views(), at: t0, health: health{synced: true}})
+	m.Update(dataMsg{pools: c.Views(), at: t0, health: health{synced: true}})
 	if cur := m.members.current(); cur == nil || cur.Name != "desk-5" {
 		t.Errorf("after desk-6 vanished the cursor is on %q", m.members.selected)
 	}
@@ -207,7 +207,7 @@ func TestQuitAndHelpKeys(t *testing.T) {
 	if m.screen != screenPools {
 		t.Fatal("tab does not go back to the table")
 	}
-	m.dialog = newDeleteDialog(m.st, poolRefIn(m, "desk"), "desk", m.view(poolRefIn(m, "desk")))
+	m.dialog = newDeleteDialog(m.st, poolRefIn(m, "desk"), "desk", m.pool(poolRefIn(m, "desk")))
 	if _, ok := press(m, "ctrl+c")().(tea.QuitMsg); !ok {
 		t.Error("ctrl+c does not quit from a dialog")
 	}
@@ -268,7 +268,7 @@ func TestMissingDefinitionAndBrokenSpecDoNotCrash(t *testing.T) {
 		t.Errorf("resize of an undefined pool: %v %q", m.dialog, status(m))
 	}
 	// The open pool vanishes from the data.
-	m.Update(dataMsg{views: nil, at: t0, health: health{synced: true}})
+	m.Update(dataMsg{pools: nil, at: t0, health: health{synced: true}})
 	if v := m.View(); !strings.Contains(v, "pool ghost is gone") {
 		t.Errorf("vanished pool:\n%s", v)
 	}
@@ -296,7 +296,7 @@ func TestDetailPaneRefreshesEventsWhenTheMemberChanges(t *testing.T) {
 	}
 	req := m.detail.req
 	// Changed, but too soon after the first read.
-	m.Update(dataMsg{views: changed("999"), at: t0.Add(2 * time.Second), health: health{synced: true, lastSync: t0}})
+	m.Update(dataMsg{pools: changed("999"), at: t0.Add(2 * time.Second), health: health{synced: true, lastSync: t0}})
 	if m.detail.req != req {
 		t.Fatal("Events read again within eventsRefreshEvery")
 	}
@@ -313,7 +313,7 @@ func TestDetailPaneRefreshesEventsWhenTheMemberChanges(t *testing.T) {
 		t.Fatalf("after the refresh: loading %v, %d calls", m.detail.loading, ev.calls.Load())
 	}
 	// Nothing changed since: no read.
-	m.Update(dataMsg{views: changed("999"), at: t0.Add(3 * eventsRefreshEvery), health: health{synced: true, lastSync: t0}})
+	m.Update(dataMsg{pools: changed("999"), at: t0.Add(3 * eventsRefreshEvery), health: health{synced: true, lastSync: t0}})
 	m.Update(tickMsg(t0.Add(4 * eventsRefreshEvery)))
 	if m.detail.req != req+1 {
 		t.Fatal("Events read again with no change to the member")
@@ -324,14 +324,14 @@ func TestDetailPaneRefreshesEventsWhenTheMemberChanges(t *testing.T) {
 // match; enter keeps the filter and opens nothing; esc clears it.
 func TestPoolsFilter(t *testing.T) {
 	m, _ := newTestModel(t, fixture.Demo(), testOpts{actions: &fakeActions{}})
-	all := len(m.pools.rows)
+	all := len(m.table.rows)
 	press(m, "/", "c", "a", "d")
-	if !m.pools.filter.typing || len(m.pools.rows) != 1 || m.title(m.pools.selected) != "gpu" {
-		t.Fatalf("/cad: filtering %v, shown %v, selected %q", m.pools.filter.typing, m.pools.rows, m.pools.selected)
+	if !m.table.filter.typing || len(m.table.rows) != 1 || m.title(m.table.selected) != "gpu" {
+		t.Fatalf("/cad: filtering %v, shown %v, selected %q", m.table.filter.typing, m.table.rows, m.table.selected)
 	}
 	press(m, "enter")
-	if m.pools.filter.typing || m.screen != screenPools || len(m.pools.rows) != 1 {
-		t.Fatalf("enter: filtering %v, screen %d, shown %v", m.pools.filter.typing, m.screen, m.pools.rows)
+	if m.table.filter.typing || m.screen != screenPools || len(m.table.rows) != 1 {
+		t.Fatalf("enter: filtering %v, screen %d, shown %v", m.table.filter.typing, m.screen, m.table.rows)
 	}
 	press(m, "enter")
 	if m.screen != screenMembers || m.title(m.members.pool) != "gpu" {
@@ -339,14 +339,14 @@ func TestPoolsFilter(t *testing.T) {
 	}
 	press(m, "esc")
 	press(m, "esc")
-	if m.pools.filter.Value() != "" || len(m.pools.rows) != all || m.title(m.pools.selected) != "gpu" {
-		t.Fatalf("esc: filter %q, %d shown of %d, selected %q", m.pools.filter.Value(), len(m.pools.rows), all, m.pools.selected)
+	if m.table.filter.Value() != "" || len(m.table.rows) != all || m.title(m.table.selected) != "gpu" {
+		t.Fatalf("esc: filter %q, %d shown of %d, selected %q", m.table.filter.Value(), len(m.table.rows), all, m.table.selected)
 	}
 	// New data keeps the filter.
 	press(m, "/", "z", "z", "enter")
-	m.Update(dataMsg{views: fixture.Demo().Views(), at: t0, health: health{synced: true, lastSync: t0}})
-	if len(m.pools.rows) != 0 || m.pools.selected != (engine.PoolRef{}) {
-		t.Fatalf("after new data: shown %v, selected %q", m.pools.rows, m.pools.selected)
+	m.Update(dataMsg{pools: fixture.Demo().Views(), at: t0, health: health{synced: true, lastSync: t0}})
+	if len(m.table.rows) != 0 || m.table.selected != (engine.PoolRef{}) {
+		t.Fatalf("after new data: shown %v, selected %q", m.table.rows, m.table.selected)
 	}
 	if cmd := press(m, "r"); cmd != nil || len(m.acts.running) != 0 {
 		t.Fatal("an action ran with no pool shown")

@@ -24,7 +24,7 @@ type viewContext struct {
 	width, height int
 
 	// The snapshot: every observed pool, and whether one has arrived.
-	views  []engine.PoolView
+	pools  []engine.PoolView
 	loaded bool
 	// nodes are the cluster's nodes for the diagnosis (nil: unknown).
 	nodes []*corev1.Node
@@ -41,7 +41,7 @@ type viewContext struct {
 	// fleet: pools of several namespaces, each seen as namespace/pool
 	// (title).
 	fleet bool
-	// contexts: pools of several clusters, each view carrying its
+	// contexts: pools of several clusters, each pool carrying its
 	// cluster's Context; clusters is each one's state for the header.
 	contexts bool
 	clusters []clusterState
@@ -63,7 +63,7 @@ type viewContext struct {
 }
 
 // pool returns the pool of the snapshot with this ref, or nil.
-func (c *viewContext) pool(ref engine.PoolRef) *engine.PoolView { return findPool(c.views, ref) }
+func (c *viewContext) pool(ref engine.PoolRef) *engine.PoolView { return findPool(c.pools, ref) }
 
 // level maps a level onto a style.
 func (c *viewContext) level(level int) lipgloss.Style {

@@ -250,7 +250,7 @@ func wallHeader(ctx viewContext) []string {
 func wallGrid(ctx viewContext, room int) []string {
 	st := ctx.st
 	var out []string
-	views := ctx.views
+	pools := ctx.pools
 	large := ctx.width >= 120 && ctx.height+1 >= 36
 	tileH := 6
 	minW := 22
@@ -264,8 +264,8 @@ func wallGrid(ctx viewContext, room int) []string {
 	if ctx.fleet {
 		tiles, more = fleetTiles(ctx, large, rowsFit*maxCols)
 	} else {
-		for i := range views {
-			v := &views[i]
+		for i := range pools {
+			v := &pools[i]
 			tiles = append(tiles, func(w int) []string { return tile(ctx, v, w, large, nil) })
 		}
 	}
@@ -290,7 +290,7 @@ func wallGrid(ctx viewContext, room int) []string {
 	if shown < len(tiles) {
 		out = append(out, st.Muted.Render(fmt.Sprintf(" … %d more %s", len(tiles)-shown, more)))
 	}
-	if len(views) == 0 {
+	if len(pools) == 0 {
 		where := " no pools in this namespace"
 		if ctx.fleet {
 			where = " no pools in the namespaces shown"
@@ -351,9 +351,9 @@ func attention(ctx viewContext) []attnItem {
 		glyph, _, _ := strings.Cut(s.word, " ")
 		items = append(items, attnItem{s.level, glyph, s.context, what})
 	}
-	views, now := ctx.views, ctx.now
-	for i := range views {
-		v := &views[i]
+	pools, now := ctx.pools, ctx.now
+	for i := range pools {
+		v := &pools[i]
 		pool := ctx.title(v)
 		member := func(name string) string {
 			if ctx.fleet {

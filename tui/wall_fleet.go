@@ -53,18 +53,18 @@ func fleetTiles(ctx viewContext, large bool, capacity int) ([]wallTile, string) 
 	for i := range ctx.clusters {
 		states[ctx.clusters[i].context] = &ctx.clusters[i]
 	}
-	views := ctx.views
-	if len(views) <= capacity {
-		order := make([]int, len(views))
-		ranks := make([]int, len(views))
-		for i := range views {
+	pools := ctx.pools
+	if len(pools) <= capacity {
+		order := make([]int, len(pools))
+		ranks := make([]int, len(pools))
+		for i := range pools {
 			order[i] = i
-			ranks[i] = poolRank(&views[i], clusterOf(ctx, states, views[i].Context))
+			ranks[i] = poolRank(&pools[i], clusterOf(ctx, states, pools[i].Context))
 		}
 		sort.SliceStable(order, func(a, b int) bool { return ranks[order[a]] < ranks[order[b]] })
-		tiles := make([]wallTile, 0, len(views))
+		tiles := make([]wallTile, 0, len(pools))
 		for _, i := range order {
-			v := &views[i]
+			v := &pools[i]
 			cs := clusterOf(ctx, states, v.Context)
 			tiles = append(tiles, func(w int) []string { return tile(ctx, v, w, large, cs) })
 		}
@@ -111,8 +111,8 @@ func groupPools(ctx viewContext, states map[string]*clusterState) []*groupTile {
 			get(s.context)
 		}
 	}
-	for i := range ctx.views {
-		v := &ctx.views[i]
+	for i := range ctx.pools {
+		v := &ctx.pools[i]
 		name := v.Namespace
 		if ctx.contexts {
 			name = v.Context
