@@ -19,8 +19,8 @@ import (
 
 // metrics are the controller's Prometheus metrics, on a registry of its own.
 type metrics struct {
-	reg *prometheus.Registry
-	// members is ctpool_pool_members{state}.
+	reg *registry
+	// members is MetricPoolMembers{state}.
 	members  *prometheus.GaugeVec
 	desired  *prometheus.GaugeVec
 	exhaust  *prometheus.GaugeVec
@@ -30,8 +30,8 @@ type metrics struct {
 	forecastEmpty, forecastCeiling                  *prometheus.GaugeVec
 	lastSuccess                                     *prometheus.GaugeVec
 	// deprecated are the gauges of one state each, by state, that
-	// ctpool_pool_members replaces, and deprecatedDesired the one
-	// ctpool_pool_desired_members replaces: ctpool_pool_<state> and
+	// MetricPoolMembers replaces, and deprecatedDesired the one
+	// MetricPoolDesiredMembers replaces: ctpool_pool_<state> and
 	// ctpool_pool_desired, kept one release as aliases.
 	deprecated        map[string]*prometheus.GaugeVec
 	deprecatedDesired *prometheus.GaugeVec
@@ -42,103 +42,60 @@ type metrics struct {
 	queue             queueMetrics
 }
 
-var poolLabels = []string{"namespace", "pool"}
+var poolLabels = []string{MetricLabelNamespace, MetricLabelPool}
 
-// stateCount is one series of ctpool_pool_members: a member state and how
+// stateCount is one series of MetricPoolMembers: a member state and how
 // many members are in it.
 type stateCount struct {
 	state string
 	n     int
 }
 
-// memberStates are the states of ctpool_pool_members, each a count of
+// memberStates are the states of MetricPoolMembers, each a count of
 // engine.Status, in docs/operations.md's order. They overlap: a member can be ready,
 // claimed and drifted at once.
 func memberStates(st engine.Status) []stateCount {
 	return []stateCount{
-		{"ready", st.Ready}, {"claimed", st.Claimed}, {"free", st.Free},
-		{"unschedulable", st.Unschedulable}, {"drifted", st.Drifted}, {"failed", st.Failed},
+		{MembersReady, st.Ready}, {MembersClaimed, st.Claimed}, {MembersFree, st.Free},
+		{MembersUnschedulable, st.Unschedulable}, {MembersDrifted, st.Drifted}, {MembersFailed, st.Failed},
 	}
 }
 
-// queueName names the work queue: the name label of the ctpool_workqueue_
-// metrics.
+// queueName names the work queue: the MetricLabelQueue label of the
+// ctpool_workqueue_ metrics.
 const queueName = "ctpool-pools"
 
 // reconcileBuckets are the buckets of every duration histogram: 1ms to 262s.
 var reconcileBuckets = prometheus.ExponentialBuckets(0.001, 4, 10)
 
 func newMetrics(c *Controller) *metrics {
-	m := &metrics{reg: prometheus.NewRegistry(), deprecated: map[string]*prometheus.GaugeVec{}}
-	m.members = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "ctpool_pool_members",
-		Help: "Members of the pool in a state, as engine.Observe counts them after each reconcile: ready (the Pod is Running and Ready), claimed (by a user, expired claims included), free (a claim can be given to it now), unschedulable (the scheduler cannot place its Pod), drifted (built from another source than the definition's), failed. States overlap: do not sum them.",
-	}, []string{"namespace", "pool", "state"})
-	m.desired = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "ctpool_pool_desired_members",
-		Help: "Members the pool definition asks for (its size).",
-	}, poolLabels)
-	m.exhaust = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "ctpool_pool_exhausted",
-		Help: "1 when the pool has members but none is free.",
-	}, poolLabels)
-	m.expiring = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "ctpool_pool_claims_expiring",
-		Help: "Claims that expire within 10 minutes (not yet expired).",
-	}, poolLabels)
-	gauge := func(name, help string) *prometheus.GaugeVec {
-		g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, poolLabels)
-		m.reg.MustRegister(g)
-		return g
-	}
-	m.atCeiling = gauge("ctpool_pool_exhausted_at_ceiling", "Elastic pools only: 1 when the pool is at its maxSize and no member is free (a claim fails; below the ceiling a claim grows the pool).")
-	m.minMembers = gauge("ctpool_pool_min_members", "Elastic pools only: the definition's minSize.")
-	m.maxMembers = gauge("ctpool_pool_max_members", "Elastic pools only: the definition's maxSize (the ceiling).")
-	m.spareMembers = gauge("ctpool_pool_spare_members", "Elastic pools only: the free members the reconciler keeps ready (the spare target).")
-	m.forecastEmpty = gauge("ctpool_pool_exhaustion_forecast_seconds", "Seconds until no member is free at the pool's current size, at the recent claim rate (engine.ForecastFrom on the recorded history); present only while that rate exhausts the pool within 24 hours.")
-	m.forecastCeiling = gauge("ctpool_pool_ceiling_forecast_seconds", "Elastic pools only: seconds until the claims reach maxSize at the recent claim rate; present only while that rate reaches it within 24 hours.")
-	m.lastSuccess = gauge("ctpool_reconcile_last_success_timestamp_seconds", "Unix time of the pool's last reconcile that ended without an error.")
-	alias := func(name, use string) *prometheus.GaugeVec {
-		g := prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: name,
-			Help: "Deprecated: use " + use + " instead; this name goes in the next release.",
-		}, poolLabels)
-		m.reg.MustRegister(g)
-		return g
-	}
+	r := newRegistry()
+	m := &metrics{reg: r, deprecated: map[string]*prometheus.GaugeVec{}}
+	m.members = r.gaugeVec(MetricPoolMembers, "Members of the pool in a state, as engine.Observe counts them after each reconcile: ready (the Pod is Running and Ready), claimed (by a user, expired claims included), free (a claim can be given to it now), unschedulable (the scheduler cannot place its Pod), drifted (built from another source than the definition's), failed. States overlap: do not sum them.",
+		MetricLabelNamespace, MetricLabelPool, MetricLabelState)
+	m.desired = r.gaugeVec(MetricPoolDesiredMembers, "Members the pool definition asks for (its size).", poolLabels...)
+	m.exhaust = r.gaugeVec(MetricPoolExhausted, "1 when the pool has members but none is free.", poolLabels...)
+	m.expiring = r.gaugeVec(MetricPoolClaimsExpiring, "Claims that expire within 10 minutes (not yet expired).", poolLabels...)
+	m.atCeiling = r.gaugeVec(MetricPoolExhaustedAtCeiling, "Elastic pools only: 1 when the pool is at its maxSize and no member is free (a claim fails; below the ceiling a claim grows the pool).", poolLabels...)
+	m.minMembers = r.gaugeVec(MetricPoolMinMembers, "Elastic pools only: the definition's minSize.", poolLabels...)
+	m.maxMembers = r.gaugeVec(MetricPoolMaxMembers, "Elastic pools only: the definition's maxSize (the ceiling).", poolLabels...)
+	m.spareMembers = r.gaugeVec(MetricPoolSpareMembers, "Elastic pools only: the free members the reconciler keeps ready (the spare target).", poolLabels...)
+	m.forecastEmpty = r.gaugeVec(MetricPoolExhaustionForecast, "Seconds until no member is free at the pool's current size, at the recent claim rate (engine.ForecastFrom on the recorded history); present only while that rate exhausts the pool within 24 hours.", poolLabels...)
+	m.forecastCeiling = r.gaugeVec(MetricPoolCeilingForecast, "Elastic pools only: seconds until the claims reach maxSize at the recent claim rate; present only while that rate reaches it within 24 hours.", poolLabels...)
+	m.lastSuccess = r.gaugeVec(MetricReconcileLastSuccess, "Unix time of the pool's last reconcile that ended without an error.", poolLabels...)
 	for _, ms := range memberStates(engine.Status{}) {
-		m.deprecated[ms.state] = alias("ctpool_pool_"+ms.state, `ctpool_pool_members{state="`+ms.state+`"}`)
+		m.deprecated[ms.state] = r.deprecatedGaugeVec(deprecatedStatePrefix+ms.state, MetricPoolMembers+`{`+MetricLabelState+`="`+ms.state+`"}`)
 	}
-	m.deprecatedDesired = alias("ctpool_pool_desired", "ctpool_pool_desired_members")
-	m.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "ctpool_reconcile_duration_seconds",
-		Help:    "Time one reconcile of a pool took, reads included.",
-		Buckets: reconcileBuckets,
-	}, poolLabels)
-	m.steps = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "ctpool_reconcile_step_duration_seconds",
-		Help:    "Time one step of a pool's reconcile took: read (the first read of the pool), create, start, replace, delete and status (engine.Step names); a step with nothing to do is not observed.",
-		Buckets: reconcileBuckets,
-	}, []string{"namespace", "pool", "step"})
-	m.errors = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "ctpool_reconcile_errors_total",
-		Help: "Failures of reconcile steps: create, start, replace, delete and status (engine.Step names), read (the pool could not be read) and spec (a broken definition).",
-	}, []string{"namespace", "pool", "step"})
-	m.actions = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "ctpool_reconcile_actions_total",
-		Help: "Member actions reconciles took, by step.",
-	}, []string{"namespace", "pool", "step"})
-	m.queue = newQueueMetrics()
-	m.reg.MustRegister(m.members, m.desired, m.exhaust, m.expiring,
-		m.duration, m.steps, m.errors, m.actions,
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "ctpool_reconciler_leader",
-			Help: "1 while this instance runs the workers (the leader, or the only instance).",
-		}, func() float64 { return b2f(c.Leading()) }),
-		collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-	)
-	m.queue.register(m.reg)
+	m.deprecatedDesired = r.deprecatedGaugeVec(deprecatedDesired, MetricPoolDesiredMembers)
+	m.duration = r.histogramVec(MetricReconcileDuration, "Time one reconcile of a pool took, reads included.", poolLabels...)
+	m.steps = r.histogramVec(MetricReconcileStepDuration, "Time one step of a pool's reconcile took: read (the first read of the pool), create, start, replace, delete and status (engine.Step names); a step with nothing to do is not observed.",
+		MetricLabelNamespace, MetricLabelPool, MetricLabelStep)
+	m.errors = r.counterVec(MetricReconcileErrors, "Failures of reconcile steps: create, start, replace, delete and status (engine.Step names), read (the pool could not be read) and spec (a broken definition).",
+		MetricLabelNamespace, MetricLabelPool, MetricLabelStep)
+	m.actions = r.counterVec(MetricReconcileActions, "Member actions reconciles took, by step.", MetricLabelNamespace, MetricLabelPool, MetricLabelStep)
+	r.gaugeFunc(MetricReconcilerLeader, "1 while this instance runs the workers (the leader, or the only instance).", func() float64 { return b2f(c.Leading()) })
+	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.queue = newQueueMetrics(r)
 	return m
 }
 
@@ -212,7 +169,7 @@ func (m *metrics) record(k engine.PoolRef, res engine.ReconcileResult, err error
 			stale++
 		}
 	}
-	m.members.WithLabelValues(k.Namespace, k.Name, "maintenance_stale").Set(float64(stale))
+	m.members.WithLabelValues(k.Namespace, k.Name, MembersMaintenanceStale).Set(float64(stale))
 	if err == nil {
 		m.lastSuccess.WithLabelValues(k.Namespace, k.Name).Set(float64(now.UnixNano()) / 1e9)
 	}
@@ -223,7 +180,7 @@ func (m *metrics) record(k engine.PoolRef, res engine.ReconcileResult, err error
 // status the reconcile recorded (rec; the view's recorded status when the
 // reconcile computed none), and removes the series that do not apply.
 func (m *metrics) elastic(k engine.PoolRef, v engine.PoolView, rec engine.Status, now time.Time) {
-	l := prometheus.Labels{"namespace": k.Namespace, "pool": k.Name}
+	l := prometheus.Labels{MetricLabelNamespace: k.Namespace, MetricLabelPool: k.Name}
 	hist, el := rec.History, rec.Elastic
 	if hist == nil {
 		hist, el = v.Recorded.History, v.Recorded.Elastic
@@ -277,7 +234,7 @@ func ClaimsExpiring(v engine.PoolView, now time.Time) int {
 
 // forget removes every series of a pool.
 func (m *metrics) forget(k engine.PoolRef) {
-	l := prometheus.Labels{"namespace": k.Namespace, "pool": k.Name}
+	l := prometheus.Labels{MetricLabelNamespace: k.Namespace, MetricLabelPool: k.Name}
 	gauges := []*prometheus.GaugeVec{m.members, m.desired, m.exhaust, m.expiring, m.deprecatedDesired,
 		m.atCeiling, m.minMembers, m.maxMembers, m.spareMembers, m.forecastEmpty, m.forecastCeiling, m.lastSuccess}
 	for _, g := range append(gauges, slices.Collect(maps.Values(m.deprecated))...) {

@@ -18,44 +18,17 @@ type queueMetrics struct {
 	retries    *prometheus.CounterVec
 }
 
-func newQueueMetrics() queueMetrics {
-	name := []string{"name"}
+// newQueueMetrics makes the queue's metrics on r.
+func newQueueMetrics(r *registry) queueMetrics {
 	return queueMetrics{
-		depth: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "ctpool_workqueue_depth",
-			Help: "Pools waiting in the work queue to be reconciled.",
-		}, name),
-		adds: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "ctpool_workqueue_adds_total",
-			Help: "Pools added to the work queue (an add of a pool already waiting is not counted).",
-		}, name),
-		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "ctpool_workqueue_queue_duration_seconds",
-			Help:    "Time a pool waited in the work queue before a worker took it (after its settle or retry delay).",
-			Buckets: reconcileBuckets,
-		}, name),
-		work: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "ctpool_workqueue_work_duration_seconds",
-			Help:    "Time a worker held a pool taken from the work queue: its reconcile and the bookkeeping around it.",
-			Buckets: reconcileBuckets,
-		}, name),
-		unfinished: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "ctpool_workqueue_unfinished_work_seconds",
-			Help: "Seconds the reconciles in progress have run, summed; a value that grows while the work queue's work duration observes nothing means a stuck worker.",
-		}, name),
-		longest: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "ctpool_workqueue_longest_running_processor_seconds",
-			Help: "Seconds the longest reconcile in progress has run.",
-		}, name),
-		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "ctpool_workqueue_retries_total",
-			Help: "Delayed adds to the work queue: the rate-limited retries of pools whose reconcile failed, and the adds of events delayed by the settle time.",
-		}, name),
+		depth:      r.gaugeVec(MetricWorkqueueDepth, "Pools waiting in the work queue to be reconciled.", MetricLabelQueue),
+		adds:       r.counterVec(MetricWorkqueueAdds, "Pools added to the work queue (an add of a pool already waiting is not counted).", MetricLabelQueue),
+		latency:    r.histogramVec(MetricWorkqueueQueueDuration, "Time a pool waited in the work queue before a worker took it (after its settle or retry delay).", MetricLabelQueue),
+		work:       r.histogramVec(MetricWorkqueueWorkDuration, "Time a worker held a pool taken from the work queue: its reconcile and the bookkeeping around it.", MetricLabelQueue),
+		unfinished: r.gaugeVec(MetricWorkqueueUnfinishedWork, "Seconds the reconciles in progress have run, summed; a value that grows while the work queue's work duration observes nothing means a stuck worker.", MetricLabelQueue),
+		longest:    r.gaugeVec(MetricWorkqueueLongestRunning, "Seconds the longest reconcile in progress has run.", MetricLabelQueue),
+		retries:    r.counterVec(MetricWorkqueueRetries, "Delayed adds to the work queue: the rate-limited retries of pools whose reconcile failed, and the adds of events delayed by the settle time.", MetricLabelQueue),
 	}
-}
-
-func (q queueMetrics) register(reg prometheus.Registerer) {
-	reg.MustRegister(q.depth, q.adds, q.latency, q.work, q.unfinished, q.longest, q.retries)
 }
 
 // The queue's workqueue.MetricsProvider: each metric is the series of the

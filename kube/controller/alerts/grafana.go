@@ -1,15 +1,25 @@
-package main
+package alerts
+
+import (
+	"fmt"
+
+	"github.com/ctpool-tui/ctpool-tui/kube/controller"
+)
 
 // obj is a JSON object of the dashboard; encoding/json writes its keys
 // sorted, which keeps the output stable.
 type obj = map[string]any
 
 // The dashboard's variables: the Prometheus data source, and the namespaces
-// and pools it shows (several, or all).
+// and pools it shows (several, or all); poolSel are the matchers of a pool's
+// series that the variables select.
 const (
 	dsVar   = "${datasource}"
-	poolSel = `namespace=~"$namespace", pool=~"$pool"`
+	poolSel = controller.MetricLabelNamespace + `=~"$namespace", ` + controller.MetricLabelPool + `=~"$pool"`
 )
+
+// poolLegend is the legend of a pool's series (Grafana's legend format).
+const poolLegend = "{{" + controller.MetricLabelNamespace + "}}/{{" + controller.MetricLabelPool + "}}"
 
 // target is one Prometheus query of a panel, legend as Grafana's legend
 // format.
@@ -22,46 +32,46 @@ func poolGauge(metric, extra string) string {
 	if extra != "" {
 		sel += ", " + extra
 	}
-	return "max by (namespace, pool) (" + metric + "{" + sel + "})"
+	return byPool(metric + "{" + sel + "}")
 }
 
-// grafanaDashboard is the dashboard of the reconciler's metrics.
-func grafanaDashboard(af alertFlags) ([]byte, error) {
-	forecast := af.forecastMinutes * 60
-	perPool := func(what string) string { return "{{namespace}}/{{pool}} " + what }
+// Dashboard is the Grafana dashboard of the reconciler's metrics.
+func Dashboard(af Thresholds) ([]byte, error) {
+	forecast := af.ForecastMinutes * 60
+	perPool := func(what string) string { return poolLegend + " " + what }
 	panels := []obj{
 		timeseries("Members: free, claimed and size", "The effective size is what the pool asks for now (an elastic pool's grows and shrinks between its minSize and maxSize); the ceiling is an elastic pool's maxSize.", "short", nil,
-			target{poolGauge("ctpool_pool_members", `state="free"`), perPool("free")},
-			target{poolGauge("ctpool_pool_members", `state="claimed"`), perPool("claimed")},
-			target{poolGauge("ctpool_pool_desired_members", ""), perPool("size")},
-			target{poolGauge("ctpool_pool_max_members", ""), perPool("ceiling")},
+			target{poolGauge(controller.MetricPoolMembers, stateIs(controller.MembersFree)), perPool("free")},
+			target{poolGauge(controller.MetricPoolMembers, stateIs(controller.MembersClaimed)), perPool("claimed")},
+			target{poolGauge(controller.MetricPoolDesiredMembers, ""), perPool("size")},
+			target{poolGauge(controller.MetricPoolMaxMembers, ""), perPool("ceiling")},
 		),
 		stateTimeline("Exhausted", "Exhausted: members but none free. At ceiling: an elastic pool at its maxSize with none free (CtpoolPoolExhaustedAtCeiling).",
-			target{poolGauge("ctpool_pool_exhausted", ""), perPool("exhausted")},
-			target{poolGauge("ctpool_pool_exhausted_at_ceiling", ""), perPool("at ceiling")},
+			target{poolGauge(controller.MetricPoolExhausted, ""), perPool("exhausted")},
+			target{poolGauge(controller.MetricPoolExhaustedAtCeiling, ""), perPool("at ceiling")},
 		),
 		timeseries("Forecast: time until exhausted or at the ceiling", "Present only while the recent claim rate would exhaust the pool (a fixed pool) or bring its claims to its maxSize (an elastic pool). The line is the alerts' threshold (--forecast-minutes).", "s", &forecast,
-			target{poolGauge("ctpool_pool_exhaustion_forecast_seconds", ""), perPool("exhausted in")},
-			target{poolGauge("ctpool_pool_ceiling_forecast_seconds", ""), perPool("at maxSize in")},
+			target{poolGauge(controller.MetricPoolExhaustionForecast, ""), perPool("exhausted in")},
+			target{poolGauge(controller.MetricPoolCeilingForecast, ""), perPool("at maxSize in")},
 		),
 		timeseries("Unschedulable members", "Members the scheduler cannot place (CtpoolMembersUnschedulable).", "short", nil,
-			target{poolGauge("ctpool_pool_members", `state="unschedulable"`), perPool("unschedulable")},
+			target{poolGauge(controller.MetricPoolMembers, stateIs(controller.MembersUnschedulable)), perPool("unschedulable")},
 		),
 		timeseries("Members in maintenance over 10 minutes", "Members whose Lease the reconciler took for a release or a step over 10 minutes ago (CtpoolReleaseStuckInMaintenance).", "short", nil,
-			target{poolGauge("ctpool_pool_members", `state="maintenance_stale"`), perPool("stale maintenance")},
+			target{poolGauge(controller.MetricPoolMembers, stateIs(controller.MembersMaintenanceStale)), perPool("stale maintenance")},
 		),
 		timeseries("Reconcile errors", "Failed reconcile steps per second, by step.", "ops", nil,
-			target{"sum by (namespace, pool, step) (rate(ctpool_reconcile_errors_total{" + poolSel + "}[$__rate_interval]))", "{{namespace}}/{{pool}} {{step}}"},
+			target{fmt.Sprintf("sum by (%s, %s) (rate(%s{%s}[$__rate_interval]))", poolLabels, controller.MetricLabelStep, controller.MetricReconcileErrors, poolSel), poolLegend + " {{" + controller.MetricLabelStep + "}}"},
 		),
 		timeseries("Reconcile duration p95", "The 95th percentile of whole reconciles, reads included.", "s", nil,
-			target{"histogram_quantile(0.95, sum by (namespace, pool, le) (rate(ctpool_reconcile_duration_seconds_bucket{" + poolSel + "}[$__rate_interval])))", perPool("p95")},
+			target{fmt.Sprintf("histogram_quantile(0.95, sum by (%s, le) (rate(%s_bucket{%s}[$__rate_interval])))", poolLabels, controller.MetricReconcileDuration, poolSel), perPool("p95")},
 		),
-		timeseries("Since the last successful reconcile", "Seconds since each pool's last reconcile without an error (CtpoolPoolNotReconciled above "+promDuration(af.staleReconcile)+"; the reconciler resyncs every 30s).", "s", nil,
-			target{"time() - " + poolGauge("ctpool_reconcile_last_success_timestamp_seconds", ""), "{{namespace}}/{{pool}}"},
+		timeseries("Since the last successful reconcile", "Seconds since each pool's last reconcile without an error (CtpoolPoolNotReconciled above "+promDuration(af.StaleReconcile)+"; the reconciler resyncs every 30s).", "s", nil,
+			target{"time() - " + poolGauge(controller.MetricReconcileLastSuccess, ""), poolLegend},
 		),
 		timeseries("Reconciler leader", "Replicas that lead (1 is right; 0 for long is CtpoolReconcilerNotReconciling) and replicas scraped.", "short", nil,
-			target{"sum(ctpool_reconciler_leader)", "leading"},
-			target{"count(ctpool_reconciler_leader)", "replicas"},
+			target{"sum(" + controller.MetricReconcilerLeader + ")", "leading"},
+			target{"count(" + controller.MetricReconcilerLeader + ")", "replicas"},
 		),
 	}
 	// Two panels a row, each 12 wide and 8 high; ids in order.
@@ -86,8 +96,8 @@ func grafanaDashboard(af alertFlags) ([]byte, error) {
 				"type":  "datasource",
 				"query": "prometheus",
 			},
-			queryVariable("namespace", "Namespace", "label_values(ctpool_pool_desired_members, namespace)"),
-			queryVariable("pool", "Pool", `label_values(ctpool_pool_desired_members{namespace=~"$namespace"}, pool)`),
+			queryVariable("namespace", "Namespace", fmt.Sprintf("label_values(%s, %s)", controller.MetricPoolDesiredMembers, controller.MetricLabelNamespace)),
+			queryVariable("pool", "Pool", fmt.Sprintf(`label_values(%s{%s=~"$namespace"}, %s)`, controller.MetricPoolDesiredMembers, controller.MetricLabelNamespace, controller.MetricLabelPool)),
 		}},
 		"annotations": obj{"list": []obj{}},
 		"panels":      panels,
