@@ -208,7 +208,7 @@ func (m *metrics) elastic(k engine.PoolRef, v engine.PoolView, rec engine.Status
 		}
 		g.With(l).Set(d.Seconds())
 	}
-	if !f.OK || f.Rate < engine.ForecastMinRate {
+	if !f.OK || f.Rate <= engine.ForecastMinRate {
 		// Too little history, or claims do not outpace releases: no
 		// forecast (a pool exhausted already has its own gauge).
 		f.ToEmpty, f.ToCeiling = nil, nil
