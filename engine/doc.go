@@ -19,7 +19,8 @@
 //   - Names: names.go (members, PVCs, the ConfigMap, and DefinedPool, the
 //     one rule of what defines a pool), leasename.go (a claim Lease known by
 //     its name), poolref.go (a pool's identity across namespaces and
-//     contexts).
+//     contexts), contexts.go (a context's connection, for a reader of
+//     several contexts).
 //   - Reading the cluster: cluster.go (the Reader and Writer the engine
 //     needs, and Engine), view.go (Snapshot, PoolView, Member, Claim),
 //     observe.go (Observe: member states, markers and counts), member.go,

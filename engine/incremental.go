@@ -389,8 +389,8 @@ func LeaseMember(l *coordinationv1.Lease) (pool, member string, named, ok bool) 
 // PoolChanges names what changed in one pool's objects since a cache was
 // last read (kube.Watcher.TakeChanges).
 type PoolChanges struct {
-	// Context is the cluster's in a source of several clusters
-	// (kube.Contexts), "" in one cluster.
+	// Context is the pool's kubeconfig context in a source of several
+	// contexts (kube.Contexts), "" in one cluster.
 	Context         string
 	Namespace, Pool string
 	// Full: an object not named after its member changed; observe the pool

@@ -46,7 +46,7 @@ var failingWaitReasons = map[string]bool{
 // Leases labelled with its name. Objects are read, never modified.
 type Snapshot struct {
 	// Context is the kubeconfig context of the pool's cluster in a source of
-	// several clusters (kube.Contexts), "" in one cluster.
+	// several contexts (kube.Contexts), "" in one cluster.
 	Context   string
 	Namespace string
 	Pool      string

@@ -9,21 +9,22 @@ import (
 	"github.com/ctpool-tui/ctpool-tui/engine"
 )
 
-// Contexts merges the Watchers of several clusters, one per kubeconfig
-// context, into one source of pools for the dashboard of several clusters
-// (--context a,b,c, --all-contexts): their snapshots and changes, their
-// sync state, and each cluster's health for the header. A cluster that does
+// Contexts merges the Watchers of several kubeconfig contexts (each its own
+// cluster and identity) into one source of pools for the dashboard of
+// several contexts (--context a,b,c, --all-contexts): their snapshots and
+// changes, their sync state, and each context's health for the header. A context that does
 // not answer never holds the others back; one that is not watched (its
 // identity may not list the pools, or it could not be connected) is only
 // reported.
 type Contexts struct {
-	clusters []ContextCluster
+	contexts []WatchedContext
 	ch       chan struct{}
 }
 
-// ContextCluster is one cluster of Contexts.
-type ContextCluster struct {
-	// Name is the cluster's kubeconfig context.
+// WatchedContext is one context of Contexts: its Watcher, or why it is
+// not watched.
+type WatchedContext struct {
+	// Name is the kubeconfig context.
 	Name string
 	// Watcher reads its pools (nil: not watched).
 	Watcher *Watcher
@@ -34,26 +35,11 @@ type ContextCluster struct {
 	ErrAt time.Time
 }
 
-// ContextHealth is one cluster's connection as Contexts reports it.
-type ContextHealth struct {
-	Context string
-	// Synced: the cluster's caches finished their first list.
-	Synced bool
-	// LastSync is when an object last arrived from its API server.
-	LastSync time.Time
-	// ErrAt and Err are its last list or watch error (zero: none).
-	ErrAt time.Time
-	Err   error
-	// Forbidden: the identity of this context may not list the pools
-	// there; nothing is read from it.
-	Forbidden error
-}
-
-// NewContexts merges the clusters' Watchers (started by the caller) and
+// NewContexts merges the contexts' Watchers (started by the caller) and
 // passes their change signals on until ctx ends.
-func NewContexts(ctx context.Context, clusters []ContextCluster) *Contexts {
-	s := &Contexts{clusters: clusters, ch: make(chan struct{}, 1)}
-	for _, c := range clusters {
+func NewContexts(ctx context.Context, contexts []WatchedContext) *Contexts {
+	s := &Contexts{contexts: contexts, ch: make(chan struct{}, 1)}
+	for _, c := range contexts {
 		if c.Watcher != nil {
 			go s.forward(ctx, c.Watcher.Changed())
 		}
@@ -61,7 +47,7 @@ func NewContexts(ctx context.Context, clusters []ContextCluster) *Contexts {
 	return s
 }
 
-// forward passes a cluster's change signals on (at most one pending).
+// forward passes a context's change signals on (at most one pending).
 func (s *Contexts) forward(ctx context.Context, ch <-chan struct{}) {
 	for {
 		select {
@@ -79,13 +65,13 @@ func (s *Contexts) forward(ctx context.Context, ch <-chan struct{}) {
 	}
 }
 
-// Changed delivers at most one pending signal after any cluster's changes.
+// Changed delivers at most one pending signal after any context's changes.
 func (s *Contexts) Changed() <-chan struct{} { return s.ch }
 
-// Snapshots are every watched cluster's, each with its cluster's Context.
+// Snapshots are every watched context's, each with its Context.
 func (s *Contexts) Snapshots() []engine.Snapshot {
 	var out []engine.Snapshot
-	for _, c := range s.clusters {
+	for _, c := range s.contexts {
 		if c.Watcher == nil {
 			continue
 		}
@@ -97,10 +83,10 @@ func (s *Contexts) Snapshots() []engine.Snapshot {
 	return out
 }
 
-// TakeChanges is every watched cluster's, each with its cluster's Context
-// as in Snapshots; all when one cluster must be read whole (the others' are taken too: the whole read that follows sees them).
+// TakeChanges is every watched context's, each with its Context as in
+// Snapshots; all when one context must be read whole (the others' are taken too: the whole read that follows sees them).
 func (s *Contexts) TakeChanges() (all bool, pools []engine.PoolChanges) {
-	for _, c := range s.clusters {
+	for _, c := range s.contexts {
 		if c.Watcher == nil {
 			continue
 		}
@@ -117,11 +103,11 @@ func (s *Contexts) TakeChanges() (all bool, pools []engine.PoolChanges) {
 	return false, pools
 }
 
-// ReadChanges reads a change from its cluster's cache.
+// ReadChanges reads a change from its context's cache.
 func (s *Contexts) ReadChanges(pc engine.PoolChanges) engine.PoolUpdate {
 	w := s.Watcher(pc.Context)
 	if w == nil {
-		// Not a cluster's: nothing of it is cached, as a Watcher reads a
+		// Not a context's: nothing of it is cached, as a Watcher reads a
 		// namespace it does not watch.
 		return engine.PoolUpdate{Definition: pc.Definition, Members: map[string]engine.MemberObjects{}}
 	}
@@ -129,10 +115,10 @@ func (s *Contexts) ReadChanges(pc engine.PoolChanges) engine.PoolUpdate {
 	return w.ReadChanges(pc)
 }
 
-// Synced: every watched cluster is synced or has an error (a cluster that
+// Synced: every watched context is synced or has an error (a context that
 // does not answer never holds the others' first picture back).
 func (s *Contexts) Synced() bool {
-	for _, c := range s.clusters {
+	for _, c := range s.contexts {
 		if c.Watcher == nil || c.Watcher.Synced() {
 			continue
 		}
@@ -143,10 +129,10 @@ func (s *Contexts) Synced() bool {
 	return true
 }
 
-// LastSync is the latest of the clusters'.
+// LastSync is the latest of the contexts'.
 func (s *Contexts) LastSync() time.Time {
 	var last time.Time
-	for _, c := range s.clusters {
+	for _, c := range s.contexts {
 		if c.Watcher != nil && c.Watcher.LastSync().After(last) {
 			last = c.Watcher.LastSync()
 		}
@@ -154,14 +140,14 @@ func (s *Contexts) LastSync() time.Time {
 	return last
 }
 
-// LastWatchError is an error only when no cluster answers: the header then
-// says disconnected; otherwise each cluster's own state is on its line.
+// LastWatchError is an error only when no context answers: the header then
+// says disconnected; otherwise each context's own state is on its line.
 func (s *Contexts) LastWatchError() (time.Time, error) {
 	var (
 		latest time.Time
 		errs   []error
 	)
-	for _, c := range s.clusters {
+	for _, c := range s.contexts {
 		if c.Watcher == nil {
 			continue
 		}
@@ -180,11 +166,11 @@ func (s *Contexts) LastWatchError() (time.Time, error) {
 	return latest, errors.Join(errs...)
 }
 
-// Health is each cluster's, in the order given.
-func (s *Contexts) Health() []ContextHealth {
-	out := make([]ContextHealth, 0, len(s.clusters))
-	for _, c := range s.clusters {
-		h := ContextHealth{Context: c.Name, Forbidden: c.Forbidden}
+// Health is each context's, in the order given (tui.ContextSource).
+func (s *Contexts) Health() []engine.ContextHealth {
+	out := make([]engine.ContextHealth, 0, len(s.contexts))
+	for _, c := range s.contexts {
+		h := engine.ContextHealth{Context: c.Name, Forbidden: c.Forbidden}
 		switch {
 		case c.Watcher != nil:
 			h.Synced, h.LastSync = c.Watcher.Synced(), c.Watcher.LastSync()
@@ -197,10 +183,10 @@ func (s *Contexts) Health() []ContextHealth {
 	return out
 }
 
-// Watcher is the Watcher of the cluster of this context (nil: none, or
+// Watcher is the Watcher of this context (nil: none, or
 // not watched).
 func (s *Contexts) Watcher(context string) *Watcher {
-	for _, c := range s.clusters {
+	for _, c := range s.contexts {
 		if c.Name == context {
 			return c.Watcher
 		}

@@ -38,7 +38,7 @@ func TestContextsChangesFollowTheCaches(t *testing.T) {
 		client *fake.Clientset
 		sent   int64 // events its Watcher's handlers are to get
 	}
-	var clusters []ContextCluster
+	var clusters []WatchedContext
 	var fixtures []*clusterFixture
 	for _, name := range []string{"prod", "arn:aws:eks:eu-west-1:1:cluster/lab"} {
 		var objs []runtime.Object
@@ -74,7 +74,7 @@ func TestContextsChangesFollowTheCaches(t *testing.T) {
 				t.Fatal("the informers did not all watch")
 			}
 		}
-		clusters = append(clusters, ContextCluster{Name: name, Watcher: w})
+		clusters = append(clusters, WatchedContext{Name: name, Watcher: w})
 		fixtures = append(fixtures, f)
 	}
 	src := NewContexts(ctx, clusters)
@@ -111,7 +111,7 @@ func TestContextsChangesFollowTheCaches(t *testing.T) {
 	// Each snapshot names its cluster by Context; its Namespace is the
 	// cluster's own.
 	for _, snap := range src.Snapshots() {
-		if !slices.ContainsFunc(clusters, func(c ContextCluster) bool { return c.Name == snap.Context }) || !slices.Contains(namespaces, snap.Namespace) {
+		if !slices.ContainsFunc(clusters, func(c WatchedContext) bool { return c.Name == snap.Context }) || !slices.Contains(namespaces, snap.Namespace) {
 			t.Fatalf("snapshot %q: context %q, namespace %q", snap.Pool, snap.Context, snap.Namespace)
 		}
 	}
@@ -199,7 +199,7 @@ func TestContextsChangesFollowTheCaches(t *testing.T) {
 // A cluster is found by its context's name, which may hold "/".
 func TestContextsWatcher(t *testing.T) {
 	prod, lab := &Watcher{}, &Watcher{}
-	src := NewContexts(t.Context(), []ContextCluster{{Name: "prod", Watcher: prod}, {Name: "arn:aws:eks:eu-west-1:1:cluster/lab", Watcher: lab}, {Name: "dmz"}})
+	src := NewContexts(t.Context(), []WatchedContext{{Name: "prod", Watcher: prod}, {Name: "arn:aws:eks:eu-west-1:1:cluster/lab", Watcher: lab}, {Name: "dmz"}})
 	for _, tc := range []struct {
 		context string
 		want    *Watcher

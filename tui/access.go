@@ -35,7 +35,7 @@ type capsMsg struct {
 // healthMsg carries the data source's connection state, read on each tick.
 type healthMsg struct {
 	health   health
-	clusters []ClusterHealth // a ClusterSource's clusters
+	contexts []engine.ContextHealth // a ContextSource's
 }
 
 // capsTimeout bounds the capabilities request.
@@ -58,8 +58,8 @@ func healthCmd(src DataSource) tea.Cmd {
 	}
 	return func() tea.Msg {
 		msg := healthMsg{health: readHealth(src)}
-		if cs, ok := src.(ClusterSource); ok {
-			msg.clusters = cs.Clusters()
+		if cs, ok := src.(ContextSource); ok {
+			msg.contexts = cs.Health()
 		}
 		return msg
 	}
@@ -112,8 +112,8 @@ func (m *Model) updateSide(msg tea.Msg) tea.Cmd {
 		f := &m.feed
 		was := f.health.disconnected()
 		f.health = msg.health
-		if msg.clusters != nil {
-			f.clusters = msg.clusters
+		if msg.contexts != nil {
+			f.contexts = msg.contexts
 		}
 		// Capabilities asked during an outage are asked again on recovery.
 		if was && !f.health.disconnected() && m.opts.Fleet {
@@ -138,9 +138,9 @@ func (h health) same(o health) bool {
 	return h.synced == o.synced && h.lastSync.Equal(o.lastSync) && h.errAt.Equal(o.errAt) && sameError(h.err, o.err)
 }
 
-// sameClusters reports whether b is a as the screen shows them (every
-// field of ClusterHealth, errors by their text).
-func sameClusters(a, b []ClusterHealth) bool {
+// sameContexts reports whether b is a as the screen shows them (every
+// field of engine.ContextHealth, errors by their text).
+func sameContexts(a, b []engine.ContextHealth) bool {
 	if len(a) != len(b) {
 		return false
 	}

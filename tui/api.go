@@ -95,13 +95,13 @@ type Options struct {
 	Fleet bool
 	// Contexts: the pools come from several clusters (with Fleet): a
 	// Snapshot carries its cluster's Context, and Data may report each
-	// cluster's health (ClusterSource) for a header line of their states.
+	// cluster's health (ContextSource) for a header line of their states.
 	// The pools view gets a CONTEXT column; ActionsIn and AccessIn get the
 	// context and the namespace, EventsIn, LogsIn and ConsoleIn the
 	// context, and each routes to that cluster.
 	Contexts bool
-	// ContextNames are the contexts of a fleet of clusters, for `:ctx NAME`
-	// and its completion (default: those Data reports as ClusterSource).
+	// ContextNames are the contexts of several contexts, for `:ctx NAME`
+	// and its completion (default: those Data reports as ContextSource).
 	ContextNames []string
 	// Namespaces are offered by the command line's completion besides the
 	// namespaces seen (--namespaces a,b,c).
@@ -131,7 +131,7 @@ type Options struct {
 	// Events reads Pod and PVC Events for the detail pane (optional).
 	Events EventSource
 	// EventsIn, LogsIn and ConsoleIn are Events, Logs and Console of one
-	// cluster of a fleet of clusters (Contexts; optional: each replaces its
+	// cluster of several contexts (Contexts; optional: each replaces its
 	// own field when set).
 	EventsIn  func(context string) EventSource
 	LogsIn    func(context string) LogSource
@@ -154,7 +154,7 @@ type Options struct {
 	Demo bool
 	// Scoper switches the namespaces shown (`:ns NAME`, `:ns all`;
 	// optional: without it, and unless Contexts, there is no command line;
-	// in a fleet of clusters `:ns` and `:ctx` narrow what is shown).
+	// with several contexts `:ns` and `:ctx` narrow what is shown).
 	Scoper Scoper
 	// StopData stops Data's informers when a switch replaces it (optional).
 	StopData func()

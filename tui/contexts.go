@@ -12,49 +12,33 @@ import (
 	"github.com/ctpool-tui/ctpool-tui/internal/sanitize"
 )
 
-// A fleet of clusters (Options.Contexts) merges the pools of several
-// kubeconfig contexts. A pool then carries its Context, so that its
-// ref is context/namespace/pool and every read and action of the pool
-// (ActionsIn, AccessIn, EventsIn, LogsIn, ConsoleIn) is routed by the
-// caller to its own cluster and namespace; what the user may do is asked
-// per context and namespace, so per cluster. The header gets a line with each
-// cluster's own state, so that one cluster down never hides the others.
+// The dashboard of several contexts (Options.Contexts) merges the pools of
+// several kubeconfig contexts, each its own cluster and identity. A pool
+// then carries its Context, so that its ref is context/namespace/pool and
+// every read and action of the pool goes through the Resolver to its own
+// context and namespace; what the user may do is asked per context and
+// namespace. The header gets a line with each context's own state, so that
+// one context down never hides the others.
 
-// ClusterHealth is one cluster's connection, as a DataSource of several
-// clusters reports it (ClusterSource).
-type ClusterHealth struct {
-	Context string
-	// Synced: the cluster's caches finished their first list.
-	Synced bool
-	// LastSync is when an object last arrived from its API server.
-	LastSync time.Time
-	// ErrAt and Err are its last list or watch error (zero: none).
-	ErrAt time.Time
-	Err   error
-	// Forbidden: the identity of this context may not list the pools
-	// there; nothing is read from it.
-	Forbidden error
+// ContextSource is a DataSource of several contexts (kube.Contexts): the
+// header shows each one's state.
+type ContextSource interface {
+	Health() []engine.ContextHealth
 }
 
-// ClusterSource is a DataSource of several clusters: the header shows each
-// one's state.
-type ClusterSource interface {
-	Clusters() []ClusterHealth
-}
-
-// clusterState is a cluster's state as the header shows it.
-type clusterState struct {
+// contextState is a context's state as the header shows it.
+type contextState struct {
 	context string
 	word    string // live, syncing, stale 42s, unreachable, forbidden
 	level   int
 	err     string // why it is not live (its last error), as the API said it
 }
 
-// state names a cluster's health at now: forbidden, unreachable (an error
-// and no data yet), stale with the age of its data (an error since its
-// last data), syncing, or live.
-func (h ClusterHealth) state(now time.Time) clusterState {
-	s := clusterState{context: h.Context}
+// stateOf names a context's health at now: forbidden, unreachable (an
+// error and no data yet), stale with the age of its data (an error since
+// its last data), syncing, or live.
+func stateOf(h engine.ContextHealth, now time.Time) contextState {
+	s := contextState{context: h.Context}
 	switch {
 	case h.Forbidden != nil:
 		s.err = h.Forbidden.Error()
@@ -76,17 +60,17 @@ func (h ClusterHealth) state(now time.Time) clusterState {
 	return s
 }
 
-// clustersLine is the header's second line in a fleet of clusters: each
-// cluster's context and state.
-func clustersLine(c viewContext) string {
-	parts := make([]string, 0, len(c.clusters))
-	for _, s := range c.clusters {
+// contextsLine is the header's second line with several contexts: each
+// context and its state.
+func contextsLine(c viewContext) string {
+	parts := make([]string, 0, len(c.contextStates))
+	for _, s := range c.contextStates {
 		parts = append(parts, sanitize.Sanitize(s.context)+" "+c.level(s.level).Render(sanitize.Sanitize(s.word)))
 	}
-	return sanitize.Cut(" clusters: "+strings.Join(parts, "  "), c.width)
+	return sanitize.Cut(" contexts: "+strings.Join(parts, "  "), c.width)
 }
 
-// narrowing is what the commands `:ctx NAME` and, in a fleet of clusters,
+// narrowing is what the commands `:ctx NAME` and, with several contexts,
 // `:ns NAME` narrow the view to, among what the dashboard watches ("":
 // everything). It narrows what is shown, never what is watched: the other
 // clusters' informers keep running, so `:ctx all` is instant and each
@@ -124,14 +108,14 @@ func (m *Model) narrowed(pools []engine.PoolView) []engine.PoolView {
 }
 
 // watchedContexts are the contexts the dashboard watches: those of the
-// fleet of clusters, else the one it was started with.
+// several contexts, else the one it was started with.
 func (m *Model) watchedContexts() []string {
 	if m.opts.Contexts {
 		if len(m.opts.ContextNames) > 0 {
 			return m.opts.ContextNames
 		}
-		out := make([]string, 0, len(m.feed.clusters))
-		for _, h := range m.feed.clusters {
+		out := make([]string, 0, len(m.feed.contexts))
+		for _, h := range m.feed.contexts {
 			out = append(out, h.Context)
 		}
 		return out
@@ -174,7 +158,7 @@ func (m *Model) narrowContext(name string) error {
 	return nil
 }
 
-// narrowNamespace runs `:ns NAME` ("": all) in a fleet of clusters: the
+// narrowNamespace runs `:ns NAME` ("": all) with several contexts: the
 // namespace must be one seen in a snapshot or named on the command line.
 func (m *Model) narrowNamespace(name string) error {
 	if name != "" && !m.seenNS[name] && !slices.Contains(m.opts.Namespaces, name) {
@@ -205,7 +189,7 @@ func (m *Model) applyNarrowing() {
 }
 
 // where is the context and namespace the header shows: the narrowing, else
-// what the dashboard watches ("all (N)" contexts of a fleet of clusters).
+// what the dashboard watches ("all (N)" contexts of several contexts).
 func (m *Model) where() (kctx, ns string) {
 	kctx, ns = m.opts.Context, m.opts.Namespace
 	if n := len(m.watchedContexts()); m.opts.Contexts && n > 0 {

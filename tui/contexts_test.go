@@ -16,19 +16,19 @@ import (
 	"github.com/ctpool-tui/ctpool-tui/themes"
 )
 
-// clusterData is the fleet fixture spread over clusters: kiosk and vdi-cad
+// contextsData is the fleet fixture spread over clusters: kiosk and vdi-cad
 // in context prod-eu, vdi-eng in context "arn:aws:eks:eu-west-1:1:cluster/lab"
 // (a context name with a "/"), with each cluster's health.
-type clusterData struct {
+type contextsData struct {
 	*fakeData
-	clusters []ClusterHealth
+	contexts []engine.ContextHealth
 }
 
-func (c *clusterData) Clusters() []ClusterHealth { return c.clusters }
+func (c *contextsData) Health() []engine.ContextHealth { return c.contexts }
 
 const labContext = "arn:aws:eks:eu-west-1:1:cluster/lab"
 
-func clusterSnapshots() []engine.Snapshot {
+func contextSnapshots() []engine.Snapshot {
 	snaps := fixture.FleetSnapshots()
 	for i := range snaps {
 		kctx := "prod-eu"
@@ -40,10 +40,10 @@ func clusterSnapshots() []engine.Snapshot {
 	return snaps
 }
 
-// clusterHealths: prod-eu live, lab stale for 42s, edge unreachable, dmz
+// contextHealths: prod-eu live, lab stale for 42s, edge unreachable, dmz
 // forbidden.
-func clusterHealths() []ClusterHealth {
-	return []ClusterHealth{
+func contextHealths() []engine.ContextHealth {
+	return []engine.ContextHealth{
 		{Context: "prod-eu", Synced: true, LastSync: t0.Add(-2 * time.Second)},
 		{Context: labContext, Synced: true, LastSync: t0.Add(-42 * time.Second), ErrAt: t0.Add(-5 * time.Second), Err: errors.New("connection refused")},
 		{Context: "edge", ErrAt: t0.Add(-3 * time.Second), Err: errors.New("dial tcp 10.0.0.9:6443: connection refused")},
@@ -53,7 +53,7 @@ func clusterHealths() []ClusterHealth {
 
 func newClusterModel(t *testing.T, width, height int, acts fleetActions, access *nsAccess) (*Model, tea.Cmd) {
 	t.Helper()
-	data := &clusterData{fakeData: newFakeData(clusterSnapshots()), clusters: clusterHealths()}
+	data := &contextsData{fakeData: newFakeData(contextSnapshots()), contexts: contextHealths()}
 	opts := Options{
 		Context: "4 contexts", Namespace: "each context's", Fleet: true, Contexts: true, Theme: themes.Dark(),
 		Renderer: themes.NoColorRenderer(io.Discard), Now: func() time.Time { return t0 }, Data: data,
@@ -80,16 +80,16 @@ func clusterActions() fleetActions {
 	return f
 }
 
-func TestClustersGoldenScreens(t *testing.T) {
+func TestContextsGoldenScreens(t *testing.T) {
 	for _, tc := range []struct {
 		name          string
 		width, height int
 		keys          []string
 	}{
-		{name: "clusters_pools_120x40", width: 120, height: 40},
-		{name: "clusters_pools_80x24", width: 80, height: 24, keys: []string{"down"}},
-		{name: "clusters_pools_200x60", width: 200, height: 60},
-		{name: "clusters_members_120x40", width: 120, height: 40, keys: []string{"down", "down", "down", "enter"}},
+		{name: "contexts_pools_120x40", width: 120, height: 40},
+		{name: "contexts_pools_80x24", width: 80, height: 24, keys: []string{"down"}},
+		{name: "contexts_pools_200x60", width: 200, height: 60},
+		{name: "contexts_members_120x40", width: 120, height: 40, keys: []string{"down", "down", "down", "enter"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m, _ := newClusterModel(t, tc.width, tc.height, clusterActions(), nil)
@@ -103,15 +103,15 @@ func TestClustersGoldenScreens(t *testing.T) {
 
 func TestClusterStates(t *testing.T) {
 	want := []string{"● live", "⚠ stale 42s", "✗ unreachable", "✗ forbidden", "◌ syncing"}
-	hs := append(clusterHealths(), ClusterHealth{Context: "new"})
+	hs := append(contextHealths(), engine.ContextHealth{Context: "new"})
 	for i, h := range hs {
-		if got := h.state(t0).word; got != want[i] {
+		if got := stateOf(h, t0).word; got != want[i] {
 			t.Errorf("%s: %q, want %q", h.Context, got, want[i])
 		}
 	}
 	// Back: an error before the last data is history.
-	h := ClusterHealth{Synced: true, LastSync: t0, ErrAt: t0.Add(-time.Minute), Err: errors.New("x")}
-	if got := h.state(t0).word; got != "● live" {
+	h := engine.ContextHealth{Synced: true, LastSync: t0, ErrAt: t0.Add(-time.Minute), Err: errors.New("x")}
+	if got := stateOf(h, t0).word; got != "● live" {
 		t.Errorf("recovered cluster: %q", got)
 	}
 }
@@ -167,7 +167,7 @@ func TestClustersHostileContextName(t *testing.T) {
 	evil := "evil\x1b]0;pwned\x07\x1b[31m"
 	snaps := fixture.FleetSnapshots()[:1]
 	snaps[0].Context = evil
-	data := &clusterData{fakeData: newFakeData(snaps), clusters: []ClusterHealth{{Context: evil, Synced: true, LastSync: t0}}}
+	data := &contextsData{fakeData: newFakeData(snaps), contexts: []engine.ContextHealth{{Context: evil, Synced: true, LastSync: t0}}}
 	m := newModel(context.Background(), Options{Fleet: true, Contexts: true, Theme: themes.Dark(),
 		Renderer: themes.NoColorRenderer(io.Discard), Now: func() time.Time { return t0 }, Data: data})
 	m.Update(tea.WindowSizeMsg{Width: 120, Height: 20})
@@ -176,7 +176,7 @@ func TestClustersHostileContextName(t *testing.T) {
 	if strings.ContainsAny(s, "\x1b\x07") {
 		t.Fatalf("an escape sequence of the context name reached the screen: %q", s)
 	}
-	if !strings.Contains(s, "clusters: evil") || !strings.Contains(s, "▸ evil    kiosk") {
+	if !strings.Contains(s, "contexts: evil") || !strings.Contains(s, "▸ evil    kiosk") {
 		t.Errorf("the context is not shown:\n%s", s)
 	}
 }

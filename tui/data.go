@@ -25,8 +25,8 @@ type dataMsg struct {
 	delta  []poolDelta
 	health health
 	at     time.Time
-	// clusters: each cluster's health (a ClusterSource).
-	clusters []ClusterHealth
+	// contexts: each context's health (a ContextSource).
+	contexts []engine.ContextHealth
 	// unsynced: the caches had not all synced, so nothing was observed (a
 	// pool whose Pods are listed but not yet its PVCs would look failed and
 	// exhausted).
@@ -65,8 +65,8 @@ func readChangesCmd(src DataSource, now func() time.Time, partial, byDifference 
 		h.errAt, h.err = src.LastWatchError()
 		at := now()
 		msg := dataMsg{health: h, at: at}
-		if cs, ok := src.(ClusterSource); ok {
-			msg.clusters = cs.Clusters()
+		if cs, ok := src.(ContextSource); ok {
+			msg.contexts = cs.Health()
 		}
 		if !h.synced && !partial {
 			msg.unsynced = true

@@ -71,7 +71,7 @@ type feed struct {
 	loaded     bool              // a load observed the pools
 	observedAt time.Time
 	health     health
-	clusters   []ClusterHealth // a fleet of clusters: each one's health
+	contexts   []engine.ContextHealth // several contexts: each one's health
 	// live is each watched pool's counts as the dashboard saw them, a
 	// sample per engine.HistoryInterval slot (trend.go); liveSlot is the
 	// slot last sampled.
@@ -256,7 +256,7 @@ func (f *feed) take(msg dataMsg, open engine.PoolRef) (took taken, changes []eng
 		return tookNothing, nil, false
 	}
 	f.health, f.observedAt = msg.health, msg.at
-	f.clusters = msg.clusters
+	f.contexts = msg.contexts
 	if msg.delta == nil {
 		f.watched, f.loaded = msg.pools, true
 		f.incr.adopt(msg.states, msg.pools)
@@ -328,7 +328,7 @@ func (in *incremental) adopt(states []*engine.PoolState, pools []engine.PoolView
 // applyData takes a load's answer (accepted by the feed) and re-derives
 // every view's rows (sorting and filtering happen here, not per frame).
 // The states follow the watched pools; the pools shown are those of a
-// narrowing (`:ctx`, `:ns` in a fleet of clusters) or the same slice.
+// narrowing (`:ctx`, `:ns` with several contexts) or the same slice.
 func (m *Model) applyData(msg dataMsg) {
 	if m.now.Before(msg.at) {
 		m.now = msg.at

@@ -14,7 +14,7 @@ import (
 // one: the pools shown, the selection, the incremental index and action requests
 // carry it, and what goes to the cluster is its parts, never a string
 // parsed back. The user sees its name, namespace/name in the fleet and
-// context/namespace/name in a fleet of clusters (title).
+// context/namespace/name with several contexts (title).
 //
 // What the user may do is asked per namespace in the fleet
 // (Options.AccessIn), the first time a pool of that namespace is selected;
@@ -41,7 +41,7 @@ func refTitle(fleet bool, ref engine.PoolRef) string {
 }
 
 // fleetNamespace is how the user sees a pool's namespace in the fleet:
-// context/namespace in a fleet of clusters.
+// context/namespace with several contexts.
 func fleetNamespace(v *engine.PoolView) string {
 	if v.Context != "" {
 		return v.Context + "/" + v.Namespace

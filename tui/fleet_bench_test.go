@@ -16,7 +16,7 @@ import (
 )
 
 // The fleet at scale: 3 clusters x 20 namespaces x 50 pools of 20 members
-// (60,000 members, 3,000 pools), as the dashboard of several clusters shows
+// (60,000 members, 3,000 pools), as the dashboard of several contexts shows
 // it (Options.Contexts: each pool's namespace is context/namespace), against
 // the one-namespace dashboard of one of its namespaces (50 pools of 20
 // members, 1,000 members). Both fill a 120x40 screen with rows, so that a
@@ -88,11 +88,11 @@ func (s fleetScale) model(snaps []engine.Snapshot) (*Model, *fakeData) {
 	opts := Options{Context: "prod-eu", Namespace: ns, Renderer: themes.NoColorRenderer(io.Discard),
 		Now: func() time.Time { return t0 }, Actions: &fakeActions{}}
 	if s.clusters > 0 {
-		var health []ClusterHealth
+		var health []engine.ContextHealth
 		for k := range s.clusters {
-			health = append(health, ClusterHealth{Context: fleetCluster(k), Synced: true, LastSync: t0.Add(-time.Second)})
+			health = append(health, engine.ContextHealth{Context: fleetCluster(k), Synced: true, LastSync: t0.Add(-time.Second)})
 		}
-		data = &clusterData{fakeData: fd, clusters: health}
+		data = &contextsData{fakeData: fd, contexts: health}
 		opts = Options{Context: fmt.Sprintf("%d contexts", s.clusters), Namespace: "each context's", Fleet: true, Contexts: true,
 			Renderer: opts.Renderer, Now: opts.Now, ActionsIn: func(string, string) Actions { return &fakeActions{} }}
 	}

@@ -22,7 +22,7 @@ import (
 type fleetActions map[string]*fakeActions
 
 // nsKey names a namespace of the fleet in the fixtures: namespace, or
-// context/namespace in a fleet of clusters.
+// context/namespace with several contexts.
 func nsKey(kctx, ns string) string {
 	if kctx != "" {
 		return kctx + "/" + ns

@@ -23,8 +23,8 @@ import (
 type wallOpts struct {
 	width, height int
 	snaps         []engine.Snapshot
-	clusters      []ClusterHealth // set: a fleet of clusters
-	names         []string        // Options.ContextNames
+	contexts      []engine.ContextHealth // set: several contexts
+	names         []string               // Options.ContextNames
 	readOnly      bool
 }
 
@@ -35,8 +35,8 @@ func newWallModel(t *testing.T, o wallOpts) *Model {
 		Context: "prod-eu", Namespace: "all", Fleet: true, ReadOnly: o.readOnly, Theme: themes.Dark(),
 		Renderer: themes.NoColorRenderer(io.Discard), Now: func() time.Time { return t0 },
 	}
-	if o.clusters != nil {
-		data = &clusterData{fakeData: data.(*fakeData), clusters: o.clusters}
+	if o.contexts != nil {
+		data = &contextsData{fakeData: data.(*fakeData), contexts: o.contexts}
 		opts.Context, opts.Namespace, opts.Contexts, opts.ContextNames = strings.Join(o.names, ","), "each context's", true, o.names
 	}
 	opts.Data = data
@@ -50,14 +50,14 @@ func newWallModel(t *testing.T, o wallOpts) *Model {
 	return m
 }
 
-// clusterNames are the contexts of clusterHealths.
-func clusterNames() []string { return []string{"prod-eu", labContext, "edge", "dmz"} }
+// contextNames are the contexts of contextHealths.
+func contextNames() []string { return []string{"prod-eu", labContext, "edge", "dmz"} }
 
-// manyPools is a fleet of clusters whose pools do not fit on the wall:
+// manyPools is several contexts whose pools do not fit on the wall:
 // prod-eu has 20 healthy pools in two namespaces, prod-us 9 with one
 // exhausted and one with a failed member, lab 6 (its cluster stale), edge
 // and dmz none (unreachable, forbidden).
-func manyPools() ([]engine.Snapshot, []ClusterHealth) {
+func manyPools() ([]engine.Snapshot, []engine.ContextHealth) {
 	var snaps []engine.Snapshot
 	add := func(kctx, namespace string, pools int, shape func(c *cluster, pool string, i int, s engine.Spec)) {
 		c := &cluster{NS: namespace}
@@ -91,7 +91,7 @@ func manyPools() ([]engine.Snapshot, []ClusterHealth) {
 		}
 	})
 	add(labContext, "vdi-eng", 6, healthy)
-	return snaps, []ClusterHealth{
+	return snaps, []engine.ContextHealth{
 		{Context: "prod-eu", Synced: true, LastSync: t0.Add(-2 * time.Second)},
 		{Context: "prod-us", Synced: true, LastSync: t0.Add(-time.Second)},
 		{Context: labContext, Synced: true, LastSync: t0.Add(-42 * time.Second), ErrAt: t0.Add(-5 * time.Second), Err: errors.New("connection refused")},
@@ -111,10 +111,10 @@ func TestFleetWallGolden(t *testing.T) {
 	}{
 		{name: "fleet_wall_80x24", o: wallOpts{width: 80, height: 24, snaps: fixture.FleetSnapshots(), readOnly: true}},
 		{name: "fleet_wall_200x60", o: wallOpts{width: 200, height: 60, snaps: fixture.FleetSnapshots(), readOnly: true}},
-		{name: "clusters_wall_80x24", o: wallOpts{width: 80, height: 24, snaps: clusterSnapshots(), clusters: clusterHealths(), names: clusterNames(), readOnly: true}},
-		{name: "clusters_wall_200x60", o: wallOpts{width: 200, height: 60, snaps: clusterSnapshots(), clusters: clusterHealths(), names: clusterNames(), readOnly: true}},
-		{name: "clusters_wall_many_80x24", o: wallOpts{width: 80, height: 24, snaps: many, clusters: manyHealth, names: manyNames(), readOnly: true}},
-		{name: "clusters_wall_many_200x60", o: wallOpts{width: 200, height: 60, snaps: many, clusters: manyHealth, names: manyNames(), readOnly: true}},
+		{name: "contexts_wall_80x24", o: wallOpts{width: 80, height: 24, snaps: contextSnapshots(), contexts: contextHealths(), names: contextNames(), readOnly: true}},
+		{name: "contexts_wall_200x60", o: wallOpts{width: 200, height: 60, snaps: contextSnapshots(), contexts: contextHealths(), names: contextNames(), readOnly: true}},
+		{name: "contexts_wall_many_80x24", o: wallOpts{width: 80, height: 24, snaps: many, contexts: manyHealth, names: manyNames(), readOnly: true}},
+		{name: "contexts_wall_many_200x60", o: wallOpts{width: 200, height: 60, snaps: many, contexts: manyHealth, names: manyNames(), readOnly: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := newWallModel(t, tc.o)
@@ -141,8 +141,8 @@ func tileTitles(m *Model, capacity int) ([]string, string) {
 }
 
 func TestPoolRank(t *testing.T) {
-	live := &clusterState{word: render.GlyphLive + " live", level: levelOK}
-	stale := &clusterState{word: render.GlyphWarn + " stale 42s", level: levelWarn}
+	live := &contextState{word: render.GlyphLive + " live", level: levelOK}
+	stale := &contextState{word: render.GlyphWarn + " stale 42s", level: levelWarn}
 	base := func(mut func(v *engine.PoolView)) *engine.PoolView {
 		v := &engine.PoolView{Name: "p", Defined: true, Spec: engine.Spec{Size: 4}, Size: 4}
 		v.Status.Free, v.Status.Ready = 3, 4
@@ -154,7 +154,7 @@ func TestPoolRank(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		v    *engine.PoolView
-		cs   *clusterState
+		cs   *contextState
 		want int
 	}{
 		{"healthy", base(nil), live, rankRest},
@@ -188,7 +188,7 @@ func TestPoolRank(t *testing.T) {
 // in the table's order; past the capacity, one tile per cluster, worst
 // first, every cluster reported (with pools or none).
 func TestFleetTilesOrder(t *testing.T) {
-	m := newWallModel(t, wallOpts{width: 80, height: 24, snaps: clusterSnapshots(), clusters: clusterHealths(), names: clusterNames(), readOnly: true})
+	m := newWallModel(t, wallOpts{width: 80, height: 24, snaps: contextSnapshots(), contexts: contextHealths(), names: contextNames(), readOnly: true})
 	for _, tc := range []struct {
 		capacity int
 		want     []string
@@ -199,7 +199,7 @@ func TestFleetTilesOrder(t *testing.T) {
 		{capacity: 4, want: []string{"prod-eu/vdi-cad/gpu", labContext + "/vdi-eng/desk", "prod-eu/kiosk/kiosk", "prod-eu/vdi-cad/desk"}, more: "pools (tab shows the table)"},
 		// prod-eu holds the exhausted gpu; the lab is stale, edge
 		// unreachable, dmz forbidden: in trouble, in the order given.
-		{capacity: 3, want: []string{"prod-eu", labContext, "edge", "dmz"}, more: "clusters"},
+		{capacity: 3, want: []string{"prod-eu", labContext, "edge", "dmz"}, more: "contexts"},
 	} {
 		got, more := tileTitles(m, tc.capacity)
 		if strings.Join(got, "|") != strings.Join(tc.want, "|") || more != tc.more {
@@ -207,7 +207,7 @@ func TestFleetTilesOrder(t *testing.T) {
 		}
 	}
 
-	// A fleet of one cluster falls back to one tile per namespace.
+	// The fleet of one context falls back to one tile per namespace.
 	fm := newWallModel(t, wallOpts{width: 80, height: 24, snaps: fixture.FleetSnapshots(), readOnly: true})
 	got, more := tileTitles(fm, 2)
 	if want := []string{"vdi-cad", "kiosk", "vdi-eng"}; strings.Join(got, "|") != strings.Join(want, "|") || more != "namespaces" {
@@ -215,21 +215,21 @@ func TestFleetTilesOrder(t *testing.T) {
 	}
 
 	many, health := manyPools()
-	mm := newWallModel(t, wallOpts{width: 80, height: 24, snaps: many, clusters: health, names: manyNames(), readOnly: true})
+	mm := newWallModel(t, wallOpts{width: 80, height: 24, snaps: many, contexts: health, names: manyNames(), readOnly: true})
 	got, _ = tileTitles(mm, 100)
 	if len(got) != 35 || got[0] != "prod-us/vdi/pool-04" || got[1] != "prod-us/vdi/pool-07" || !strings.HasPrefix(got[2], labContext+"/") {
 		t.Errorf("35 pools: %d tiles, first %q", len(got), got[:min(3, len(got))])
 	}
 }
 
-// The wall of a fleet of clusters shows the cluster tiles when the pools
+// The wall of several contexts shows the cluster tiles when the pools
 // do not fit, with every cluster's state.
 func TestFleetWallFallsBackToClusters(t *testing.T) {
 	many, health := manyPools()
 	for _, size := range [][2]int{{80, 24}, {200, 60}} {
-		m := newWallModel(t, wallOpts{width: size[0], height: size[1], snaps: many, clusters: health, names: manyNames(), readOnly: true})
+		m := newWallModel(t, wallOpts{width: size[0], height: size[1], snaps: many, contexts: health, names: manyNames(), readOnly: true})
 		s := m.View()
-		for _, want := range []string{"┌ prod-us ─", "1 EXHAUSTED", "STALE", "UNREACHABLE", "FORBIDDEN", "┌ prod-eu ─", "clusters: prod-eu ● live"} {
+		for _, want := range []string{"┌ prod-us ─", "1 EXHAUSTED", "STALE", "UNREACHABLE", "FORBIDDEN", "┌ prod-eu ─", "contexts: prod-eu ● live"} {
 			if !strings.Contains(s, want) {
 				t.Errorf("%dx%d: no %q on the wall:\n%s", size[0], size[1], want, s)
 			}
@@ -249,11 +249,11 @@ func shownKeys(m *Model) string {
 	return strings.Join(out, " ")
 }
 
-// In a fleet of clusters `:ctx` and `:ns` narrow what is shown, combine,
+// With several contexts `:ctx` and `:ns` narrow what is shown, combine,
 // and a name that is not watched (or seen) is refused on the command line
 // with nothing changed.
 func TestContextsCommandNarrows(t *testing.T) {
-	m := newWallModel(t, wallOpts{width: 120, height: 40, snaps: clusterSnapshots(), clusters: clusterHealths(), names: clusterNames()})
+	m := newWallModel(t, wallOpts{width: 120, height: 40, snaps: contextSnapshots(), contexts: contextHealths(), names: contextNames()})
 	all := shownKeys(m)
 	lab := labContext + "/vdi-eng/desk"
 	for _, tc := range []struct {
@@ -326,7 +326,7 @@ func TestCommandContextOfOneCluster(t *testing.T) {
 // Tab completes the command and the names; the namespaces seen stay
 // known after a switch to one of them.
 func TestCommandCompletion(t *testing.T) {
-	m := newWallModel(t, wallOpts{width: 120, height: 40, snaps: clusterSnapshots(), clusters: clusterHealths(), names: clusterNames()})
+	m := newWallModel(t, wallOpts{width: 120, height: 40, snaps: contextSnapshots(), contexts: contextHealths(), names: contextNames()})
 	for _, tc := range []struct {
 		typed, want, hint string
 	}{
@@ -365,12 +365,12 @@ func TestFleetCommandGolden(t *testing.T) {
 		keys          []string
 		typed         string
 	}{
-		{name: "clusters_narrowed_80x24", width: 80, height: 24},
-		{name: "clusters_command_complete_80x24", width: 80, height: 24, typed: "ns v", keys: []string{"tab"}},
-		{name: "clusters_wall_command_80x24", width: 80, height: 24, readOnly: true, typed: "ctx ", keys: []string{"tab"}},
+		{name: "contexts_narrowed_80x24", width: 80, height: 24},
+		{name: "contexts_command_complete_80x24", width: 80, height: 24, typed: "ns v", keys: []string{"tab"}},
+		{name: "contexts_wall_command_80x24", width: 80, height: 24, readOnly: true, typed: "ctx ", keys: []string{"tab"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m := newWallModel(t, wallOpts{width: tc.width, height: tc.height, snaps: clusterSnapshots(), clusters: clusterHealths(), names: clusterNames(), readOnly: tc.readOnly})
+			m := newWallModel(t, wallOpts{width: tc.width, height: tc.height, snaps: contextSnapshots(), contexts: contextHealths(), names: contextNames(), readOnly: tc.readOnly})
 			if tc.typed == "" {
 				command(m, "ctx prod-eu")
 				command(m, "ns vdi-cad")
@@ -390,17 +390,17 @@ func TestFleetCommandGolden(t *testing.T) {
 // ATTENTION, in the completion and in the command line's errors.
 func TestFleetHostileContextNames(t *testing.T) {
 	evil := "evil\x1b]0;pwned\x07\x1b[31m"
-	snaps := clusterSnapshots()
+	snaps := contextSnapshots()
 	for i := range snaps {
 		if snaps[i].Context == "prod-eu" {
 			snaps[i].Context = evil
 		}
 	}
-	health := clusterHealths()
+	health := contextHealths()
 	health[0].Context = evil
 	health[3].Forbidden = errors.New("forbidden \x1b[2J wiped")
 	names := []string{evil, labContext, "edge", "dmz"}
-	m := newWallModel(t, wallOpts{width: 120, height: 40, snaps: snaps, clusters: health, names: names, readOnly: true})
+	m := newWallModel(t, wallOpts{width: 120, height: 40, snaps: snaps, contexts: health, names: names, readOnly: true})
 	screens := []string{m.View()}
 	press(m, ":")
 	typeText(m, "ctx ")

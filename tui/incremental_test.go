@@ -443,36 +443,36 @@ func TestLateDeltaAsksForAWholeLoad(t *testing.T) {
 	}
 }
 
-// clustersStore merges changeStores as the dashboard of several clusters
+// contextsStore merges changeStores as the dashboard of several contexts
 // merges its clusters' Watchers (cmd/ctpool-tui's contextsSource): each
 // pool's namespace is context/namespace, the changes are every cluster's
 // (all when one cluster's are), a read of changes goes to its cluster.
-type clustersStore struct {
+type contextsStore struct {
 	names  []string
 	stores []*changeStore
 }
 
 var (
-	_ ChangeSource  = (*clustersStore)(nil)
-	_ ClusterSource = (*clustersStore)(nil)
+	_ ChangeSource  = (*contextsStore)(nil)
+	_ ContextSource = (*contextsStore)(nil)
 )
 
-func (c *clustersStore) Changed() <-chan struct{} { return c.stores[0].ch }
-func (c *clustersStore) Synced() bool             { return true }
-func (c *clustersStore) LastSync() time.Time      { return t0 }
-func (c *clustersStore) LastWatchError() (time.Time, error) {
+func (c *contextsStore) Changed() <-chan struct{} { return c.stores[0].ch }
+func (c *contextsStore) Synced() bool             { return true }
+func (c *contextsStore) LastSync() time.Time      { return t0 }
+func (c *contextsStore) LastWatchError() (time.Time, error) {
 	return time.Time{}, nil
 }
 
-func (c *clustersStore) Clusters() []ClusterHealth {
-	var out []ClusterHealth
+func (c *contextsStore) Health() []engine.ContextHealth {
+	var out []engine.ContextHealth
 	for _, n := range c.names {
-		out = append(out, ClusterHealth{Context: n, Synced: true, LastSync: t0})
+		out = append(out, engine.ContextHealth{Context: n, Synced: true, LastSync: t0})
 	}
 	return out
 }
 
-func (c *clustersStore) Snapshots() []engine.Snapshot {
+func (c *contextsStore) Snapshots() []engine.Snapshot {
 	var out []engine.Snapshot
 	for i, s := range c.stores {
 		for _, snap := range s.Snapshots() {
@@ -483,7 +483,7 @@ func (c *clustersStore) Snapshots() []engine.Snapshot {
 	return out
 }
 
-func (c *clustersStore) TakeChanges() (bool, []engine.PoolChanges) {
+func (c *contextsStore) TakeChanges() (bool, []engine.PoolChanges) {
 	all := false
 	var out []engine.PoolChanges
 	for i, s := range c.stores {
@@ -500,7 +500,7 @@ func (c *clustersStore) TakeChanges() (bool, []engine.PoolChanges) {
 	return false, out
 }
 
-func (c *clustersStore) ReadChanges(pc engine.PoolChanges) engine.PoolUpdate {
+func (c *contextsStore) ReadChanges(pc engine.PoolChanges) engine.PoolUpdate {
 	for i, n := range c.names {
 		if n == pc.Context {
 			pc.Context = ""
@@ -519,7 +519,7 @@ func TestClustersFollowChangesLikeAWholeRebuild(t *testing.T) {
 	for _, seed := range []uint64{1, 2, 3} {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			rnd := rand.New(rand.NewPCG(seed, 11))
-			src := &clustersStore{names: []string{"prod", "arn:aws:eks:eu-west-1:1:cluster/lab"}}
+			src := &contextsStore{names: []string{"prod", "arn:aws:eks:eu-west-1:1:cluster/lab"}}
 			for range src.names {
 				c := &cluster{}
 				spec := fixture.Spec("ghcr.io/example/desktop:2", 40, nil)
@@ -553,7 +553,7 @@ func TestClustersFollowChangesLikeAWholeRebuild(t *testing.T) {
 			}
 			type plainClusters struct {
 				DataSource
-				ClusterSource
+				ContextSource
 			}
 			inc, full := mk(src), mk(plainClusters{src, src})
 			if inc.feed.incr.states == nil || full.feed.incr.states != nil {

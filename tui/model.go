@@ -44,8 +44,8 @@ type Model struct {
 
 	// feed loads the pools and the connection's health (feed.go).
 	feed   feed
-	pools  []engine.PoolView // the pools shown: the feed's watched, narrowed (clusters.go)
-	narrow narrowing         // `:ctx NAME`, and `:ns NAME` in a fleet of clusters
+	pools  []engine.PoolView // the pools shown: the feed's watched, narrowed (contexts.go)
+	narrow narrowing         // `:ctx NAME`, and `:ns NAME` with several contexts
 	seenNS map[string]bool   // every namespace seen, for the command line's completion
 	// scopeGen counts `:ns` commands (an older one's answer is dropped).
 	scopeGen int
@@ -137,7 +137,7 @@ func (m *Model) unseen(msg tea.Msg) bool {
 	case changedMsg, rebuildMsg:
 		return true
 	case healthMsg:
-		return m.feed.health.same(msg.health) && (msg.clusters == nil || sameClusters(m.feed.clusters, msg.clusters))
+		return m.feed.health.same(msg.health) && (msg.contexts == nil || sameContexts(m.feed.contexts, msg.contexts))
 	}
 	return false
 }
@@ -227,7 +227,7 @@ func (m *Model) layout() {
 func (m *Model) bodyHeight() int {
 	h := m.height - 3
 	if m.opts.Contexts {
-		h-- // the clusters' states
+		h-- // the contexts' states
 	}
 	if m.showLog {
 		h -= logPaneHeight
@@ -251,20 +251,20 @@ func (m *Model) viewCtx() viewContext {
 		conn: conn, connLevel: level, dataAt: dataAt,
 		kubeContext: kctx, namespace: ns, readOnly: m.opts.ReadOnly, demo: m.opts.Demo,
 		hints: hintsFrom(&m.keys, m.canAct()), events: m.hasEvents(), fleet: m.opts.Fleet,
-		contexts: m.opts.Contexts, clusters: m.clusterStates(),
+		contexts: m.opts.Contexts, contextStates: m.contextStates(),
 		live: m.feed.live, liveTrend: m.feed.liveTrend, ascii: m.opts.ASCII,
 		trends: &m.trends, trendGen: f.trendGen,
 	}
 }
 
-// clusterStates is each cluster's state at the model's time.
-func (m *Model) clusterStates() []clusterState {
+// contextStates is each context's state at the model's time.
+func (m *Model) contextStates() []contextState {
 	if !m.opts.Contexts {
 		return nil
 	}
-	out := make([]clusterState, 0, len(m.feed.clusters))
-	for _, h := range m.feed.clusters {
-		out = append(out, h.state(m.now))
+	out := make([]contextState, 0, len(m.feed.contexts))
+	for _, h := range m.feed.contexts {
+		out = append(out, stateOf(h, m.now))
 	}
 	return out
 }
@@ -316,7 +316,7 @@ func (m *Model) compose() string {
 	}
 	lines := []string{headerLine(ctx, conn, level)}
 	if m.opts.Contexts {
-		lines = append(lines, clustersLine(ctx))
+		lines = append(lines, contextsLine(ctx))
 	}
 	lines = append(lines, fitBlock(body, m.width, ctx.height))
 	if m.showLog {

@@ -37,7 +37,7 @@ func newPoolsView(st themes.Styles) poolsView {
 }
 
 // sync follows a new list of pools, keeping the selection by ref; in a
-// fleet of clusters (contexts) a pool's namespace is shown with its
+// several contexts (contexts) a pool's namespace is shown with its
 // context.
 func (p *poolsView) sync(pools []engine.PoolView, fleet, contexts bool) {
 	p.names, p.hay = p.names[:0], p.hay[:0]

@@ -41,10 +41,10 @@ type viewContext struct {
 	// fleet: pools of several namespaces, each seen as namespace/pool
 	// (title).
 	fleet bool
-	// contexts: pools of several clusters, each pool carrying its
-	// cluster's Context; clusters is each one's state for the header.
-	contexts bool
-	clusters []clusterState
+	// contexts: pools of several contexts, each pool carrying its
+	// Context; contextStates is each one's state for the header.
+	contexts      bool
+	contextStates []contextState
 	// hints: the keys that explanations and diagnoses name (none when
 	// actions cannot run).
 	hints keyHints

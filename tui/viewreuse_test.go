@@ -9,6 +9,7 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/ctpool-tui/ctpool-tui/engine"
 	"github.com/ctpool-tui/ctpool-tui/internal/fixture"
 	"github.com/ctpool-tui/ctpool-tui/themes"
 )
@@ -34,7 +35,7 @@ func TestViewReusedOnlyAfterUnseenMessages(t *testing.T) {
 			before: health{err: errors.New("watch failed")}, health: health{err: errors.New("watch failed")}},
 		{name: "a health synced", msg: healthMsg{}, health: health{synced: true}},
 		{name: "a health of another error", msg: healthMsg{}, before: health{err: errors.New("watch failed")}, health: health{err: errors.New("forbidden")}},
-		{name: "a cluster's health", msg: healthMsg{clusters: []ClusterHealth{{Context: "east", Synced: true}}}},
+		{name: "a cluster's health", msg: healthMsg{contexts: []engine.ContextHealth{{Context: "east", Synced: true}}}},
 		{name: "data", msg: dataMsg{unsynced: true}},
 		{name: "a key", msg: tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("?")}},
 		{name: "a resize", msg: tea.WindowSizeMsg{Width: 100, Height: 30}},

@@ -93,7 +93,7 @@ func gauge(part, whole, width int) string {
 // (cut from the left: the pool's name stays), the tile counts the ready
 // members too, and a pool whose cluster is not live says so (cs): its
 // word is the cluster's state unless its own is an error.
-func tile(ctx viewContext, v *engine.PoolView, width int, large bool, cs *clusterState) []string {
+func tile(ctx viewContext, v *engine.PoolView, width int, large bool, cs *contextState) []string {
 	word, level := tileStatus(v)
 	var cluster string
 	if cs != nil && cs.level >= levelWarn {
@@ -220,7 +220,7 @@ func (wallView) view(ctx viewContext) string {
 }
 
 // wallHeader is the wall's first line (namespace, context, clock, the
-// connection and the mode) and, in a fleet of clusters, each cluster's state.
+// connection and the mode) and, with several contexts, each cluster's state.
 func wallHeader(ctx viewContext) []string {
 	st := ctx.st
 	left := " " + st.Accent.Render("VDI POOLS") + " · " + sanitize.Sanitize(render.OrWord(ctx.namespace, "(default)")) + " · " + sanitize.Sanitize(render.OrWord(ctx.kubeContext, "(current)"))
@@ -240,7 +240,7 @@ func wallHeader(ctx viewContext) []string {
 	right := ctx.now.Format("15:04:05") + " · " + ctx.level(level).Render(sanitize.Sanitize(conn)) + age + " · " + st.Bold.Render(mode) + " "
 	out := []string{spread(left, right, ctx.width)}
 	if ctx.contexts {
-		out = append(out, clustersLine(ctx))
+		out = append(out, contextsLine(ctx))
 	}
 	return out
 }
@@ -340,7 +340,7 @@ type attnItem struct {
 // named by their key in a fleet.
 func attention(ctx viewContext) []attnItem {
 	var items []attnItem
-	for _, s := range ctx.clusters {
+	for _, s := range ctx.contextStates {
 		if s.level < levelWarn {
 			continue
 		}

@@ -26,7 +26,7 @@ const (
 // poolRank is a pool's rank on the fleet's wall: exhausted; in trouble (a
 // problem, errors, low, members unschedulable or failed, or its cluster not
 // live); or the rest.
-func poolRank(v *engine.PoolView, cs *clusterState) int {
+func poolRank(v *engine.PoolView, cs *contextState) int {
 	if render.ExhaustedAlarm(v) {
 		return rankExhausted
 	}
@@ -36,9 +36,9 @@ func poolRank(v *engine.PoolView, cs *clusterState) int {
 	return rankRest
 }
 
-// clusterOf returns the state of the cluster kctx of a pool
-// (nil outside a fleet of clusters, or for a cluster not reported).
-func clusterOf(ctx viewContext, states map[string]*clusterState, kctx string) *clusterState {
+// contextOf returns the state of the cluster kctx of a pool
+// (nil outside several contexts, or for a cluster not reported).
+func contextOf(ctx viewContext, states map[string]*contextState, kctx string) *contextState {
 	if !ctx.contexts {
 		return nil
 	}
@@ -49,9 +49,9 @@ func clusterOf(ctx viewContext, states map[string]*clusterState, kctx string) *c
 // capacity tiles hold them, else one per cluster (per namespace in one
 // cluster), with what the "… N more" line calls them.
 func fleetTiles(ctx viewContext, large bool, capacity int) ([]wallTile, string) {
-	states := map[string]*clusterState{}
-	for i := range ctx.clusters {
-		states[ctx.clusters[i].context] = &ctx.clusters[i]
+	states := map[string]*contextState{}
+	for i := range ctx.contextStates {
+		states[ctx.contextStates[i].context] = &ctx.contextStates[i]
 	}
 	pools := ctx.pools
 	if len(pools) <= capacity {
@@ -59,13 +59,13 @@ func fleetTiles(ctx viewContext, large bool, capacity int) ([]wallTile, string) 
 		ranks := make([]int, len(pools))
 		for i := range pools {
 			order[i] = i
-			ranks[i] = poolRank(&pools[i], clusterOf(ctx, states, pools[i].Context))
+			ranks[i] = poolRank(&pools[i], contextOf(ctx, states, pools[i].Context))
 		}
 		sort.SliceStable(order, func(a, b int) bool { return ranks[order[a]] < ranks[order[b]] })
 		tiles := make([]wallTile, 0, len(pools))
 		for _, i := range order {
 			v := &pools[i]
-			cs := clusterOf(ctx, states, v.Context)
+			cs := contextOf(ctx, states, v.Context)
 			tiles = append(tiles, func(w int) []string { return tile(ctx, v, w, large, cs) })
 		}
 		return tiles, "pools (tab shows the table)"
@@ -76,16 +76,16 @@ func fleetTiles(ctx viewContext, large bool, capacity int) ([]wallTile, string) 
 		tiles = append(tiles, func(w int) []string { return g.tile(ctx, w, large) })
 	}
 	if ctx.contexts {
-		return tiles, "clusters"
+		return tiles, "contexts"
 	}
 	return tiles, "namespaces"
 }
 
 // groupTile is a cluster's tile on the fleet's wall (a namespace's in a
-// fleet of one cluster): its pools' counts and its worst state.
+// fleet of one context): its pools' counts and its worst state.
 type groupTile struct {
 	name                       string
-	state                      *clusterState // a cluster's; nil for a namespace
+	state                      *contextState // a cluster's; nil for a namespace
 	pools                      int
 	size, claimed, ready, free int
 	exhausted, trouble         int
@@ -94,7 +94,7 @@ type groupTile struct {
 
 // groupPools sums the pools per cluster (every cluster reported, with or
 // without pools), or per namespace in one cluster, worst first.
-func groupPools(ctx viewContext, states map[string]*clusterState) []*groupTile {
+func groupPools(ctx viewContext, states map[string]*contextState) []*groupTile {
 	var groups []*groupTile
 	byName := map[string]*groupTile{}
 	get := func(name string) *groupTile {
@@ -107,7 +107,7 @@ func groupPools(ctx viewContext, states map[string]*clusterState) []*groupTile {
 		return g
 	}
 	if ctx.contexts {
-		for _, s := range ctx.clusters {
+		for _, s := range ctx.contextStates {
 			get(s.context)
 		}
 	}
@@ -149,7 +149,7 @@ func (g *groupTile) rank() int {
 
 // stateName is a cluster's state in one word for a tile: STALE,
 // UNREACHABLE...
-func stateName(s *clusterState) string {
+func stateName(s *contextState) string {
 	_, name, _ := strings.Cut(s.word, " ")
 	name, _, _ = strings.Cut(name, " ")
 	return strings.ToUpper(name)

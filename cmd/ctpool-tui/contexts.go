@@ -14,7 +14,7 @@ import (
 	"github.com/ctpool-tui/ctpool-tui/kube"
 )
 
-// contexts returns the kubeconfig contexts of a fleet of clusters
+// contexts returns the kubeconfig contexts of several contexts
 // (--context a,b,c, --all-contexts), or nil for kubectl's one context.
 func (df dashFlags) contexts(e *env) ([]string, error) {
 	named := ""
@@ -52,10 +52,10 @@ func (e *env) forContext(name string) *env {
 // readContext reads the pools of one cluster once, with the dashboard's
 // scope (-n or the context's namespace, -A, --namespaces), within timeout.
 func readContext(ctx context.Context, e *env, df dashFlags, name string, timeout time.Duration) render.ContextViews {
-	cv := render.ContextViews{Context: name, State: render.ClusterLive}
+	cv := render.ContextViews{Context: name, State: render.ContextLive}
 	conn, err := e.forContext(name).connect(ctx, df, true)
 	if err != nil {
-		cv.State, cv.Err = render.ClusterUnreachable, err
+		cv.State, cv.Err = render.ContextUnreachable, err
 		return cv
 	}
 	cv.Namespace, cv.Fleet, cv.Namespaces = conn.namespace, conn.scope.fleet, conn.scope.namespaces
@@ -66,17 +66,17 @@ func readContext(ctx context.Context, e *env, df dashFlags, name string, timeout
 	case err == nil:
 		cv.Views = engine.ObserveAll(snaps, time.Now())
 	case errors.Is(err, engine.ErrForbidden):
-		cv.State, cv.Err = render.ClusterForbidden, err
+		cv.State, cv.Err = render.ContextForbidden, err
 	default:
 		if errors.Is(err, context.DeadlineExceeded) || rctx.Err() != nil {
 			err = fmt.Errorf("no answer within %s", timeout)
 		}
-		cv.State, cv.Err = render.ClusterUnreachable, fmt.Errorf("cannot read %s at %s: %w", conn.where(), conn.host, err)
+		cv.State, cv.Err = render.ContextUnreachable, fmt.Errorf("cannot read %s at %s: %w", conn.where(), conn.host, err)
 	}
 	return cv
 }
 
-// runOnceContexts prints the pools of several clusters once, each read in
+// runOnceContexts prints the pools of several contexts once, each read in
 // parallel so that one cluster that does not answer delays the others by
 // no more than the timeout, and exits with the worst code of all: 1 when a
 // cluster could not be read (each named on stderr), else 3 for attention.

@@ -18,9 +18,9 @@ import (
 	"github.com/ctpool-tui/ctpool-tui/tui"
 )
 
-// The dashboard of several clusters (--context a,b,c, --all-contexts): one
-// Watcher per context, merged into one fleet by kube.Contexts, each pool
-// carrying its cluster's context (tui.Options.Contexts). Every action,
+// The dashboard of several contexts (--context a,b,c, --all-contexts): one
+// Watcher per context, merged by kube.Contexts, each pool carrying its
+// context (tui.Options.Contexts). Every action,
 // capability question, Event read, log and console of a pool is routed by
 // that context to its own cluster's client and namespace, so an identity that is operator in one
 // cluster and viewer in another is gated per cluster. A cluster that does
@@ -28,8 +28,8 @@ import (
 // others; one whose identity may not list the pools is shown forbidden and
 // not watched.
 
-// clusterConn is one cluster of the dashboard.
-type clusterConn struct {
+// contextConn is one cluster of the dashboard.
+type contextConn struct {
 	name      string
 	conn      *connection   // nil: the context could not be loaded
 	w         *kube.Watcher // nil: not watched (forbidden, or no connection)
@@ -41,7 +41,7 @@ type clusterConn struct {
 // contextsSource is the dashboard's clusters: each one's connection and
 // the merge of their Watchers (data: kube.Contexts).
 type contextsSource struct {
-	clusters []*clusterConn
+	contexts []*contextConn
 	data     *kube.Contexts
 }
 
@@ -52,8 +52,8 @@ func startContexts(ctx context.Context, e *env, df dashFlags, names []string, re
 	src := &contextsSource{}
 	var wg sync.WaitGroup
 	for _, name := range names {
-		c := &clusterConn{name: name}
-		src.clusters = append(src.clusters, c)
+		c := &contextConn{name: name}
+		src.contexts = append(src.contexts, c)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -76,8 +76,8 @@ func startContexts(ctx context.Context, e *env, df dashFlags, names []string, re
 		}()
 	}
 	wg.Wait()
-	merged := make([]kube.ContextCluster, 0, len(src.clusters))
-	for _, c := range src.clusters {
+	merged := make([]kube.WatchedContext, 0, len(src.contexts))
+	for _, c := range src.contexts {
 		if c.conn != nil && c.forbidden == nil {
 			if c.conn.scope.fleet {
 				c.w = kube.NewFleetWatcher(c.conn.client, c.conn.scope.namespaces)
@@ -88,29 +88,15 @@ func startContexts(ctx context.Context, e *env, df dashFlags, names []string, re
 				return nil, fmt.Errorf("context %s: %w", c.name, err)
 			}
 		}
-		merged = append(merged, kube.ContextCluster{Name: c.name, Watcher: c.w, Forbidden: c.forbidden, Err: c.err, ErrAt: c.errAt})
+		merged = append(merged, kube.WatchedContext{Name: c.name, Watcher: c.w, Forbidden: c.forbidden, Err: c.err, ErrAt: c.errAt})
 	}
 	src.data = kube.NewContexts(ctx, merged)
 	return src, nil
 }
 
-// contextsData is the merged clusters as the dashboard reads them
-// (tui.ChangeSource and tui.ClusterSource).
-type contextsData struct{ *kube.Contexts }
-
-// Clusters is each cluster's health for the header.
-func (d contextsData) Clusters() []tui.ClusterHealth {
-	hs := d.Health()
-	out := make([]tui.ClusterHealth, len(hs))
-	for i, h := range hs {
-		out[i] = tui.ClusterHealth(h)
-	}
-	return out
-}
-
-// cluster returns the cluster of this context, or nil.
-func (s *contextsSource) cluster(kctx string) *clusterConn {
-	for _, c := range s.clusters {
+// byName returns the context of this name, or nil.
+func (s *contextsSource) byName(kctx string) *contextConn {
+	for _, c := range s.contexts {
 		if c.name == kctx {
 			return c
 		}
@@ -123,7 +109,7 @@ func errNoCluster(kctx, ns string) error {
 	return fmt.Errorf("no connected cluster for %s/%s", kctx, ns)
 }
 
-// contextsOptions wires the dashboard of several clusters.
+// contextsOptions wires the dashboard of several contexts.
 func contextsOptions(src *contextsSource, names []string, sc scope, readOnly bool) tui.Options {
 	ns := "each context's"
 	if sc.fleet {
@@ -132,20 +118,20 @@ func contextsOptions(src *contextsSource, names []string, sc scope, readOnly boo
 	opts := tui.Options{
 		Context: strings.Join(names, ","), Namespace: ns, Fleet: true, Contexts: true, ReadOnly: readOnly,
 		ContextNames: names, Namespaces: sc.namespaces,
-		Now: time.Now, Data: contextsData{src.data}, EventsIn: src.events, LogsIn: src.logs,
+		Now: time.Now, Data: src.data, EventsIn: src.events, LogsIn: src.logs,
 	}
 	if readOnly {
 		return opts
 	}
 	opts.ActionsIn = func(kctx, ns string) tui.Actions {
-		c := src.cluster(kctx)
+		c := src.byName(kctx)
 		if c == nil || c.conn == nil || c.w == nil {
 			return nil
 		}
 		return cachedClaims(engineIn(c.conn, ns), c.w.In(ns))
 	}
 	opts.AccessIn = func(kctx, ns string) tui.Access {
-		c := src.cluster(kctx)
+		c := src.byName(kctx)
 		if c == nil || c.conn == nil {
 			return noAccess{errNoCluster(kctx, ns)}
 		}
@@ -157,7 +143,7 @@ func contextsOptions(src *contextsSource, names []string, sc scope, readOnly boo
 
 // events reads the Events of a cluster.
 func (s *contextsSource) events(kctx string) tui.EventSource {
-	c := s.cluster(kctx)
+	c := s.byName(kctx)
 	if c == nil || c.conn == nil {
 		return noCluster{kctx}
 	}
@@ -166,7 +152,7 @@ func (s *contextsSource) events(kctx string) tui.EventSource {
 
 // logs streams the logs of a cluster's members.
 func (s *contextsSource) logs(kctx string) tui.LogSource {
-	c := s.cluster(kctx)
+	c := s.byName(kctx)
 	if c == nil || c.conn == nil {
 		return noCluster{kctx}
 	}
@@ -176,7 +162,7 @@ func (s *contextsSource) logs(kctx string) tui.LogSource {
 // console runs the consoles of a cluster's members, audited in the
 // member's namespace.
 func (s *contextsSource) console(kctx string) tui.ConsoleRunner {
-	c := s.cluster(kctx)
+	c := s.byName(kctx)
 	if c == nil || c.conn == nil || c.conn.cfg == nil {
 		return noCluster{kctx}
 	}
@@ -208,7 +194,7 @@ func (n noAccess) Capabilities(context.Context, []engine.Action) ([]engine.Capab
 	return nil, n.err
 }
 
-// runContextsDashboard runs the dashboard of several clusters.
+// runContextsDashboard runs the dashboard of several contexts.
 func runContextsDashboard(ctx context.Context, e *env, df dashFlags, names []string, theme themes.Theme) error {
 	sc, err := df.scope.resolve(e)
 	if err != nil {
@@ -231,7 +217,7 @@ func runContextsDashboard(ctx context.Context, e *env, df dashFlags, names []str
 // reportRefused names each cluster whose read-only client refused a write
 // (none should: the keys that write are not bound in read-only mode).
 func (s *contextsSource) reportRefused(w io.Writer) {
-	for _, c := range s.clusters {
+	for _, c := range s.contexts {
 		if c.conn != nil && c.conn.readOnly != nil && c.conn.readOnly.Refused() > 0 {
 			fmt.Fprintf(w, "read-only: context %s: %d write requests were refused\n", c.name, c.conn.readOnly.Refused())
 		}

@@ -330,7 +330,7 @@ func TestIntegrationContextsWallReadOnly(t *testing.T) {
 			}
 		}
 	}
-	for _, c := range src.clusters {
+	for _, c := range src.contexts {
 		if c.conn == nil {
 			continue // dead: not even a connection
 		}

@@ -59,7 +59,7 @@ func (f *fakeAPI) writes() []string {
 	return out
 }
 
-// The dashboard of several clusters with --readonly builds one read-only
+// The dashboard of several contexts with --readonly builds one read-only
 // client per cluster: a write through any of them is refused before it
 // leaves the process and counted by that cluster's guard alone, and no
 // action, capability question or console is wired.
@@ -90,7 +90,7 @@ func TestContextsReadOnlyPerCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range src.clusters {
+	for _, c := range src.contexts {
 		if c.conn == nil || c.w == nil || c.forbidden != nil {
 			t.Fatalf("context %s: conn %v, watched %v, forbidden %v, err %v", c.name, c.conn != nil, c.w != nil, c.forbidden, c.err)
 		}
@@ -109,18 +109,18 @@ func TestContextsReadOnlyPerCluster(t *testing.T) {
 
 	// A write through the west cluster's client: refused there, counted
 	// there only, never sent.
-	west := src.clusters[1]
+	west := src.contexts[1]
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: "vdi"}}
 	if _, err := west.conn.client.CoreV1().ConfigMaps("vdi").Create(ctx, cm, metav1.CreateOptions{}); !errors.Is(err, kube.ErrReadOnly) {
 		t.Fatalf("create through west: %v, want %v", err, kube.ErrReadOnly)
 	}
-	if err := src.clusters[0].conn.client.CoreV1().Pods("vdi").Delete(ctx, "p", metav1.DeleteOptions{}); !errors.Is(err, kube.ErrReadOnly) {
+	if err := src.contexts[0].conn.client.CoreV1().Pods("vdi").Delete(ctx, "p", metav1.DeleteOptions{}); !errors.Is(err, kube.ErrReadOnly) {
 		t.Fatalf("delete through east: %v, want %v", err, kube.ErrReadOnly)
 	}
-	if err := src.clusters[0].conn.client.CoreV1().Pods("vdi").Delete(ctx, "q", metav1.DeleteOptions{}); !errors.Is(err, kube.ErrReadOnly) {
+	if err := src.contexts[0].conn.client.CoreV1().Pods("vdi").Delete(ctx, "q", metav1.DeleteOptions{}); !errors.Is(err, kube.ErrReadOnly) {
 		t.Fatalf("delete through east: %v, want %v", err, kube.ErrReadOnly)
 	}
-	if e, w := src.clusters[0].conn.readOnly.Refused(), west.conn.readOnly.Refused(); e != 2 || w != 1 {
+	if e, w := src.contexts[0].conn.readOnly.Refused(), west.conn.readOnly.Refused(); e != 2 || w != 1 {
 		t.Errorf("refused: east %d, west %d; want 2 and 1", e, w)
 	}
 	for _, name := range names {

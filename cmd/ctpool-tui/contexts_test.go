@@ -8,7 +8,7 @@ import (
 // A cluster is found by its context's name, which may hold "/"; the reads
 // of a context with no connection answer its error, and it runs no action.
 func TestContextsSourceCluster(t *testing.T) {
-	src := &contextsSource{clusters: []*clusterConn{{name: "prod"}, {name: "arn:aws:eks:eu-west-1:1:cluster/lab"}}}
+	src := &contextsSource{contexts: []*contextConn{{name: "prod"}, {name: "arn:aws:eks:eu-west-1:1:cluster/lab"}}}
 	for _, tc := range []struct {
 		kctx, want string
 	}{
@@ -18,7 +18,7 @@ func TestContextsSourceCluster(t *testing.T) {
 		{"", ""},
 	} {
 		got := ""
-		if c := src.cluster(tc.kctx); c != nil {
+		if c := src.byName(tc.kctx); c != nil {
 			got = c.name
 		}
 		if got != tc.want {

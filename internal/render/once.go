@@ -56,7 +56,7 @@ type OnceReport struct {
 	Context       string     `json:"context,omitempty"`
 	ObservedAt    time.Time  `json:"observedAt"`
 	Pools         []OncePool `json:"pools"`
-	// Contexts is set for a report of several clusters (--context a,b,c,
+	// Contexts is set for a report of several contexts (--context a,b,c,
 	// --all-contexts): each cluster's state; each pool then names its
 	// context and namespace.
 	Contexts []OnceContext `json:"contexts,omitempty"`
@@ -66,7 +66,7 @@ type OnceReport struct {
 
 // OncePool is one pool of the JSON document.
 type OncePool struct {
-	// Context is set in a report of several clusters.
+	// Context is set in a report of several contexts.
 	Context string `json:"context,omitempty"`
 	// Namespace is set in a report of several namespaces or clusters.
 	Namespace     string `json:"namespace,omitempty"`
@@ -325,7 +325,7 @@ func writeTable(w io.Writer, r OnceReport, wide bool) {
 }
 
 // writePools writes the pools table, a row per pool; in a fleet with the
-// namespace, of several clusters with the context first.
+// namespace, of several contexts with the context first.
 func writePools(w io.Writer, r OnceReport, fleet, clusters, wide bool) {
 	head := []string{"POOL", "BACKEND", "SIZE", "READY", "CLAIMED", "FREE", "UNSCHED", "DRIFT", "FAILED", "STATUS", "LAST RECONCILE"}
 	if fleet {

@@ -8,20 +8,20 @@ import (
 	"github.com/ctpool-tui/ctpool-tui/engine"
 )
 
-// The states of one cluster of a report or view of several (OnceContext,
-// ClusterState).
+// The states of one context of a report or a dashboard of several
+// (OnceContext).
 const (
-	ClusterLive        = "live"
-	ClusterStale       = "stale"
-	ClusterUnreachable = "unreachable"
-	ClusterForbidden   = "forbidden"
+	ContextLive        = "live"
+	ContextStale       = "stale"
+	ContextUnreachable = "unreachable"
+	ContextForbidden   = "forbidden"
 )
 
-// OnceContext is one cluster (kubeconfig context) of a report of several.
+// OnceContext is one kubeconfig context of a report of several.
 type OnceContext struct {
 	Context string `json:"context"`
 	// Namespace is the one namespace read; AllNamespaces and Namespaces
-	// when the cluster's pools are read in several.
+	// when the context's pools are read in several.
 	Namespace     string   `json:"namespace,omitempty"`
 	AllNamespaces bool     `json:"allNamespaces,omitempty"`
 	Namespaces    []string `json:"namespaces,omitempty"`
@@ -31,7 +31,7 @@ type OnceContext struct {
 	Error string `json:"error,omitempty"`
 }
 
-// ContextViews is what was read of one cluster for a report of several:
+// ContextViews is what was read of one context for a report of several:
 // its pools, or the error that left it unread (State unreachable or
 // forbidden).
 type ContextViews struct {
@@ -40,18 +40,18 @@ type ContextViews struct {
 	Fleet      bool     // several namespaces: Namespaces (nil: all)
 	Namespaces []string //
 	Views      []engine.PoolView
-	State      string // ClusterLive, ClusterUnreachable, ClusterForbidden
+	State      string // ContextLive, ContextUnreachable, ContextForbidden
 	Err        error
 }
 
-// ReportContexts builds the JSON document of several clusters and the exit
-// code, the worst of theirs: 1 when a cluster could not be read, else
+// ReportContexts builds the JSON document of several contexts and the exit
+// code, the worst of theirs: 1 when a context could not be read, else
 // ExitAttention when a pool needs attention or opts.Pool names no pool in
-// any cluster, else ExitOK. Every pool names its context and namespace.
-func ReportContexts(clusters []ContextViews, opts OnceOptions) (OnceReport, int) {
+// any context, else ExitOK. Every pool names its context and namespace.
+func ReportContexts(contexts []ContextViews, opts OnceOptions) (OnceReport, int) {
 	r := OnceReport{SchemaVersion: OnceSchemaVersion, ObservedAt: opts.Now, Pools: []OncePool{}, Contexts: []OnceContext{}}
 	code := ExitOK
-	for _, c := range clusters {
+	for _, c := range contexts {
 		oc := OnceContext{Context: clean(c.Context), State: c.State}
 		switch {
 		case !c.Fleet:
@@ -72,7 +72,7 @@ func ReportContexts(clusters []ContextViews, opts OnceOptions) (OnceReport, int)
 		o := opts
 		o.Fleet, o.Namespaces, o.Namespace = true, c.Namespaces, c.Namespace
 		sub, subCode := Report(c.Views, o)
-		// A cluster without opts.Pool is no attention: another may have it.
+		// A context without opts.Pool is no attention: another may have it.
 		if subCode != ExitOK && sub.Error == "" && code == ExitOK {
 			code = subCode
 		}
@@ -90,15 +90,15 @@ func ReportContexts(clusters []ContextViews, opts OnceOptions) (OnceReport, int)
 	return r, code
 }
 
-// RenderContexts writes the pools of several clusters once (RenderOnce's
-// formats, with a CONTEXT column and each cluster's state) and returns
+// RenderContexts writes the pools of several contexts once (RenderOnce's
+// formats, with a CONTEXT column and each context's state) and returns
 // ReportContexts' exit code.
-func RenderContexts(w io.Writer, clusters []ContextViews, opts OnceOptions) int {
-	r, code := ReportContexts(clusters, opts)
+func RenderContexts(w io.Writer, contexts []ContextViews, opts OnceOptions) int {
+	r, code := ReportContexts(contexts, opts)
 	return writeReport(w, r, code, opts.Format)
 }
 
-// writeContexts writes each cluster's state: CONTEXT, NAMESPACES, STATE,
+// writeContexts writes each context's state: CONTEXT, NAMESPACES, STATE,
 // ERROR.
 func writeContexts(w io.Writer, cs []OnceContext, wide bool) {
 	rows := [][]string{{"CONTEXT", "NAMESPACES", "STATE", "ERROR"}}

@@ -24,15 +24,15 @@ func contextClusters(edgeState string) []render.ContextViews {
 		}
 	}
 	cs := []render.ContextViews{
-		{Context: "prod", Fleet: true, Views: all, State: render.ClusterLive},
-		{Context: "lab", Namespace: "vdi-eng", Views: labDesk, State: render.ClusterLive},
+		{Context: "prod", Fleet: true, Views: all, State: render.ContextLive},
+		{Context: "lab", Namespace: "vdi-eng", Views: labDesk, State: render.ContextLive},
 	}
 	switch edgeState {
-	case render.ClusterUnreachable:
-		cs = append(cs, render.ContextViews{Context: "edge", Namespace: "vdi", State: render.ClusterUnreachable,
+	case render.ContextUnreachable:
+		cs = append(cs, render.ContextViews{Context: "edge", Namespace: "vdi", State: render.ContextUnreachable,
 			Err: errors.New("cannot read namespace vdi at https://10.0.0.9:6443: connection refused")})
-	case render.ClusterForbidden:
-		cs = append(cs, render.ContextViews{Context: "edge", Namespace: "vdi", State: render.ClusterForbidden,
+	case render.ContextForbidden:
+		cs = append(cs, render.ContextViews{Context: "edge", Namespace: "vdi", State: render.ContextForbidden,
 			Err: errors.New("this identity may not list pods in namespace vdi")})
 	}
 	return cs
@@ -47,9 +47,9 @@ func TestRenderContexts(t *testing.T) {
 		want     []string
 		code     int
 	}{
-		{name: "one unreachable", clusters: contextClusters(render.ClusterUnreachable), opts: render.OnceOptions{Now: t0}, golden: "once_contexts_table",
+		{name: "one unreachable", clusters: contextClusters(render.ContextUnreachable), opts: render.OnceOptions{Now: t0}, golden: "once_contexts_table",
 			want: []string{"edge     vdi         unreachable", "lab: vdi-eng/desk (", "prod: vdi-cad/gpu ("}, code: 1},
-		{name: "one forbidden", clusters: contextClusters(render.ClusterForbidden), opts: render.OnceOptions{Now: t0},
+		{name: "one forbidden", clusters: contextClusters(render.ContextForbidden), opts: render.OnceOptions{Now: t0},
 			want: []string{"edge     vdi         forbidden  this identity may not list pods"}, code: 1},
 		{name: "all live, attention in prod", clusters: contextClusters(""), opts: render.OnceOptions{Now: t0},
 			want: []string{"prod     all"}, code: render.ExitAttention},
@@ -59,7 +59,7 @@ func TestRenderContexts(t *testing.T) {
 			want: []string{"prod     vdi-cad    desk", "prod     vdi-eng    desk", "lab      vdi-eng    desk"}, code: render.ExitOK},
 		{name: "no such pool anywhere", clusters: contextClusters(""), opts: render.OnceOptions{Pool: "gone", Now: t0},
 			want: []string{"no pool named gone in contexts prod, lab"}, code: render.ExitAttention},
-		{name: "unreachable is worse than attention", clusters: contextClusters(render.ClusterUnreachable), opts: render.OnceOptions{Pool: "gpu", Now: t0},
+		{name: "unreachable is worse than attention", clusters: contextClusters(render.ContextUnreachable), opts: render.OnceOptions{Pool: "gpu", Now: t0},
 			want: []string{"prod     vdi-cad    gpu"}, code: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -81,7 +81,7 @@ func TestRenderContexts(t *testing.T) {
 
 func TestRenderContextsJSONNamesContextAndNamespace(t *testing.T) {
 	var b bytes.Buffer
-	code := render.RenderContexts(&b, contextClusters(render.ClusterUnreachable), render.OnceOptions{Format: "json", Now: t0})
+	code := render.RenderContexts(&b, contextClusters(render.ContextUnreachable), render.OnceOptions{Format: "json", Now: t0})
 	if code != 1 {
 		t.Errorf("exit %d, want 1", code)
 	}
