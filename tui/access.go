@@ -2,9 +2,9 @@ package tui
 
 import (
 	"context"
+	"slices"
 	"time"
 
-	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 	corev1 "k8s.io/api/core/v1"
 
@@ -171,16 +171,19 @@ func (h health) disconnected() bool {
 // unreachable is the reason given for an action while disconnected.
 const unreachable = "API server unreachable"
 
-// refusal says why kind cannot run now on the pool, or ""
-// when it may: the API server is unreachable, or the user lacks a
-// permission (in the pool's namespace).
-func (m *Model) refusal(kind actionKind, pool engine.PoolRef) string {
+// refusal says why the action cannot run now on the pool, or "" when it
+// may: the API server is unreachable, or the user lacks the permission of
+// its engine action (in the pool's namespace).
+func (m *Model) refusal(a *action, pool engine.PoolRef) string {
+	if a == nil {
+		return ""
+	}
 	if m.feed.health.disconnected() {
-		return unreachable + ": " + kind.String() + " needs the server (data " + render.Duration(m.now.Sub(m.feed.health.lastSync)) + " old)"
+		return unreachable + ": " + a.name + " needs the server (data " + render.Duration(m.now.Sub(m.feed.health.lastSync)) + " old)"
 	}
 	caps, _ := m.capsFor(pool)
-	if c, ok := caps[kind]; ok && !c.Allowed {
-		msg := kind.String() + " is not allowed: needs " + render.OrWord(c.MissingText(), "a permission")
+	if c, ok := caps[a.kind]; ok && !c.Allowed {
+		msg := a.name + " is not allowed: needs " + render.OrWord(c.MissingText(), "a permission")
 		switch {
 		case m.opts.Contexts:
 			if pool.Context != "" {
@@ -196,27 +199,12 @@ func (m *Model) refusal(kind actionKind, pool engine.PoolRef) string {
 
 // missing is the permission an action lacks on the current pool ("" when
 // allowed or unknown).
-func (m *Model) missing(kind actionKind) (string, bool) {
+func (m *Model) missing(kind engine.Action) (string, bool) {
 	caps, _ := m.capsFor(m.currentPool())
 	if c, ok := caps[kind]; ok && !c.Allowed {
 		return render.OrWord(c.MissingText(), "a permission"), true
 	}
 	return "", false
-}
-
-// actionBindings pairs each action key with its kind.
-func (k *keyMap) actionBindings() []struct {
-	b    *key.Binding
-	kind actionKind
-} {
-	return []struct {
-		b    *key.Binding
-		kind actionKind
-	}{
-		{&k.Reconcile, actReconcile}, {&k.Resize, actResize}, {&k.Delete, actDelete},
-		{&k.Release, actForceRelease}, {&k.ForceRelease, actForceRelease},
-		{&k.Claim, actClaim}, {&k.Console, actConsole}, {&k.Logs, actLogs},
-	}
 }
 
 // capsPending reports whether what the user may do on the pool is still
@@ -234,32 +222,44 @@ func (m *Model) capsPending(pool engine.PoolRef) bool {
 
 // shownKeys is the keymap as the help shows it: an unavailable action's
 // description ends in "✗", and while the permissions are asked in "◌"
-// (an error leaves them unknown: shown as available).
+// (an error leaves them unknown: shown as available); an action the
+// selected member cannot have carries its mark ("console ✗ sandboxd").
 func (m *Model) shownKeys() keyMap {
 	k := m.keys
+	k.actions = slices.Clone(m.keys.actions)
 	pending := m.capsPending(m.currentPool())
-	for _, ab := range k.actionBindings() {
-		if _, no := m.missing(ab.kind); no || (m.feed.health.disconnected() && ab.b.Enabled()) {
-			ab.b.SetHelp(ab.b.Help().Key, ab.b.Help().Desc+" "+render.GlyphBad)
-		} else if pending && ab.b.Enabled() {
-			ab.b.SetHelp(ab.b.Help().Key, ab.b.Help().Desc+" "+render.GlyphSyncing)
+	t := m.currentTarget()
+	for i := range k.actions {
+		ab := &k.actions[i]
+		h := ab.b.Help()
+		switch {
+		case ab.act.mark != nil && ab.act.mark(t) != "":
+			ab.b.SetHelp(h.Key, h.Desc+" "+ab.act.mark(t))
+		case m.isMissing(ab.act.kind) || (m.feed.health.disconnected() && ab.b.Enabled()):
+			ab.b.SetHelp(h.Key, h.Desc+" "+render.GlyphBad)
+		case pending && ab.b.Enabled():
+			ab.b.SetHelp(h.Key, h.Desc+" "+render.GlyphSyncing)
 		}
 	}
-	m.markMemberTools(&k)
 	return k
+}
+
+func (m *Model) isMissing(kind engine.Action) bool {
+	_, no := m.missing(kind)
+	return no
 }
 
 // unavailableLines lists the unavailable actions for the help overlay.
 func (m *Model) unavailableLines() []string {
 	var out []string
-	for _, ab := range m.keys.actionBindings() {
+	for _, ab := range m.keys.actions {
 		if !ab.b.Enabled() {
 			continue
 		}
-		if perm, no := m.missing(ab.kind); no {
-			out = append(out, m.st.Muted.Render(render.GlyphBad+" "+ab.b.Help().Key+" "+ab.kind.String()+" · needs: "+sanitize.Sanitize(perm)))
+		if perm, no := m.missing(ab.act.kind); no {
+			out = append(out, m.st.Muted.Render(render.GlyphBad+" "+ab.b.Help().Key+" "+ab.act.name+" · needs: "+sanitize.Sanitize(perm)))
 		} else if m.feed.health.disconnected() {
-			out = append(out, m.st.Muted.Render(render.GlyphBad+" "+ab.b.Help().Key+" "+ab.kind.String()+" · "+unreachable))
+			out = append(out, m.st.Muted.Render(render.GlyphBad+" "+ab.b.Help().Key+" "+ab.act.name+" · "+unreachable))
 		}
 	}
 	if _, err := m.capsFor(m.currentPool()); err != nil {

@@ -179,10 +179,10 @@ func TestCapabilitiesAskedAtStartNotInReadOnly(t *testing.T) {
 	m.Update(msg)
 	// fakeAccess answers only what it was asked: force-release (x and f) is
 	// refused because ActionNames asks for it.
-	if why := m.refusal(actForceRelease, poolRefIn(m, "desk")); !strings.Contains(why, "needs force-release leases.coordination.k8s.io") {
+	if why := m.refusal(tableAction(t, "force-release"), poolRefIn(m, "desk")); !strings.Contains(why, "needs force-release leases.coordination.k8s.io") {
 		t.Fatalf("refusal = %q", why)
 	}
-	if why := m.refusal(actReconcile, poolRefIn(m, "desk")); why != "" {
+	if why := m.refusal(tableAction(t, "reconcile"), poolRefIn(m, "desk")); why != "" {
 		t.Fatalf("reconcile refused: %q", why)
 	}
 
@@ -200,9 +200,9 @@ func TestCapabilitiesAskedAtStartNotInReadOnly(t *testing.T) {
 func TestActionNamesAreTheActionKeys(t *testing.T) {
 	k := newKeyMap(false)
 	var kinds []engine.Action
-	for _, ab := range k.actionBindings() {
-		if !slices.Contains(kinds, ab.kind) {
-			kinds = append(kinds, ab.kind)
+	for _, ab := range k.actions {
+		if !slices.Contains(kinds, ab.act.kind) {
+			kinds = append(kinds, ab.act.kind)
 		}
 	}
 	want, got := slices.Sorted(slices.Values(kinds)), slices.Sorted(slices.Values(ActionNames))
@@ -210,8 +210,8 @@ func TestActionNamesAreTheActionKeys(t *testing.T) {
 		t.Fatalf("ActionNames %v, the action keys' kinds %v", got, want)
 	}
 	for _, name := range []string{"x", "f"} {
-		if _, kind := k.actionFor(keyMsg(name)); kind != actForceRelease {
-			t.Errorf("%s is a %q, want a force-release", name, kind)
+		if a := k.actionFor(keyMsg(name)); a == nil || a.kind != engine.ActionForceRelease {
+			t.Errorf("%s is %+v, want a force-release", name, a)
 		}
 	}
 }
@@ -276,7 +276,7 @@ func TestDisconnectedRefusesActionsAndRecovers(t *testing.T) {
 	if h := header(m); !strings.Contains(h, "live · synced") {
 		t.Fatalf("header after recovery = %q", h)
 	}
-	if why := m.refusal(actReconcile, poolRefIn(m, "desk")); why != "" {
+	if why := m.refusal(tableAction(t, "reconcile"), poolRefIn(m, "desk")); why != "" {
 		t.Fatalf("still refused after recovery: %q", why)
 	}
 }
@@ -339,7 +339,7 @@ func TestCapabilitiesAskedAgainAfterOutage(t *testing.T) {
 	fa.ok = true
 	_, cmd := m.Update(healthMsg{health: health{synced: true, lastSync: t0}})
 	m.Update(waitMsg[capsMsg](t, cmd))
-	if why := m.refusal(actForceRelease, poolRefIn(m, "desk")); !strings.Contains(why, "needs force-release") {
+	if why := m.refusal(tableAction(t, "force-release"), poolRefIn(m, "desk")); !strings.Contains(why, "needs force-release") {
 		t.Fatalf("after recovery: refusal %q", why)
 	}
 }

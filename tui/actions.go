@@ -3,237 +3,131 @@ package tui
 import (
 	"context"
 	"fmt"
-	"strings"
-	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
 	"github.com/ctpool-tui/ctpool-tui/internal/render"
-	"github.com/ctpool-tui/ctpool-tui/internal/sanitize"
 )
 
-// actionKind is one of the dashboard's operations, named as the engine names
-// them for the audit Events and the RBAC roles.
-type actionKind = engine.Action
-
-const (
-	actReconcile    = engine.ActionReconcile
-	actForceRelease = engine.ActionForceRelease
-	actResize       = engine.ActionResize
-	actDelete       = engine.ActionDelete
-	actClaim        = engine.ActionClaim   // claim a free member for an identity (claim.go)
-	actConsole      = engine.ActionConsole // a terminal in a member (console.go)
-	actLogs         = engine.ActionLogs    // a member's log (logs.go); a read, never logged
-)
-
-// actionRequest is everything an action needs, copied out of the model.
-type actionRequest struct {
-	kind actionKind
-	ref  engine.PoolRef
-	// pool is ref as the user sees it (poolTitle): the log and the
-	// status line show it, the delete dialog asks for it.
-	pool, member string
-	holder       string // force-release: the holder of the claim it ends (raw, unsanitised)
-	identity     string // claim: the identity a member is claimed for (raw, unsanitised)
-	size, from   int    // resize: new and old size
-}
-
-// describe names the action for the status line and the log.
-func (r actionRequest) describe() string {
-	switch r.kind {
-	case actForceRelease:
-		if r.holder != "" {
-			return fmt.Sprintf("force-release %s (%s)", r.member, r.holder)
-		}
-		return "force-release " + r.member
-	case actResize:
-		return fmt.Sprintf("resize %s %d → %d", r.pool, r.from, r.size)
-	case actDelete:
-		return "delete pool " + r.pool
-	case actClaim:
-		return fmt.Sprintf("claim %s for %s", r.pool, r.identity)
-	case actConsole:
-		return "console " + r.member
-	case actLogs:
-		return "logs " + r.member
-	}
-	return "reconcile " + r.pool
-}
-
-// actionDoneMsg is the result of an action.
-type actionDoneMsg struct {
-	id   int
-	req  actionRequest
-	text string
-	err  error
-}
-
-// actionState tracks the running actions and the last note.
-type actionState struct {
-	nextID  int
-	running map[int]actionRequest
-	note    string // a transient line (cleared by the next key)
-	noteLvl int
-}
-
-// actionCmd runs one action on pool, the name in its namespace of the pool
-// req names (req.ref). It reads nothing from the model.
-func actionCmd(ctx context.Context, a Actions, pool string, timeout time.Duration, id int, req actionRequest) tea.Cmd {
-	return func() (msg tea.Msg) {
-		ctx, cancel := context.WithTimeout(ctx, timeout)
-		defer cancel()
-		defer func() {
-			if r := recover(); r != nil {
-				msg = actionDoneMsg{id: id, req: req, err: fmt.Errorf("internal error: %v", r)}
+// actionTable is every action of the dashboard, each described once: its
+// key and help, where its key is listed, what it acts on, its engine action
+// (the permission it is checked for, one name with audit and RBAC), its
+// checks, its confirmation and its engine call with the text it logs. The
+// key handling (actionKey), the help (keyMap.actionsOn, FullHelp, the
+// unavailable actions), the permission check (refusal, ActionNames) and the
+// dialog (dialogStep) are derived from it: adding an action is adding an
+// entry. The order is the help's.
+var actionTable = []action{
+	{
+		name: "logs", kind: engine.ActionLogs, keys: []string{"l"}, help: "logs",
+		on: actsOn(screenMembers, screenDetail), scope: scopeMember,
+		mark: sandboxdMark,
+		open: func(m *Model, t target, _ actionRequest) tea.Cmd { return m.openLogs(t.ref, t.member) },
+		// A read, never logged: the request only names it.
+		describe: func(r actionRequest) string { return "logs " + r.member },
+	},
+	{
+		name: "console", kind: engine.ActionConsole, keys: []string{"c"}, help: "console", write: true,
+		on: actsOn(screenMembers, screenDetail), scope: scopeMember,
+		mark:     sandboxdMark,
+		open:     func(m *Model, t target, r actionRequest) tea.Cmd { return m.openConsole(r, t.member) },
+		describe: func(r actionRequest) string { return "console " + r.member },
+	},
+	{
+		name: "claim", kind: engine.ActionClaim, keys: []string{"a"}, help: "claim", write: true,
+		on: actsOn(screenPools, screenMembers), scope: scopeMembers,
+		prepare: func(t target, _ *actionRequest) (string, int) {
+			if t.pool == nil || !t.pool.Defined {
+				return refused(t.title + " has no definition: no member can be claimed")
 			}
-		}()
-		done := func(text string, err error) tea.Msg { return actionDoneMsg{id: id, req: req, text: text, err: err} }
-		switch req.kind {
-		case actReconcile:
-			res, err := a.Reconcile(ctx, pool)
-			return done(reconcileText(res), err)
-		case actForceRelease:
-			res, err := a.ForceRelease(ctx, pool, req.member)
-			return done(releaseText(req, res), err)
-		case actResize:
-			res, err := a.Resize(ctx, pool, req.size)
-			return done(fmt.Sprintf("size %d; %s", req.size, reconcileText(res)), err)
-		case actDelete:
-			res, err := a.Delete(ctx, pool)
-			return done(deleteText(res), err)
-		case actClaim:
-			res, err := a.Claim(ctx, pool, req.identity)
-			return done(claimText(req, res), err)
-		}
-		return done("", fmt.Errorf("unknown action %q", req.kind))
-	}
-}
-
-func reconcileText(r engine.ReconcileResult) string {
-	skipped := 0
-	for _, a := range r.Actions {
-		if a.Skipped != "" {
-			skipped++
-		}
-	}
-	s := render.Plural(r.Done(), "change", "changes")
-	if skipped > 0 {
-		s += fmt.Sprintf(", %d skipped", skipped)
-	}
-	if n := len(r.Errors); n > 0 {
-		s += ", " + render.Plural(n, "error", "errors") + ": " + engine.ErrorSummary(r.Errors, maxErrorLines)
-	}
-	return s
-}
-
-func deleteText(r engine.DeleteResult) string {
-	if len(r.LeftAlone) == 0 {
-		return "pool deleted"
-	}
-	return "pool deleted; left alone: " + strings.Join(r.LeftAlone, "; ")
-}
-
-func releaseText(req actionRequest, r engine.ReleaseResult) string {
-	switch {
-	case r.NoOp:
-		return req.member + " had no claim: nothing done"
-	case r.RemovedUnheld:
-		return req.member + " had a Lease with no holder: removed"
-	case r.Recreated:
-		return fmt.Sprintf("released from %s, rebuilt from the current image", render.OrWord(r.PreviousHolder, req.holder))
-	}
-	return fmt.Sprintf("released from %s, not rebuilt (above the size)", render.OrWord(r.PreviousHolder, req.holder))
-}
-
-// startAction records and runs an action. Read-only mode never gets here
-// (the keys are not bound), and refuses again if it ever did.
-func (m *Model) startAction(req actionRequest) tea.Cmd {
-	a, pool := m.actionsFor(req.ref)
-	if m.opts.ReadOnly || a == nil {
-		m.setNote(render.GlyphBad+" read-only: actions are disabled", levelError)
-		return nil
-	}
-	if why := m.refusal(req.kind, req.ref); why != "" {
-		m.setNote(render.GlyphBad+" "+why, levelError)
-		return nil
-	}
-	id := m.logStart(req)
-	m.acts.note = ""
-	cmds := []tea.Cmd{actionCmd(m.ctx, a, pool, m.opts.ActionTimeout, id, req)}
-	if len(m.acts.running) == 1 {
-		cmds = append(cmds, m.spin.Tick)
-	}
-	return tea.Batch(cmds...)
-}
-
-// logStart records an action as running in the action log and returns its id.
-func (m *Model) logStart(req actionRequest) int {
-	m.acts.nextID++
-	id := m.acts.nextID
-	m.acts.running[id] = req
-	m.actlog.start(m.now, id, req)
-	return id
-}
-
-func (m *Model) setNote(s string, level int) { m.acts.note, m.acts.noteLvl = s, level }
-
-// actionKey maps an action key onto a dialog or an action for pool (and the
-// selected member when mm is set).
-func (m *Model) actionKey(msg tea.KeyMsg, pool engine.PoolRef, mm *engine.Member) tea.Cmd {
-	if pool == (engine.PoolRef{}) {
-		return nil
-	}
-	k := &m.keys
-	b, kind := k.actionFor(msg)
-	if b == nil {
-		return nil
-	}
-	if why := m.refusal(kind, pool); why != "" {
-		m.setNote(render.GlyphBad+" "+why, levelError)
-		return nil
-	}
-	v := m.pool(pool)
-	switch b {
-	case &k.Console:
-		return m.openConsole(pool, mm)
-	case &k.Logs:
-		return m.openLogs(pool, mm)
-	case &k.Claim:
-		return m.openClaim(pool)
-	case &k.Reconcile:
-		return m.startAction(actionRequest{kind: actReconcile, ref: pool, pool: m.title(pool)})
-	case &k.Resize:
-		if v == nil || !v.Defined {
-			m.setNote(render.GlyphBad+" "+sanitize.Sanitize(m.title(pool))+" has no definition to resize", levelError)
-			return nil
-		}
-		m.dialog = newResizeDialog(m.st, v)
-		m.dialog.req.ref, m.dialog.req.pool = pool, m.title(pool)
-		return m.dialog.input.Focus()
-	case &k.Delete:
-		m.dialog = newDeleteDialog(m.st, pool, m.title(pool), v)
-		return m.dialog.input.Focus()
-	case &k.Release, &k.ForceRelease:
-		if mm == nil {
-			m.setNote("select a member first (enter opens the pool)", levelWarn)
-			return nil
-		}
-		force := b == &k.ForceRelease
-		switch {
-		case !force && !mm.Claimed:
-			m.setNote(sanitize.Sanitize(mm.Name)+" is not claimed by a user: nothing to release", levelWarn)
-			return nil
-		case force && mm.Lease == nil:
-			m.setNote(sanitize.Sanitize(mm.Name)+" has no claim: nothing to release", levelWarn)
-			return nil
-		}
+			return "", levelNone
+		},
+		dialog: claimDialog,
+		run: func(ctx context.Context, a Actions, pool string, r actionRequest) (string, error) {
+			res, err := a.Claim(ctx, pool, r.identity)
+			return claimText(r, res), err
+		},
+		describe: func(r actionRequest) string { return fmt.Sprintf("claim %s for %s", r.pool, r.identity) },
+	},
+	{
 		// The dashboard has no claim identity of its own: releasing a claim
-		// from it always releases another identity's claim, which is a
+		// from it always releases another identity's, which is a
 		// force-release (the same permission check, confirmation and audit
-		// as f and release --force).
-		m.dialog = newReleaseDialog(v, mm, m.now)
-		m.dialog.req.ref, m.dialog.req.pool = pool, m.title(pool)
+		// as release --force); x and f are one action.
+		name: "force-release", kind: engine.ActionForceRelease, keys: []string{"f", "x"}, help: "force-release", write: true,
+		on: actsOn(screenMembers, screenDetail), scope: scopeMember,
+		prepare: func(t target, r *actionRequest) (string, int) {
+			c := t.member.LeaseRead() // the reconciler's too: a force-release may end it
+			if c == nil {
+				return t.member.Name + " has no claim: nothing to release", levelWarn
+			}
+			r.holder = c.Holder
+			return "", levelNone
+		},
+		dialog: releaseDialog,
+		run: func(ctx context.Context, a Actions, pool string, r actionRequest) (string, error) {
+			res, err := a.ForceRelease(ctx, pool, r.member)
+			return releaseText(r, res), err
+		},
+		describe: func(r actionRequest) string {
+			if r.holder != "" {
+				return fmt.Sprintf("force-release %s (%s)", r.member, r.holder)
+			}
+			return "force-release " + r.member
+		},
+	},
+	{
+		name: "reconcile", kind: engine.ActionReconcile, keys: []string{"r"}, help: "reconcile", write: true,
+		on: actsOn(screenPools, screenMembers, screenDetail), scope: scopePool,
+		// No dialog: a reconcile only does what the definition says.
+		run: func(ctx context.Context, a Actions, pool string, _ actionRequest) (string, error) {
+			res, err := a.Reconcile(ctx, pool)
+			return reconcileText(res), err
+		},
+		describe: func(r actionRequest) string { return "reconcile " + r.pool },
+	},
+	{
+		name: "resize", kind: engine.ActionResize, keys: []string{"s"}, help: "resize", write: true,
+		on: actsOn(screenPools, screenMembers), scope: scopePool,
+		prepare: func(t target, r *actionRequest) (string, int) {
+			if t.pool == nil || !t.pool.Defined {
+				return refused(t.title + " has no definition to resize")
+			}
+			r.from = t.pool.Size
+			return "", levelNone
+		},
+		dialog: resizeDialog,
+		run: func(ctx context.Context, a Actions, pool string, r actionRequest) (string, error) {
+			res, err := a.Resize(ctx, pool, r.size)
+			return fmt.Sprintf("size %d; %s", r.size, reconcileText(res)), err
+		},
+		describe: func(r actionRequest) string { return fmt.Sprintf("resize %s %d → %d", r.pool, r.from, r.size) },
+	},
+	{
+		name: "delete", kind: engine.ActionDelete, keys: []string{"D"}, help: "delete pool", write: true,
+		on: actsOn(screenPools), scope: scopePool,
+		dialog: deleteDialog,
+		run: func(ctx context.Context, a Actions, pool string, _ actionRequest) (string, error) {
+			res, err := a.Delete(ctx, pool)
+			return deleteText(res), err
+		},
+		describe: func(r actionRequest) string { return "delete pool " + r.pool },
+	},
+}
+
+// sandboxdMark marks console and logs in the help when the selected member
+// cannot have them (a sandboxd member: "c console ✗ sandboxd").
+func sandboxdMark(t target) string {
+	if t.member == nil {
+		return ""
 	}
-	return nil
+	var spec engine.Spec
+	if t.pool != nil {
+		spec = t.pool.Spec
+	}
+	if engine.StreamingUnavailable(engine.MemberBackend(spec, t.member.Pod)) == "" {
+		return ""
+	}
+	return render.GlyphBad + " sandboxd"
 }

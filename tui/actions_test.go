@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -37,7 +38,7 @@ func TestForceReleaseNeedsConfirmation(t *testing.T) {
 	m, acts := openDesk(t, testOpts{})
 	press(m, "down") // desk-2, held by bob
 	press(m, "f")
-	if m.dialog == nil || m.dialog.req.kind != actForceRelease || m.dialog.focus != 0 {
+	if m.dialog == nil || m.dialog.req.kind() != engine.ActionForceRelease || m.dialog.focus != 0 {
 		t.Fatalf("f: dialog %+v", m.dialog)
 	}
 	// enter on the default button cancels.
@@ -76,7 +77,7 @@ func TestReleaseIsAForceRelease(t *testing.T) {
 	m, acts := openDesk(t, testOpts{})
 	press(m, "down", "down") // desk-3, carol
 	press(m, "x")
-	if m.dialog == nil || m.dialog.req.kind != actForceRelease || !strings.HasPrefix(m.dialog.title, "Force-release") {
+	if m.dialog == nil || m.dialog.req.kind() != engine.ActionForceRelease || !strings.HasPrefix(m.dialog.step.title, "Force-release") {
 		t.Fatalf("x: dialog %+v", m.dialog)
 	}
 	cmd := press(m, "right", "enter")
@@ -88,7 +89,7 @@ func TestReleaseIsAForceRelease(t *testing.T) {
 	// An unclaimed member has nothing to release: no dialog, a note.
 	press(m, "down") // desk-4
 	press(m, "x")
-	if m.dialog != nil || !strings.Contains(status(m), "desk-4 is not claimed") {
+	if m.dialog != nil || !strings.Contains(status(m), "desk-4 has no claim") {
 		t.Errorf("x on a free member: dialog %v status %q", m.dialog, status(m))
 	}
 	press(m, "f")
@@ -105,7 +106,7 @@ func TestReleaseIsAForceRelease(t *testing.T) {
 func TestResizeValidatesAndConfirms(t *testing.T) {
 	m, acts := openDesk(t, testOpts{})
 	press(m, "s")
-	if m.dialog == nil || m.dialog.kind != dlgResizeInput {
+	if m.dialog == nil || !isDialog(m, "resize", true) {
 		t.Fatal("s did not open the size input")
 	}
 	for _, bad := range []string{"abc", "-1", "100000", "5", ""} {
@@ -114,7 +115,7 @@ func TestResizeValidatesAndConfirms(t *testing.T) {
 		}
 		typeText(m, bad)
 		press(m, "enter")
-		if m.dialog.kind != dlgResizeInput || m.dialog.err == "" {
+		if !isDialog(m, "resize", true) || m.dialog.err == "" {
 			t.Fatalf("size %q accepted", bad)
 		}
 	}
@@ -123,7 +124,7 @@ func TestResizeValidatesAndConfirms(t *testing.T) {
 	}
 	typeText(m, "7")
 	press(m, "enter")
-	if m.dialog.kind != dlgResizeConfirm || m.dialog.req.size != 7 || m.dialog.focus != 0 {
+	if !isDialog(m, "resize", false) || m.dialog.req.size != 7 || m.dialog.focus != 0 {
 		t.Fatalf("valid size: %+v", m.dialog)
 	}
 	if !strings.Contains(m.View(), "desk-6 … desk-7") {
@@ -146,7 +147,7 @@ func TestResizeValidatesAndConfirms(t *testing.T) {
 func TestDeleteNeedsPoolName(t *testing.T) {
 	m, acts := openDesk(t, testOpts{})
 	press(m, "esc", "D")
-	if m.dialog == nil || m.dialog.kind != dlgDelete {
+	if m.dialog == nil || !isDialog(m, "delete", true) {
 		t.Fatal("D did not open the delete dialog")
 	}
 	typeText(m, "des")
@@ -188,7 +189,7 @@ func TestActionErrorShownWithoutCrash(t *testing.T) {
 }
 
 func TestActionPanicBecomesError(t *testing.T) {
-	cmd := actionCmd(t.Context(), panicActions{&fakeActions{}}, "desk", time.Second, 1, actionRequest{kind: actDelete, pool: "desk"})
+	cmd := actionCmd(t.Context(), panicActions{&fakeActions{}}, "desk", time.Second, 1, actionRequest{act: tableAction(t, "delete"), pool: "desk"})
 	msg := cmd().(actionDoneMsg)
 	if msg.err == nil || !strings.Contains(msg.err.Error(), "internal error") {
 		t.Errorf("panic became %v", msg.err)
@@ -233,7 +234,7 @@ func TestReadOnlyIgnoresActionKeys(t *testing.T) {
 	if n := len(acts.Calls()); n != 0 {
 		t.Fatalf("read-only made %d calls", n)
 	}
-	if got := m.startAction(actionRequest{kind: actDelete, pool: "desk"}); got != nil {
+	if got := m.startAction(actionRequest{act: tableAction(t, "delete"), pool: "desk"}); got != nil {
 		t.Fatal("startAction ran in read-only mode")
 	}
 	press(m, "?")
@@ -241,6 +242,41 @@ func TestReadOnlyIgnoresActionKeys(t *testing.T) {
 	for _, word := range []string{"reconcile", "resize", "delete", "release"} {
 		if strings.Contains(help, word) {
 			t.Errorf("read-only help mentions %q", word)
+		}
+	}
+}
+
+// TestActionTable: every action of the table is whole (a known engine
+// action, keys no other action has, a label, a description, and a call or a
+// tool), its key is bound unless it writes in read-only mode, and the
+// permissions asked are its engine actions.
+func TestActionTable(t *testing.T) {
+	seen := map[string]string{}
+	for i := range actionTable {
+		a := &actionTable[i]
+		if a.name == "" || !a.kind.Known() || len(a.keys) == 0 || a.help == "" || a.describe == nil {
+			t.Errorf("%q is not whole: %+v", a.name, a)
+		}
+		if (a.run == nil) == (a.open == nil) {
+			t.Errorf("%s: want an engine call or a tool, not both or neither", a.name)
+		}
+		if a.open != nil && a.dialog != nil {
+			t.Errorf("%s: a tool has no dialog", a.name)
+		}
+		for _, k := range a.keys {
+			if other, dup := seen[k]; dup {
+				t.Errorf("key %s is both %s's and %s's", k, other, a.name)
+			}
+			seen[k] = a.name
+		}
+		if !slices.Contains(ActionNames, a.kind) {
+			t.Errorf("%s: its permission %s is not asked", a.name, a.kind)
+		}
+		for _, readOnly := range []bool{false, true} {
+			k := newKeyMap(readOnly)
+			if got := k.actionFor(keyMsg(a.keys[0])); (got == a) != (!readOnly || !a.write) {
+				t.Errorf("%s, read-only %v: key %s runs %+v", a.name, readOnly, a.keys[0], got)
+			}
 		}
 	}
 }

@@ -74,12 +74,9 @@ type Access interface {
 	Capabilities(ctx context.Context, actions []engine.Action) ([]engine.Capability, error)
 }
 
-// ActionNames are the actions the dashboard offers: the kinds of its action
-// keys (x and f are both a force-release: the dashboard holds no claim).
-var ActionNames = []engine.Action{
-	engine.ActionReconcile, engine.ActionForceRelease, engine.ActionResize,
-	engine.ActionDelete, engine.ActionClaim, engine.ActionConsole, engine.ActionLogs,
-}
+// ActionNames are the engine actions the dashboard offers, each once: the
+// kinds of its action table, whose permissions it asks about.
+var ActionNames = tableKinds()
 
 var _ Actions = (*engine.Engine)(nil)
 

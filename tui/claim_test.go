@@ -21,7 +21,7 @@ func TestClaimDialogValidatesThenClaims(t *testing.T) {
 	acts := &fakeActions{}
 	m, _ := newTestModel(t, fixture.Demo(), testOpts{actions: acts})
 	press(m, "down", "a")
-	if m.dialog == nil || m.dialog.kind != dlgClaim {
+	if m.dialog == nil || !isDialog(m, "claim", true) {
 		t.Fatalf("a did not open the claim dialog (note %q)", m.acts.note)
 	}
 	golden(t, "claim_120x40", m.View())

@@ -40,7 +40,7 @@ type exitStatus interface{ ExitStatus() int }
 
 // toolUnavailable says why the console or the logs of a member cannot be
 // opened, judged from the snapshot ("" when they can).
-func toolUnavailable(kind actionKind, v *engine.PoolView, mm *engine.Member) string {
+func toolUnavailable(kind engine.Action, v *engine.PoolView, mm *engine.Member) string {
 	if mm == nil {
 		return "select a member first (enter opens the pool)"
 	}
@@ -54,48 +54,36 @@ func toolUnavailable(kind actionKind, v *engine.PoolView, mm *engine.Member) str
 	switch {
 	case mm.Pod == nil:
 		return fmt.Sprintf("%s unavailable: %s has no Pod (%s)", kind, mm.Name, mm.State)
-	case kind == actConsole && mm.Pod.DeletionTimestamp != nil:
+	case kind == engine.ActionConsole && mm.Pod.DeletionTimestamp != nil:
 		return fmt.Sprintf("console unavailable: %s's Pod is being deleted", mm.Name)
-	case kind == actConsole && mm.Pod.Status.Phase != corev1.PodRunning:
+	case kind == engine.ActionConsole && mm.Pod.Status.Phase != corev1.PodRunning:
 		return fmt.Sprintf("console unavailable: %s's Pod is %s, not Running", mm.Name, render.OrWord(string(mm.Pod.Status.Phase), "Pending"))
 	}
 	return ""
 }
 
-// markMemberTools marks console and logs in the help when the selected
-// member cannot have them (a sandboxd member: "c console ✗ sandboxd").
-func (m *Model) markMemberTools(k *keyMap) {
-	var v *engine.PoolView
-	var mm *engine.Member
+// currentTarget is what an action key acts on now: the current pool and,
+// on a member's screens, the member.
+func (m *Model) currentTarget() target {
+	ref := m.currentPool()
+	t := target{ref: ref, title: m.title(ref), pool: m.pool(ref), now: m.now}
 	switch m.screen {
 	case screenMembers:
-		v, mm = m.pool(m.members.pool), m.members.current()
+		t.member = m.members.current()
 	case screenDetail:
-		v, mm = m.pool(m.detail.pool), m.members.lookup(m.detail.member)
-	default:
-		return
+		t.member = m.members.lookup(m.detail.member)
 	}
-	if mm == nil {
-		return
-	}
-	var spec engine.Spec
-	if v != nil {
-		spec = v.Spec
-	}
-	if engine.StreamingUnavailable(engine.MemberBackend(spec, mm.Pod)) == "" {
-		return
-	}
-	k.Console.SetHelp(k.Console.Help().Key, "console "+render.GlyphBad+" sandboxd")
-	k.Logs.SetHelp(k.Logs.Help().Key, "logs "+render.GlyphBad+" sandboxd")
+	return t
 }
 
 // openConsole hands the terminal to a shell in the member, or says why not.
-func (m *Model) openConsole(pool engine.PoolRef, mm *engine.Member) tea.Cmd {
+func (m *Model) openConsole(req actionRequest, mm *engine.Member) tea.Cmd {
+	pool := req.ref
 	if m.opts.ReadOnly {
 		m.setNote(render.GlyphBad+" read-only: the console is a write (pods/exec)", levelError)
 		return nil
 	}
-	if why := toolUnavailable(actConsole, m.pool(pool), mm); why != "" {
+	if why := toolUnavailable(engine.ActionConsole, m.pool(pool), mm); why != "" {
 		m.setNote(render.GlyphBad+" "+why, levelError)
 		return nil
 	}
@@ -104,7 +92,7 @@ func (m *Model) openConsole(pool engine.PoolRef, mm *engine.Member) tea.Cmd {
 		m.setNote(render.GlyphBad+" console unavailable: "+render.OrWord(m.consoleMissing(), "no exec connection"), levelError)
 		return nil
 	}
-	req := actionRequest{kind: actConsole, ref: pool, pool: m.title(pool), member: mm.Name}
+
 	id := m.logStart(req)
 	p := &consoleProcess{ctx: m.ctx, runner: runner, namespace: m.namespaceOf(pool), pod: mm.Name}
 	return tea.Exec(p, func(err error) tea.Msg {

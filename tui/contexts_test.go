@@ -144,7 +144,7 @@ func TestClustersActionsAndAccessPerCluster(t *testing.T) {
 	_, cmd := m.Update(keyMsg("r"))
 	m.Update(waitMsg[actionDoneMsg](t, cmd))
 	press(m, "up", "up", "enter", "f") // prod-eu/vdi-cad/desk
-	if m.dialog == nil || m.dialog.req.kind != actForceRelease {
+	if m.dialog == nil || m.dialog.req.kind() != engine.ActionForceRelease {
 		t.Fatal("f in prod-eu/vdi-cad did not open the force-release dialog")
 	}
 	press(m, "tab")

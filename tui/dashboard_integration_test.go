@@ -305,10 +305,10 @@ func TestIntegrationOperatorForceRelease(t *testing.T) {
 	m := newModel(t.Context(), Options{Namespace: env.Namespace, Renderer: themes.NoColorRenderer(io.Discard), Now: time.Now,
 		Data: newFakeData(nil), Actions: &fakeActions{}, Access: accessFor(client, env.Namespace)})
 	m.Update(waitMsg[capsMsg](t, capsCmd(t.Context(), m.opts.Access)))
-	if why := m.refusal(actForceRelease, poolRefIn(m, "desk")); !strings.Contains(why, "needs force-release leases.coordination.k8s.io") {
+	if why := m.refusal(tableAction(t, "force-release"), poolRefIn(m, "desk")); !strings.Contains(why, "needs force-release leases.coordination.k8s.io") {
 		t.Fatalf("dashboard refusal = %q", why)
 	}
-	if why := m.refusal(actReconcile, poolRefIn(m, "desk")); why != "" {
+	if why := m.refusal(tableAction(t, "reconcile"), poolRefIn(m, "desk")); why != "" {
 		t.Fatalf("reconcile refused: %q", why)
 	}
 

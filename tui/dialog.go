@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/charmbracelet/bubbles/cursor"
 	"github.com/charmbracelet/bubbles/key"
@@ -18,30 +17,51 @@ import (
 	"github.com/ctpool-tui/ctpool-tui/themes"
 )
 
-// dialogKind is the kind of an open dialog.
-type dialogKind int
-
-const (
-	dlgRelease       dialogKind = iota // confirm a force-release (x and f)
-	dlgResizeInput                     // type the new size
-	dlgResizeConfirm                   // confirm the resize
-	dlgDelete                          // type the pool name
-	dlgClaim                           // type the identity to claim a member for (claim.go)
-)
-
-// dialogModel is a modal dialog. Confirmation dialogs start on Cancel.
+// dialogModel is a modal dialog: the confirmation of an action, one step
+// at a time (dialogStep). A confirmation starts on Cancel.
 type dialogModel struct {
-	kind     dialogKind
-	req      actionRequest
-	title    string
-	lines    []string // cluster text in here is sanitised when rendered
-	confirm  string   // the confirm button's label
-	focus    int      // 0: Cancel, 1: confirm
-	input    textinput.Model
-	hasInput bool
-	prompt   string
-	err      string
-	pool     *engine.PoolView // resize: the pool, for the confirmation
+	st    themes.Styles
+	req   actionRequest
+	step  dialogStep
+	focus int // 0: Cancel, 1: confirm
+	input textinput.Model
+	err   string
+}
+
+// dialogStep is what a dialog shows and asks, as an action describes it.
+type dialogStep struct {
+	title string
+	lines []string // cluster text in here is sanitised when rendered
+	// confirm is the confirm button's label ("enter <confirm>" with an input).
+	confirm string
+	// danger: the box and the focused confirm button are drawn as an error.
+	danger bool
+	// input, when set, asks for text (enter takes it) instead of buttons.
+	input *dialogInput
+}
+
+// dialogInput is a step's text field.
+type dialogInput struct {
+	prompt, placeholder string
+	limit               int
+	// accept takes the typed text: the request to run (next nil), the
+	// next step of the same request, or why not (the dialog stays).
+	accept func(text string, r actionRequest) (actionRequest, *dialogStep, error)
+}
+
+// newDialog opens the first step of req's dialog.
+func newDialog(st themes.Styles, req actionRequest, step dialogStep) *dialogModel {
+	d := &dialogModel{st: st, req: req}
+	d.show(step)
+	return d
+}
+
+// show makes step the dialog's: on Cancel, with an empty input.
+func (d *dialogModel) show(step dialogStep) {
+	d.step, d.focus, d.err = step, 0, ""
+	if in := step.input; in != nil {
+		d.input = newInput(d.st, in.placeholder, in.limit)
+	}
 }
 
 func newInput(st themes.Styles, placeholder string, limit int) textinput.Model {
@@ -54,14 +74,10 @@ func newInput(st themes.Styles, placeholder string, limit int) textinput.Model {
 	return ti
 }
 
-func newReleaseDialog(v *engine.PoolView, mm *engine.Member, now time.Time) *dialogModel {
-	holder := ""
-	if c := mm.LeaseRead(); c != nil { // the reconciler's too: a force-release may end it
-		holder = c.Holder
-	}
-	d := &dialogModel{kind: dlgRelease, confirm: "Force release"}
-	d.req = actionRequest{kind: actForceRelease, pool: v.Name, member: mm.Name, holder: holder}
-	d.title = fmt.Sprintf("Force-release %s?", mm.Name)
+// releaseDialog confirms a force-release (f and x).
+func releaseDialog(t target, r actionRequest) dialogStep {
+	mm, now := t.member, t.now
+	d := dialogStep{title: fmt.Sprintf("Force-release %s?", mm.Name), confirm: "Force release", danger: true}
 	claim := ""
 	if c := mm.LeaseRead(); c != nil {
 		claim = " (claimed " + clock(now, c.Acquired)
@@ -74,40 +90,53 @@ func newReleaseDialog(v *engine.PoolView, mm *engine.Member, now time.Time) *dia
 			claim = " (the reconciler's maintenance Lease)"
 		}
 	}
-	d.lines = append(d.lines, "Holder: "+render.OrWord(holder, "(none)")+claim)
+	d.lines = append(d.lines, "Holder: "+render.OrWord(r.holder, "(none)")+claim)
 	d.lines = append(d.lines, "This deletes the Pod, the console Service and the data PVC "+engine.PVCName(mm.Name))
+	image := ""
+	if t.pool != nil {
+		image = t.pool.Spec.Image
+	}
 	if mm.AboveSize {
 		d.lines = append(d.lines, "and does not rebuild it: "+mm.Name+" is above the pool size.")
 	} else {
-		d.lines = append(d.lines, "and builds a fresh desktop from "+render.OrWord(v.Spec.Image, "the pool's image")+".")
+		d.lines = append(d.lines, "and builds a fresh desktop from "+render.OrWord(image, "the pool's image")+".")
 	}
 	d.lines = append(d.lines, "The user's unsaved work is lost.")
 	return d
 }
 
-func newResizeDialog(st themes.Styles, v *engine.PoolView) *dialogModel {
-	d := &dialogModel{kind: dlgResizeInput, title: "Resize " + v.Name, confirm: "Next", hasInput: true, pool: v}
-	d.req = actionRequest{kind: actResize, pool: v.Name, from: v.Size}
+// resizeDialog asks for the new size, then confirms it (resizeConfirm).
+func resizeDialog(t target, _ actionRequest) dialogStep {
+	v := t.pool
+	d := dialogStep{title: "Resize " + v.Name, confirm: "Next"}
 	d.lines = []string{fmt.Sprintf("Current size %d: %d claimed, %d free.", v.Size, v.Status.Claimed, v.Status.Free)}
-	d.prompt = fmt.Sprintf("New size (0–%d), then enter:", engine.MaxPoolSize)
+	in := &dialogInput{prompt: fmt.Sprintf("New size (0–%d), then enter:", engine.MaxPoolSize), placeholder: strconv.Itoa(v.Size), limit: 6}
 	if s := v.Spec; s.Elastic() {
 		// The size typed is the one the pool starts from; the reconciler
 		// then moves it within the bounds to keep the spare.
 		d.lines = append(d.lines, fmt.Sprintf("Elastic %d..%d, spare %d: the new size is the size it starts from (now %d); "+
 			"the reconciler then grows or shrinks it within those bounds to keep the spare free.", s.MinSize, s.MaxSize, s.SpareTarget(), s.Size))
-		d.prompt = fmt.Sprintf("New size (%d–%d), then enter:", s.MinSize, s.MaxSize)
+		in.prompt = fmt.Sprintf("New size (%d–%d), then enter:", s.MinSize, s.MaxSize)
 	}
-	d.input = newInput(st, strconv.Itoa(v.Size), 6)
+	in.accept = func(text string, r actionRequest) (actionRequest, *dialogStep, error) {
+		size, err := parseSize(text, r.from)
+		if err == nil {
+			err = elasticBounds(v, size)
+		}
+		if err != nil {
+			return r, nil, err
+		}
+		r.size = size
+		next := resizeConfirm(v, size)
+		return r, &next, nil
+	}
+	d.input = in
 	return d
 }
 
-// resizeConfirm turns a valid size into the confirmation step.
-func (d *dialogModel) resizeConfirm(size int) {
-	v := d.pool
-	d.kind, d.hasInput, d.err, d.focus, d.prompt = dlgResizeConfirm, false, "", 0, ""
-	d.req.size = size
-	d.title = fmt.Sprintf("Resize %s from %d to %d?", v.Name, v.Size, size)
-	d.confirm = "Resize"
+// resizeConfirm is the confirmation of a valid size.
+func resizeConfirm(v *engine.PoolView, size int) dialogStep {
+	d := dialogStep{title: fmt.Sprintf("Resize %s from %d to %d?", v.Name, v.Size, size), confirm: "Resize", danger: true}
 	d.lines = []string{"Resize writes the new size and reconciles once."}
 	if v.Spec.Elastic() {
 		d.lines[0] = fmt.Sprintf("Resize writes the size it starts from and reconciles once (then it moves within %d..%d).", v.Spec.MinSize, v.Spec.MaxSize)
@@ -115,7 +144,7 @@ func (d *dialogModel) resizeConfirm(size int) {
 	if size > v.Size {
 		d.lines = append(d.lines, fmt.Sprintf("%s created: %s.", render.Plural(size-v.Size, "member is", "members are"),
 			rangeNames(v.Name, v.Size+1, size)))
-		return
+		return d
 	}
 	var free, held []string
 	for i := range v.Members {
@@ -135,6 +164,7 @@ func (d *dialogModel) resizeConfirm(size int) {
 	if len(held) > 0 {
 		d.lines = append(d.lines, "Claimed, so kept until released: "+listShort(held, 4)+".")
 	}
+	return d
 }
 
 func rangeNames(pool string, from, to int) string {
@@ -151,12 +181,12 @@ func listShort(items []string, n int) string {
 	return strings.Join(items[:n], ", ") + fmt.Sprintf(" and %d more", len(items)-n)
 }
 
-// (pool as the user sees it: title, which is also what must be typed).
-func newDeleteDialog(st themes.Styles, ref engine.PoolRef, pool string, v *engine.PoolView) *dialogModel {
-	d := &dialogModel{kind: dlgDelete, title: "Delete pool " + pool + "?", confirm: "Delete", hasInput: true}
-	d.req = actionRequest{kind: actDelete, ref: ref, pool: pool}
+// deleteDialog asks for the pool's name as the user sees it (its title),
+// typed exactly.
+func deleteDialog(t target, r actionRequest) dialogStep {
+	d := dialogStep{title: "Delete pool " + r.pool + "?", confirm: "Delete", danger: true}
 	members, claimed := 0, 0
-	if v != nil {
+	if v := t.pool; v != nil {
 		for i := range v.Members {
 			if v.Members[i].Exists() {
 				members++
@@ -173,13 +203,19 @@ func newDeleteDialog(st themes.Styles, ref engine.PoolRef, pool string, v *engin
 	if claimed > 0 {
 		d.lines = append(d.lines, fmt.Sprintf("%s claimed by users.", render.Plural(claimed, "member is", "members are")))
 	}
-	d.prompt = "Type the pool name to confirm:"
-	d.input = newInput(st, pool, 64)
+	d.input = &dialogInput{prompt: "Type the pool name to confirm:", placeholder: r.pool, limit: 64,
+		accept: func(text string, r actionRequest) (actionRequest, *dialogStep, error) {
+			if text != r.pool {
+				return r, nil, fmt.Errorf("type %s exactly to delete it", r.pool)
+			}
+			return r, nil, nil
+		}}
 	return d
 }
 
 // update handles a key while the dialog is open: it closes with
-// dialogDone, cancelled or confirmed, or stays open with an error.
+// dialogDone, cancelled or confirmed, or stays open (a next step, or an
+// error).
 func (d *dialogModel) update(ctx viewContext, msg tea.Msg) (intent, tea.Cmd) {
 	km, ok := msg.(tea.KeyMsg)
 	if !ok {
@@ -189,8 +225,8 @@ func (d *dialogModel) update(ctx viewContext, msg tea.Msg) (intent, tea.Cmd) {
 	if key.Matches(km, k.Cancel) {
 		return dialogDone{req: d.req}, nil
 	}
-	switch d.kind {
-	case dlgRelease, dlgResizeConfirm:
+	in := d.step.input
+	if in == nil {
 		switch {
 		case key.Matches(km, k.NextButton):
 			d.focus = 1 - d.focus
@@ -198,45 +234,40 @@ func (d *dialogModel) update(ctx viewContext, msg tea.Msg) (intent, tea.Cmd) {
 			return dialogDone{req: d.req, confirmed: d.focus == 1}, nil
 		}
 		return nil, nil
-	case dlgResizeInput:
-		if key.Matches(km, k.Confirm) {
-			size, err := parseSize(d.input.Value(), d.req.from)
-			if err == nil {
-				err = elasticBounds(d.pool, size)
-			}
-			if err != nil {
-				d.err = err.Error()
-				return nil, nil
-			}
-			d.resizeConfirm(size)
+	}
+	if key.Matches(km, k.Confirm) {
+		req, next, err := in.accept(d.input.Value(), d.req)
+		if err != nil {
+			d.err = err.Error()
 			return nil, nil
 		}
-	case dlgClaim:
-		if key.Matches(km, k.Confirm) {
-			// The identity is checked as the claim command checks it; an
-			// invalid one stays in the dialog with the reason.
-			identity := d.input.Value()
-			if err := engine.ValidateIdentity(identity); err != nil {
-				d.err = err.Error()
-				return nil, nil
-			}
-			req := d.req
-			req.identity = identity
-			return dialogDone{req: req, confirmed: true}, nil
+		d.req = req
+		if next != nil {
+			d.show(*next)
+			return nil, d.focusInput()
 		}
-	case dlgDelete:
-		if key.Matches(km, k.Confirm) {
-			if d.input.Value() != d.req.pool {
-				d.err = fmt.Sprintf("type %s exactly to delete it", d.req.pool)
-				return nil, nil
-			}
-			return dialogDone{req: d.req, confirmed: true}, nil
-		}
+		return dialogDone{req: req, confirmed: true}, nil
 	}
 	var cmd tea.Cmd
 	d.input, cmd = d.input.Update(km)
 	d.err = ""
 	return nil, cmd
+}
+
+// focusInput focuses the step's input (nil without one).
+func (d *dialogModel) focusInput() tea.Cmd {
+	if d.step.input == nil {
+		return nil
+	}
+	return d.input.Focus()
+}
+
+// help is the dialog's keys for the help line.
+func (d *dialogModel) help(k *keyMap) []key.Binding {
+	if d.step.input != nil {
+		return []key.Binding{k.Confirm, k.Cancel}
+	}
+	return []key.Binding{k.NextButton, k.Confirm, k.Cancel}
 }
 
 // parseSize validates a typed pool size.
@@ -277,11 +308,11 @@ func (d *dialogModel) view(ctx viewContext) string {
 	w := min(76, ctx.width-4)
 	inner := w - 4
 	var body []string
-	for _, l := range d.lines {
+	for _, l := range d.step.lines {
 		body = append(body, wrap(sanitize.Sanitize(l), inner)...)
 	}
-	if d.hasInput {
-		body = append(body, "", d.prompt)
+	if d.step.input != nil {
+		body = append(body, "", d.step.input.prompt)
 		d.input.Width = inner - 3
 		body = append(body, d.input.View())
 	}
@@ -291,15 +322,15 @@ func (d *dialogModel) view(ctx viewContext) string {
 	body = append(body, "")
 	body = append(body, d.buttons(st, inner))
 	border := st.Muted
-	if d.kind == dlgRelease || d.kind == dlgDelete || d.kind == dlgResizeConfirm {
+	if d.step.danger {
 		border = st.Error
 	}
-	return titledBox(sanitize.Sanitize(d.title), body, w, border)
+	return titledBox(sanitize.Sanitize(d.step.title), body, w, border)
 }
 
 func (d *dialogModel) buttons(st *themes.Styles, width int) string {
-	if d.hasInput {
-		return spread("", st.Muted.Render("enter "+strings.ToLower(d.confirm)+" · esc cancel"), width)
+	if d.step.input != nil {
+		return spread("", st.Muted.Render("enter "+strings.ToLower(d.step.confirm)+" · esc cancel"), width)
 	}
 	label := func(s string, focused bool, danger bool) string {
 		if !focused {
@@ -310,7 +341,7 @@ func (d *dialogModel) buttons(st *themes.Styles, width int) string {
 		}
 		return st.ButtonFocused.Render("[ " + s + " ]")
 	}
-	row := label("Cancel", d.focus == 0, false) + "  " + label(d.confirm, d.focus == 1, true)
+	row := label("Cancel", d.focus == 0, false) + "  " + label(d.step.confirm, d.focus == 1, true)
 	return spread("", row, width)
 }
 

@@ -247,7 +247,7 @@ func TestFleetCapabilitiesPerNamespace(t *testing.T) {
 	}
 	// vdi-eng allows force-release: the dialog opens.
 	press(m, "enter", "f")
-	if m.dialog == nil || m.dialog.req.kind != actForceRelease {
+	if m.dialog == nil || m.dialog.req.kind() != engine.ActionForceRelease {
 		t.Fatal("f in vdi-eng did not open the force-release dialog")
 	}
 	press(m, "esc", "esc", "up", "up", "enter", "f") // vdi-cad/desk

@@ -172,3 +172,21 @@ func poolRefIn(m *Model, title string) engine.PoolRef {
 	}
 	return engine.PoolRef{Name: title}
 }
+
+// tableAction is the action of the table named name.
+func tableAction(t testing.TB, name string) *action {
+	t.Helper()
+	for i := range actionTable {
+		if actionTable[i].name == name {
+			return &actionTable[i]
+		}
+	}
+	t.Fatalf("no action %q in the table", name)
+	return nil
+}
+
+// isDialog reports whether the open dialog is the named action's, at a
+// step that asks for text (input) or one that confirms.
+func isDialog(m *Model, name string, input bool) bool {
+	return m.dialog != nil && m.dialog.req.act != nil && m.dialog.req.act.name == name && (m.dialog.step.input != nil) == input
+}

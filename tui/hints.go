@@ -19,7 +19,16 @@ func hintsFrom(k *keyMap, canAct bool) keyHints {
 	if !canAct {
 		return keyHints{}
 	}
-	return keyHints{reconcile: k.Reconcile, forceRelease: k.ForceRelease}
+	return keyHints{reconcile: firstKey(k.action("reconcile")), forceRelease: firstKey(k.action("force-release"))}
+}
+
+// firstKey is b as a hint names it: by its first key ("f force-release"
+// for f/x).
+func firstKey(b key.Binding) key.Binding {
+	if keys := b.Keys(); len(keys) > 1 {
+		b.SetHelp(keys[0], b.Help().Desc)
+	}
+	return b
 }
 
 // hint is " (r reconcile)": a binding's key and what it does, or "" when

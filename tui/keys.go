@@ -5,7 +5,8 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 )
 
-// keyMap holds every binding of every view. Action bindings are disabled in
+// keyMap holds every binding of every view; the actions' come from the
+// action table (actions). Bindings of actions that write are disabled in
 // read-only mode: they match nothing and are not listed in help; so are the
 // dialogs' enter and tab, since no dialog opens there (esc, Cancel, also
 // ends a search in the log view).
@@ -21,8 +22,8 @@ type keyMap struct {
 	// A list's filter while it is typed.
 	ApplyFilter, ClearFilter key.Binding
 
-	Reconcile, Resize, Delete, Release, ForceRelease key.Binding
-	Console, Logs, Claim                             key.Binding
+	// actions are the action table's keys, in its order.
+	actions []actionBinding
 
 	// The log view (logs_view.go).
 	Scroll, Follow, Previous, Wrap, Search, NextMatch, PrevMatch key.Binding
@@ -53,15 +54,6 @@ func newKeyMap(readOnly bool) keyMap {
 		ApplyFilter: key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "apply filter")),
 		ClearFilter: key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "clear filter")),
 
-		Reconcile:    key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "reconcile")),
-		Resize:       key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "resize")),
-		Delete:       key.NewBinding(key.WithKeys("D"), key.WithHelp("D", "delete pool")),
-		Release:      key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "release")),
-		ForceRelease: key.NewBinding(key.WithKeys("f"), key.WithHelp("f", "force-release")),
-		Console:      key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "console")),
-		Logs:         key.NewBinding(key.WithKeys("l"), key.WithHelp("l", "logs")),
-		Claim:        key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "claim")),
-
 		Scroll:    key.NewBinding(key.WithKeys("up", "down"), key.WithHelp("↑/↓", "scroll")),
 		Follow:    key.NewBinding(key.WithKeys("f"), key.WithHelp("f/G", "follow")),
 		Previous:  key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "previous")),
@@ -74,14 +66,22 @@ func newKeyMap(readOnly bool) keyMap {
 		Cancel:     key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "cancel")),
 		NextButton: key.NewBinding(key.WithKeys("tab", "left", "right", "h", "l"), key.WithHelp("tab/←/→", "switch button")),
 	}
+	for i := range actionTable {
+		a := &actionTable[i]
+		k.actions = append(k.actions, actionBinding{b: a.binding(readOnly), act: a})
+	}
 	if readOnly {
-		// Console (pods/exec create) and claim are writes; logs are a read.
-		for _, b := range []*key.Binding{&k.Reconcile, &k.Resize, &k.Delete, &k.Release, &k.ForceRelease, &k.Console, &k.Claim,
-			&k.Confirm, &k.NextButton} {
+		for _, b := range []*key.Binding{&k.Confirm, &k.NextButton} {
 			b.SetEnabled(false)
 		}
 	}
 	return k
+}
+
+// actionBinding is an action's key in this key map.
+type actionBinding struct {
+	b   key.Binding
+	act *action
 }
 
 // ShortHelp lists the keys that work everywhere.
@@ -94,10 +94,36 @@ func (k keyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom},
 		{k.Open, k.Back, k.Filter, k.ApplyFilter, k.ClearFilter, k.Sort, k.Wall, k.Audit},
-		{k.Reconcile, k.Resize, k.Delete, k.Release, k.ForceRelease, k.Claim, k.Console, k.Logs,
-			k.Follow, k.Previous, k.Wrap, k.Search, k.NextMatch},
+		append(k.actionKeys(), k.Follow, k.Previous, k.Wrap, k.Search, k.NextMatch),
 		{k.Log, k.Command, k.Help, k.Quit, k.NextButton, k.Confirm, k.Cancel},
 	}
+}
+
+// actionKeys are the actions' bindings, in the table's order.
+func (k keyMap) actionKeys() []key.Binding {
+	out := make([]key.Binding, 0, len(k.actions))
+	for _, ab := range k.actions {
+		out = append(out, ab.b)
+	}
+	return out
+}
+
+// actionsOn are the bindings of the actions a screen's short help lists,
+// those that act on what it shows first: on the pools screen the pool's
+// actions, then the others; on a member's screens the member's.
+func (k keyMap) actionsOn(s screen) []key.Binding {
+	var first, then []key.Binding
+	for _, ab := range k.actions {
+		if !ab.act.on.has(s) {
+			continue
+		}
+		if (ab.act.scope == scopePool) == (s == screenPools) {
+			first = append(first, ab.b)
+		} else {
+			then = append(then, ab.b)
+		}
+	}
+	return append(first, then...)
 }
 
 // screenHelp is the help of one screen (help.KeyMap).
@@ -118,11 +144,11 @@ func (k keyMap) helpFor(s screen, filtering bool) screenHelp {
 	case s == screenWall:
 		short = []key.Binding{k.Wall, k.Command, k.Help, k.Quit}
 	case s == screenPools:
-		short = []key.Binding{withHelp(k.Open, "members"), k.Reconcile, k.Resize, k.Delete, k.Claim, k.Filter, k.Wall, k.Log, k.Help, k.Quit}
+		short = append(append([]key.Binding{withHelp(k.Open, "members")}, k.actionsOn(s)...), k.Filter, k.Wall, k.Log, k.Help, k.Quit)
 	case s == screenMembers:
-		short = []key.Binding{withHelp(k.Open, "details"), k.Logs, k.Console, k.Claim, k.ForceRelease, k.Release, k.Reconcile, k.Resize, k.Filter, k.Sort, k.Audit, k.Back, k.Help}
+		short = append(append([]key.Binding{withHelp(k.Open, "details")}, k.actionsOn(s)...), k.Filter, k.Sort, k.Audit, k.Back, k.Help)
 	case s == screenDetail:
-		short = []key.Binding{k.Logs, k.Console, k.ForceRelease, k.Release, k.Reconcile, k.Back, k.Help, k.Quit}
+		short = append(k.actionsOn(s), k.Back, k.Help, k.Quit)
 	case s == screenLogs:
 		short = []key.Binding{k.Scroll, k.Follow, k.Previous, k.Wrap, k.Search, k.NextMatch, k.Back}
 	}
@@ -134,13 +160,25 @@ func withHelp(b key.Binding, desc string) key.Binding {
 	return b
 }
 
-// actionFor returns the action binding msg matches and its kind (nil when
-// msg is no action key): an action key is looked up once.
-func (k *keyMap) actionFor(msg tea.KeyMsg) (*key.Binding, actionKind) {
-	for _, ab := range k.actionBindings() {
-		if key.Matches(msg, *ab.b) {
-			return ab.b, ab.kind
+// actionFor returns the action of the key msg (nil: no action key).
+func (k *keyMap) actionFor(msg tea.KeyMsg) *action {
+	for _, ab := range k.actions {
+		if key.Matches(msg, ab.b) {
+			return ab.act
 		}
 	}
-	return nil, ""
+	return nil
+}
+
+// action returns the binding of the action named name (a disabled binding
+// when there is none).
+func (k *keyMap) action(name string) key.Binding {
+	for _, ab := range k.actions {
+		if ab.act.name == name {
+			return ab.b
+		}
+	}
+	b := key.NewBinding()
+	b.SetEnabled(false)
+	return b
 }

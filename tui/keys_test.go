@@ -26,12 +26,20 @@ func TestFullHelpListsEveryKey(t *testing.T) {
 	v := reflect.ValueOf(k)
 	for i := 0; i < v.NumField(); i++ {
 		name := v.Type().Field(i).Name
+		if !v.Type().Field(i).IsExported() {
+			continue // the actions: below
+		}
 		b := v.Field(i).Interface().(key.Binding)
 		if b.Help().Key == "" || helpOnly[name] {
 			continue
 		}
 		if !inHelp(b) {
 			t.Errorf("%s (%s %s) is not in the full help", name, b.Help().Key, b.Help().Desc)
+		}
+	}
+	for _, ab := range k.actions {
+		if !inHelp(ab.b) {
+			t.Errorf("action %s (%s) is not in the full help", ab.act.name, ab.b.Help().Key)
 		}
 	}
 }

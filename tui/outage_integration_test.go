@@ -119,7 +119,7 @@ func TestIntegrationOutageDashboard(t *testing.T) {
 	if n := len(acts.Calls()); n != 0 {
 		t.Fatalf("%d actions ran during the outage", n)
 	}
-	if why := m.refusal(actReconcile, poolRefIn(m, "desk")); why != "" {
+	if why := m.refusal(tableAction(t, "reconcile"), poolRefIn(m, "desk")); why != "" {
 		t.Fatalf("still refused after recovery: %q", why)
 	}
 }

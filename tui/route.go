@@ -138,10 +138,8 @@ func (m *Model) helpLine(ctx viewContext) string {
 	k := &m.keys
 	var keys []key.Binding
 	switch {
-	case m.dialog != nil && m.dialog.hasInput:
-		keys = []key.Binding{k.Confirm, k.Cancel}
 	case m.dialog != nil:
-		keys = []key.Binding{k.NextButton, k.Confirm, k.Cancel}
+		keys = m.dialog.help(k)
 	case m.showHelp:
 		keys = []key.Binding{withHelp(k.Back, "close help"), k.Quit}
 	case m.command.open:
@@ -195,7 +193,7 @@ func (m *Model) refreshEvents() tea.Cmd {
 
 // openLogs shows the member's log and starts streaming it, or says why not.
 func (m *Model) openLogs(pool engine.PoolRef, mm *engine.Member) tea.Cmd {
-	if why := toolUnavailable(actLogs, m.pool(pool), mm); why != "" {
+	if why := toolUnavailable(engine.ActionLogs, m.pool(pool), mm); why != "" {
 		m.setNote(render.GlyphBad+" "+why, levelError)
 		return nil
 	}

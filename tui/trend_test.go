@@ -142,13 +142,13 @@ func TestResizeElasticBounds(t *testing.T) {
 	for _, k := range []string{"down", "s", "9", "enter"} {
 		m.Update(keyMsg(k))
 	}
-	if m.dialog == nil || m.dialog.kind != dlgResizeInput || !strings.Contains(m.dialog.err, "outside 2..8") {
+	if m.dialog == nil || !isDialog(m, "resize", true) || !strings.Contains(m.dialog.err, "outside 2..8") {
 		t.Fatalf("resize to 9 of an elastic 2..8 pool: dialog %+v", m.dialog)
 	}
 	m.Update(keyMsg("backspace"))
 	m.Update(keyMsg("6"))
 	m.Update(keyMsg("enter"))
-	if m.dialog == nil || m.dialog.kind != dlgResizeConfirm || m.dialog.req.size != 6 || m.dialog.req.from != 4 {
+	if m.dialog == nil || !isDialog(m, "resize", false) || m.dialog.req.size != 6 || m.dialog.req.from != 4 {
 		t.Fatalf("resize to 6: dialog %+v", m.dialog)
 	}
 }

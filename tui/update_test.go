@@ -207,7 +207,9 @@ func TestQuitAndHelpKeys(t *testing.T) {
 	if m.screen != screenPools {
 		t.Fatal("tab does not go back to the table")
 	}
-	m.dialog = newDeleteDialog(m.st, poolRefIn(m, "desk"), "desk", m.pool(poolRefIn(m, "desk")))
+	ref := poolRefIn(m, "desk")
+	req := actionRequest{act: tableAction(t, "delete"), ref: ref, pool: "desk"}
+	m.dialog = newDialog(m.st, req, deleteDialog(target{ref: ref, title: "desk", pool: m.pool(ref), now: t0}, req))
 	if _, ok := press(m, "ctrl+c")().(tea.QuitMsg); !ok {
 		t.Error("ctrl+c does not quit from a dialog")
 	}
