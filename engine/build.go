@@ -286,7 +286,7 @@ func newLease(namespace, pool, member, holder string, d time.Duration, now time.
 	return &coordinationv1.Lease{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: LeaseName(member), Namespace: namespace,
-			Labels: map[string]string{LabelPool: pool, LabelMember: member},
+			Labels: map[string]string{LabelPool: pool, LabelMember: member, LabelHolder: HolderLabel(holder)},
 		},
 		Spec: coordinationv1.LeaseSpec{HolderIdentity: &h, LeaseDurationSeconds: &secs, AcquireTime: &t, RenewTime: &t},
 	}
@@ -296,7 +296,7 @@ func newLease(namespace, pool, member, holder string, d time.Duration, now time.
 // its resourceVersion), labelled as the engine labels its Leases.
 func setLeaseHolder(l *coordinationv1.Lease, holder string, d time.Duration, now time.Time) *coordinationv1.Lease {
 	c := l.DeepCopy()
-	labelLease(c)
+	labelLease(c, holder)
 	secs := int32(d / time.Second)
 	t := metav1.NewMicroTime(now)
 	h := holder
@@ -314,7 +314,11 @@ func setLeaseHolder(l *coordinationv1.Lease, holder string, d time.Duration, now
 // the engine labels its Leases.
 func renewLease(l *coordinationv1.Lease, now time.Time) *coordinationv1.Lease {
 	c := l.DeepCopy()
-	labelLease(c)
+	holder := ""
+	if c.Spec.HolderIdentity != nil {
+		holder = *c.Spec.HolderIdentity
+	}
+	labelLease(c, holder)
 	t := metav1.NewMicroTime(now)
 	secs := int32(ClaimDuration / time.Second)
 	c.Spec.RenewTime, c.Spec.LeaseDurationSeconds = &t, &secs

@@ -283,7 +283,7 @@ func TestBuildLeases(t *testing.T) {
 	if l.Name != "corral-vdi-ct-desk-1" || l.Namespace != testNS {
 		t.Errorf("lease %s/%s", l.Namespace, l.Name)
 	}
-	if !reflect.DeepEqual(l.Labels, map[string]string{LabelPool: "desk", LabelMember: "desk-1"}) {
+	if !reflect.DeepEqual(l.Labels, map[string]string{LabelPool: "desk", LabelMember: "desk-1", LabelHolder: HolderLabel("alice")}) {
 		t.Errorf("labels = %v", l.Labels)
 	}
 	if !l.Spec.AcquireTime.Time.Equal(testNow) || !l.Spec.RenewTime.Time.Equal(testNow) {

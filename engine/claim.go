@@ -33,6 +33,13 @@ type ClaimResult struct {
 // Claim gives a free member of the pool to identity: the first writer to
 // create the member's Lease wins. A second claim by the same identity gets the
 // same member and renews it when expired. A member with no Pod is started.
+//
+// A claim first works from the pool's recorded status and reads by name and
+// label (claimFast): a crowd of claims at nine (a login storm) must not cost
+// the API server a read of the whole pool per claim. It reads the whole pool
+// (claimRead) when the status cannot tell (none, stale, the identity may hold
+// a claim it cannot see by label), and when nothing the status called free
+// was.
 func (e *Engine) Claim(ctx context.Context, pool, identity string) (res ClaimResult, err error) {
 	defer func() {
 		e.audit(ctx, AuditEntry{Pool: pool, Action: ActionClaim, Member: res.Member, Identity: identity, Err: err})
@@ -40,10 +47,120 @@ func (e *Engine) Claim(ctx context.Context, pool, identity string) (res ClaimRes
 	if err := ValidateIdentity(identity); err != nil {
 		return res, err
 	}
+	if err := ValidatePoolName(pool); err != nil {
+		return res, err
+	}
+	r := &claimRound{e: e, ns: e.Namespace, pool: pool, identity: identity}
+	if got, done, err := r.fast(ctx); done {
+		return got, err
+	}
+	return r.read(ctx)
+}
+
+// claimRound is one claim's attempts: what it learned of the members taken
+// and blocked carries over from the fast path to the whole read.
+type claimRound struct {
+	e                  *Engine
+	ns, pool, identity string
+	spec               Spec
+	cm                 *corev1.ConfigMap // the definition the members are checked against
+	taken              map[string]bool
+	lost               int // races lost
+	blocked            []string
+	fromStatus         bool // the candidates come from the recorded status: no objects read yet
+}
+
+// fast claims from the recorded status (see Claim); done is false when the
+// whole pool must be read.
+func (r *claimRound) fast(ctx context.Context) (ClaimResult, bool, error) {
+	e := r.e
+	cm, err := e.Cluster.GetConfigMap(ctx, ConfigMapName(r.pool))
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return ClaimResult{}, true, fmt.Errorf("%w: %s (no ConfigMap %s in namespace %s)", ErrPoolNotFound, r.pool, ConfigMapName(r.pool), e.Namespace)
+	case err != nil:
+		return ClaimResult{}, false, nil // the whole read says what is wrong
+	}
+	if p, ok := DefinedPool(cm.Name, cm.Labels); !ok || p != r.pool {
+		return ClaimResult{}, false, nil
+	}
+	spec, err := ParseSpec(cm.Data[KeySpec])
+	if err != nil {
+		return ClaimResult{}, true, fmt.Errorf("pool %s: %w", r.pool, err)
+	}
+	st, err := ParseStatus(cm.Data[KeyStatus])
+	size := EffectiveSize(spec, st.Elastic)
+	if err != nil || st.RowsCut > 0 || st.Source != spec.SourceHash() || st.Desired != size || (size > 0 && len(st.Members) == 0) {
+		return ClaimResult{}, false, nil // no status of this definition to go by
+	}
+	for i := range st.Members {
+		if st.Members[i].Holder == r.identity {
+			return ClaimResult{}, false, nil // a claim of the identity's: renew or start it on the whole read
+		}
+	}
+	held, err := e.Cluster.ListLabelledLeases(ctx, r.pool, r.identity)
+	if err != nil {
+		return ClaimResult{}, false, nil
+	}
+	for _, l := range held {
+		if l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity == r.identity {
+			return ClaimResult{}, false, nil // claimed since the status was written
+		}
+	}
+	r.spec, r.cm, r.fromStatus = spec, cm, true
+	var free []*Member
+	rows := map[string]bool{}
+	for i := range st.Members {
+		row := &st.Members[i]
+		rows[row.Name] = true
+		idx, ok := MemberIndex(r.pool, row.Name)
+		if !ok || idx > size || row.Holder != "" || row.Maintenance || row.Drift || row.AboveSize || row.Blocked != "" {
+			continue
+		}
+		switch row.State {
+		case StateReady, StateStarting, StateStopped:
+			free = append(free, &Member{Name: row.Name, Pool: r.pool, Index: idx, State: row.State})
+		}
+	}
+	sortFree(free)
+	freePick := claimPicker{identity: r.identity, candidates: free}
+	if got, done, err := r.try(ctx, &freePick, false); done {
+		return got, true, err
+	}
+	if spec.Elastic() {
+		// The status does not know the members claimed above the size
+		// since it was written: the pool's Leases do.
+		if leases, err := e.Cluster.ListLabelledLeases(ctx, r.pool, ""); err == nil {
+			for _, l := range leases {
+				if name, ok := MemberFromLeaseName(l.Name); ok {
+					freePick.taken(name)
+				}
+			}
+		}
+		var above []*Member
+		for idx := size + 1; idx <= spec.MaxSize; idx++ {
+			if name := MemberName(r.pool, idx); !rows[name] {
+				above = append(above, &Member{Name: name, Pool: r.pool, Index: idx, State: StateMissing, AboveSize: true})
+			}
+		}
+		if got, done, err := r.try(ctx, &claimPicker{identity: r.identity, candidates: above, window: 1, gone: r.taken, lost: r.lost}, true); done {
+			if err == nil {
+				got.Grew = true
+			}
+			return got, true, err
+		}
+	}
+	return ClaimResult{}, false, nil
+}
+
+// read claims on a read of the whole pool.
+func (r *claimRound) read(ctx context.Context) (res ClaimResult, err error) {
+	e, pool, identity := r.e, r.pool, r.identity
 	snap, spec, err := e.readPool(ctx, pool)
 	if err != nil {
 		return res, err
 	}
+	r.ns, r.spec, r.cm, r.fromStatus = snap.Namespace, spec, snap.ConfigMap, false
 	now := e.Now()
 	view := Observe(snap, now)
 	if m := heldBy(&view, identity); m != nil {
@@ -66,7 +183,7 @@ func (e *Engine) Claim(ctx context.Context, pool, identity string) (res ClaimRes
 	// Every claimant of a crowd reads much the same free list: each starts
 	// at a point of it derived from its identity and, after a lost race,
 	// reads the Leases again and picks afresh among the members still
-	// untaken (claimOrder), so a claim costs O(1) Lease creates whatever
+	// untaken (claimPicker), so a claim costs O(1) Lease creates whatever
 	// the crowd, not one per claimant that came first.
 	var free []*Member
 	for i := range view.Members {
@@ -75,33 +192,8 @@ func (e *Engine) Claim(ctx context.Context, pool, identity string) (res ClaimRes
 		}
 	}
 	sortFree(free)
-	var blocked []string
-	try := func(pick *claimPicker) (ClaimResult, bool, error) {
-		for m := pick.next(); m != nil; m = pick.next() {
-			out, got, err := e.claimMember(ctx, snap.Namespace, pool, spec, identity, m)
-			pick.taken(m.Name)
-			switch out {
-			case claimDone:
-				return got, true, err
-			case claimBlocked:
-				blocked = append(blocked, err.Error())
-			case claimLost:
-				// Read the Leases again: the next pick skips every
-				// member claimed since this claim's first read.
-				pick.lost++
-				if leases, err := e.Cluster.ListLeases(ctx, pool); err == nil {
-					for _, l := range leases {
-						if name, ok := MemberFromLeaseName(l.Name); ok {
-							pick.taken(name)
-						}
-					}
-				}
-			}
-		}
-		return ClaimResult{}, false, nil
-	}
-	freePick := claimPicker{identity: identity, candidates: free}
-	if got, done, err := try(&freePick); done {
+	freePick := claimPicker{identity: identity, candidates: free, gone: r.taken, lost: r.lost}
+	if got, done, err := r.try(ctx, &freePick, false); done {
 		return got, err
 	}
 	// An elastic pool below its ceiling grows for the claim at once: the
@@ -109,8 +201,10 @@ func (e *Engine) Claim(ctx context.Context, pool, identity string) (res ClaimRes
 	// Lease (first writer wins, as for any member) and builds it; the
 	// reconciler then takes the size up to it. So a burst larger than the
 	// spare waits for no reconcile, only for its desktops to start.
-	// Claimants of a burst spread over the first indices above the size, a
-	// window that widens after each lost race (growWindow).
+	// A claim alone takes the first member above the size; the claimants of
+	// a burst spread over a window of the first ones that doubles with each
+	// race lost (those lost for the free members too), so growth stays at
+	// the lowest indices while a crowd still spreads.
 	if spec.Elastic() {
 		var above []*Member
 		for idx := view.Size + 1; idx <= spec.MaxSize; idx++ {
@@ -124,9 +218,7 @@ func (e *Engine) Claim(ctx context.Context, pool, identity string) (res ClaimRes
 			}
 			above = append(above, m)
 		}
-		// The races lost for the free members tell of a crowd: the window
-		// starts as wide as it had grown by then.
-		if got, done, err := try(&claimPicker{identity: identity, candidates: above, window: max(spec.SpareTarget(), 1), lost: freePick.lost}); done {
+		if got, done, err := r.try(ctx, &claimPicker{identity: identity, candidates: above, window: 1, gone: r.taken, lost: r.lost}, true); done {
 			if err == nil {
 				got.Grew = true
 			}
@@ -134,7 +226,40 @@ func (e *Engine) Claim(ctx context.Context, pool, identity string) (res ClaimRes
 		}
 	}
 	st := view.Status
-	return res, &NoFreeMembersError{Desired: st.Desired, Claimed: st.Claimed, Unschedulable: st.Unschedulable, MaxSize: spec.MaxSize, Blocked: blocked}
+	return res, &NoFreeMembersError{Desired: st.Desired, Claimed: st.Claimed, Unschedulable: st.Unschedulable, MaxSize: spec.MaxSize, Blocked: r.blocked}
+}
+
+// try claims the members pick offers, one after the other, until one is
+// the claimant's (done) or none is left. grow: the members are above the
+// size, to be built (they must have no objects).
+func (r *claimRound) try(ctx context.Context, pick *claimPicker, grow bool) (ClaimResult, bool, error) {
+	if pick.gone == nil {
+		pick.gone = map[string]bool{}
+	}
+	r.taken = pick.gone
+	for m := pick.next(); m != nil; m = pick.next() {
+		out, got, err := r.claimMember(ctx, m, grow)
+		pick.taken(m.Name)
+		switch out {
+		case claimDone:
+			return got, true, err
+		case claimBlocked:
+			r.blocked = append(r.blocked, err.Error())
+		case claimLost:
+			// Read the pool's Leases again: the next pick skips every
+			// member claimed since this claim's first read.
+			pick.lost++
+			r.lost = pick.lost
+			if leases, err := r.e.Cluster.ListLabelledLeases(ctx, r.pool, ""); err == nil {
+				for _, l := range leases {
+					if name, ok := MemberFromLeaseName(l.Name); ok {
+						pick.taken(name)
+					}
+				}
+			}
+		}
+	}
+	return ClaimResult{}, false, nil
 }
 
 // claimPicker chooses the members a claim tries, in order: among the
@@ -203,14 +328,18 @@ const (
 	claimDone    claimOutcome = iota // the member is the claimant's (or an error)
 	claimLost                        // someone else's Lease was first
 	claimBlocked                     // an object the pool did not make holds its name
+	claimGone                        // a fresh read found it not free (or, to be built, not empty)
 )
 
-// claimMember tries to claim m for identity: claimLost when someone else's
-// Lease was first, claimBlocked (with a *BlockedError) when an object the
-// pool did not make holds the member's name (its Lease is given back), and
-// claimDone otherwise, with the claim or an error.
-func (e *Engine) claimMember(ctx context.Context, ns, pool string, spec Spec, identity string, m *Member) (claimOutcome, ClaimResult, error) {
-	won, err := e.Cluster.CreateLease(ctx, ClaimLease(ns, pool, m.Name, identity, e.Now()))
+// claimMember tries to claim m: claimLost when someone else's Lease was
+// first, claimBlocked (with a *BlockedError) when an object the pool did not
+// make holds the member's name, claimGone when a fresh read finds the
+// member not free after all (a stale status or cache) or, to be built
+// (grow), not empty; the Lease is given back in both. claimDone otherwise,
+// with the claim or an error.
+func (r *claimRound) claimMember(ctx context.Context, m *Member, grow bool) (claimOutcome, ClaimResult, error) {
+	e, pool, identity := r.e, r.pool, r.identity
+	won, err := e.Cluster.CreateLease(ctx, ClaimLease(r.ns, pool, m.Name, identity, e.Now()))
 	if errors.Is(err, ErrAlreadyExists) {
 		return claimLost, ClaimResult{}, nil
 	}
@@ -227,22 +356,39 @@ func (e *Engine) claimMember(ctx context.Context, ns, pool string, spec Spec, id
 	} else if first != m.Name {
 		return claimDone, ClaimResult{Member: first, Existing: true}, nil
 	}
-	// The read above may be old (a cache, or a Pod lost since), and it
-	// holds only the pool's labelled objects: whether the member is
-	// started, and whether it is the pool's at all, is decided on a fresh
-	// read of its objects by name. An object the pool did not make on the
-	// member's name (no pool labels, or another pool's) blocks it, as in
-	// reconcile: its Lease is given back and nothing of it is touched.
+	// The read above may be old (a status, a cache, or a Pod lost since),
+	// and it holds only the pool's labelled objects: whether the member is
+	// free, whether it is started, and whether it is the pool's at all, is
+	// decided on a fresh read of its objects by name. An object the pool
+	// did not make on the member's name (no pool labels, or another
+	// pool's) blocks it, as in reconcile: its Lease is given back and
+	// nothing of it is touched.
 	cur, warn := e.readMember(ctx, m)
+	giveBack := func(out claimOutcome, why error) (claimOutcome, ClaimResult, error) {
+		if err := e.unlock(ctx, won); err != nil {
+			return claimDone, ClaimResult{}, fmt.Errorf("claim %s: %v, and giving its Lease back failed: %w", m.Name, why, err)
+		}
+		return out, ClaimResult{}, why
+	}
 	if warn != "" {
+		if r.fromStatus {
+			return giveBack(claimGone, errors.New(warn)) // nothing read of it at all
+		}
 		res.Warnings = append(res.Warnings, warn)
 	}
 	if why := blockedBy(pool, m.Name, cur.Pod, cur.PVC, ""); why != "" {
-		blocked := &BlockedError{Member: m.Name, Reason: m.Name + ": " + why}
-		if err := e.unlock(ctx, won); err != nil {
-			return claimDone, ClaimResult{}, fmt.Errorf("claim %s: %v, and giving its Lease back failed: %w", m.Name, blocked, err)
+		return giveBack(claimBlocked, &BlockedError{Member: m.Name, Reason: m.Name + ": " + why})
+	}
+	if warn == "" && r.cm != nil {
+		fresh := r.observe(cur)
+		switch {
+		case grow && (cur.Exists() || fresh.Blocked != ""):
+			return giveBack(claimGone, fmt.Errorf("%s is no longer empty", m.Name))
+		case !grow && !fresh.Free && !(fresh.State == StateMissing && !fresh.AboveSize && fresh.Blocked == ""):
+			// (a member within the size that lost its objects since is
+			// built for the claim, as reconcile would build it)
+			return giveBack(claimGone, fmt.Errorf("%s is no longer free (%s)", m.Name, fresh.State))
 		}
-		return claimBlocked, ClaimResult{}, blocked
 	}
 	if cur.PVC != nil {
 		who := identity
@@ -251,12 +397,30 @@ func (e *Engine) claimMember(ctx context.Context, ns, pool string, spec Spec, id
 		}
 	}
 	if cur.Pod == nil {
-		if err := e.startClaimed(ctx, ns, pool, spec, cur, identity); err != nil {
+		if err := e.startClaimed(ctx, r.ns, pool, r.spec, cur, identity); err != nil {
 			return claimDone, res, err
 		}
 		res.Started = true
 	}
 	return claimDone, res, nil
+}
+
+// observe is the member with objects cur as Observe sees it under the
+// round's definition and recorded status, without its Lease (the claim's
+// own) and without the node's health (a read by name cannot tell it).
+func (r *claimRound) observe(cur *Member) Member {
+	snap := Snapshot{Namespace: r.ns, Pool: r.pool, ConfigMap: r.cm}
+	if cur.Pod != nil {
+		snap.Pods = []*corev1.Pod{cur.Pod}
+	}
+	if cur.PVC != nil {
+		snap.PVCs = []*corev1.PersistentVolumeClaim{cur.PVC}
+	}
+	v := Observe(snap, r.e.Now())
+	if m := v.Member(cur.Name); m != nil {
+		return *m
+	}
+	return Member{Name: cur.Name, State: StateMissing}
 }
 
 // sortFree orders free members for a claim: Ready, then Starting, then
@@ -396,11 +560,12 @@ func (e *Engine) readMember(ctx context.Context, m *Member) (*Member, string) {
 }
 
 // StartRacePermissions are what a claimed member's start needs beyond its
-// reads and creates when it finds a release deleting the member's data
-// (keepUnlessReleasing reads the PVC and deletes its own Pod). The permission
-// derivation's pool cannot reach that race, so they are declared here and
-// merged into the claim and reconcile permissions.
+// reads and creates to find a release deleting the member's data
+// (keepUnlessReleasing reads the member's Lease and PVC and deletes its own
+// Pod). The permission derivation's pool cannot reach that race, so they are
+// declared here and merged into the claim and reconcile permissions.
 var StartRacePermissions = []Permission{
+	{Group: "coordination.k8s.io", Resource: "leases", Verb: "get"},
 	{Resource: "persistentvolumeclaims", Verb: "get"},
 	{Resource: "pods", Verb: "delete"},
 }
@@ -409,17 +574,13 @@ var StartRacePermissions = []Permission{
 // errClaimChanged when a reconciler holds the member's Lease and its PVC is
 // being destroyed; see startClaimed.
 func (e *Engine) keepUnlessReleasing(ctx context.Context, pool, member, holder string, pod *corev1.Pod) error {
-	leases, err := e.Cluster.ListLeases(ctx, pool)
-	if err != nil {
+	l, err := e.Cluster.GetLease(ctx, LeaseName(member))
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return nil // no Lease: no release at work
+	case err != nil:
 		return fmt.Errorf("start %s: check the claim after starting: %w", member, err)
-	}
-	taken := false
-	for _, l := range leases {
-		if l.Name == LeaseName(member) && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity == ReconcilerIdentity {
-			taken = true
-		}
-	}
-	if !taken {
+	case l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != ReconcilerIdentity:
 		return nil
 	}
 	pvc, err := e.Cluster.GetPVC(ctx, PVCName(member))
@@ -459,7 +620,9 @@ func heldBy(v *PoolView, identity string) *Member {
 // created before any racer's read, so every racer answers the same member.
 func (e *Engine) converge(ctx context.Context, pool, identity string, won *coordinationv1.Lease) (string, error) {
 	mine, _ := MemberFromLeaseName(won.Name)
-	leases, err := e.Cluster.ListLeases(ctx, pool)
+	// Every claim the engine writes carries its holder's label: the
+	// identity's Leases of the pool are one selector away.
+	leases, err := e.Cluster.ListLabelledLeases(ctx, pool, identity)
 	if err != nil {
 		return mine, fmt.Errorf("could not check for a concurrent claim by %q (%v): %s is yours", identity, err, mine)
 	}

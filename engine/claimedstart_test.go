@@ -52,7 +52,7 @@ func TestClaimedStartRacesARelease(t *testing.T) {
 		}},
 		{name: "the claim's own start, released by an administrator meanwhile", state: StateStopped, claim: true, wantErr: "claim changed meanwhile", meanwhile: releasing(true)},
 		{name: "the check fails: nothing is stopped on a guess", state: StateStopped, kept: true, wantErr: "check the claim after starting", meanwhile: func(f *fakeCluster) {
-			f.fail("list", kLease, "desk", boom, 1)
+			f.fail("get", kLease, LeaseName("desk-1"), boom, 1)
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

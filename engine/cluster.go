@@ -56,6 +56,21 @@ type Writer interface {
 	// DeleteService succeeds when the Service does not exist.
 	DeleteService(ctx context.Context, name string) error
 
+	// GetConfigMap reads one ConfigMap fresh from the API server
+	// (ErrNotFound when there is none): a claim reads its pool's definition
+	// and recorded status by name.
+	GetConfigMap(ctx context.Context, name string) (*corev1.ConfigMap, error)
+	// ListLabelledLeases reads fresh the Leases labelled with the pool and,
+	// when holder is not empty, with LabelHolder's value of that holder
+	// (HolderLabel). It does not see a Lease without the labels (one a broker
+	// wrote by name alone): ListLeases does. A claim lists this little in a
+	// crowd, where every claimant listing every Lease would cost n times the
+	// pool.
+	ListLabelledLeases(ctx context.Context, pool, holder string) ([]*coordinationv1.Lease, error)
+	// GetLease reads one Lease fresh from the API server (ErrNotFound when
+	// there is none).
+	GetLease(ctx context.Context, name string) (*coordinationv1.Lease, error)
+
 	// CreateLease fails with ErrAlreadyExists when the Lease exists: the
 	// first writer wins.
 	CreateLease(ctx context.Context, l *coordinationv1.Lease) (*coordinationv1.Lease, error)

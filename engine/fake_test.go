@@ -397,6 +397,51 @@ func (f *fakeCluster) ListLeases(_ context.Context, pool string) ([]*coordinatio
 	return out, nil
 }
 
+func (f *fakeCluster) ListLabelledLeases(_ context.Context, pool, holder string) ([]*coordinationv1.Lease, error) {
+	err := f.record("list", kLease, pool)
+	defer f.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	var out []*coordinationv1.Lease
+	for _, name := range sortedKeys(f.leases) {
+		l := f.leases[name]
+		if l.Labels[LabelPool] == pool && (holder == "" || l.Labels[LabelHolder] == HolderLabel(holder)) {
+			out = append(out, l.DeepCopy())
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeCluster) GetLease(_ context.Context, name string) (*coordinationv1.Lease, error) {
+	err := f.record("get", kLease, name)
+	defer f.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	l := f.leases[name]
+	if l == nil {
+		return nil, fmt.Errorf("leases %q: %w", name, ErrNotFound)
+	}
+	return l.DeepCopy(), nil
+}
+
+func (f *fakeCluster) GetConfigMap(_ context.Context, name string) (*corev1.ConfigMap, error) {
+	err := f.record("get", kCM, name)
+	defer f.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	if f.snapshotErr != nil {
+		return nil, f.snapshotErr
+	}
+	cm := f.cms[name]
+	if cm == nil {
+		return nil, fmt.Errorf("configmaps %q: %w", name, ErrNotFound)
+	}
+	return cm.DeepCopy(), nil
+}
+
 func (f *fakeCluster) PatchConfigMapData(_ context.Context, name, key, value string) error {
 	err := f.record("patch", kCM, name)
 	defer f.mu.Unlock()

@@ -68,18 +68,19 @@ func labelsAsPool(l *coordinationv1.Lease, pool string) bool {
 	return l.Labels[LabelPool] == pool
 }
 
-// labelLease makes a Lease copy the engine is about to write carry the pool
-// and member labels of the member its name names (a broker's Lease has
-// none).
-func labelLease(c *coordinationv1.Lease) {
+// labelLease makes a Lease copy the engine is about to write for holder
+// carry the pool and member labels of the member its name names (a broker's
+// Lease has none) and the holder's label (LabelHolder).
+func labelLease(c *coordinationv1.Lease, holder string) {
 	pool, member, ok := PoolFromLeaseName(c.Name)
-	if !ok || (c.Labels[LabelPool] == pool && c.Labels[LabelMember] == member) {
+	h := HolderLabel(holder)
+	if !ok || (c.Labels[LabelPool] == pool && c.Labels[LabelMember] == member && c.Labels[LabelHolder] == h) {
 		return
 	}
-	labels := make(map[string]string, len(c.Labels)+2)
+	labels := make(map[string]string, len(c.Labels)+3)
 	for k, v := range c.Labels {
 		labels[k] = v
 	}
-	labels[LabelPool], labels[LabelMember] = pool, member
+	labels[LabelPool], labels[LabelMember], labels[LabelHolder] = pool, member, h
 	c.Labels = labels
 }

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"strconv"
 	"strings"
@@ -13,7 +15,10 @@ import (
 
 // Labels, annotations and identities of the pool contract.
 const (
-	LabelPool   = "corral.dev/vdi-ct-pool"
+	LabelPool = "corral.dev/vdi-ct-pool"
+	// LabelHolder on a Lease the engine writes is HolderLabel of its holder,
+	// so that a claim finds its identity's Leases by a label selector.
+	LabelHolder = "ctpool.dev/holder"
 	LabelMember = "corral.dev/vdi-ct-member"
 	LabelSource = "corral.dev/vdi-ct-source"
 
@@ -65,6 +70,13 @@ func PoolFromConfigMapName(name string) (string, bool) {
 		return "", false
 	}
 	return strings.TrimPrefix(name, configMapNamePrefix), true
+}
+
+// HolderLabel is LabelHolder's value for a Lease holder: 32 hex digits of
+// the SHA-256 of the identity (an identity is no valid label value).
+func HolderLabel(holder string) string {
+	sum := sha256.Sum256([]byte(holder))
+	return hex.EncodeToString(sum[:16])
 }
 
 // DefinedPool reports the pool a ConfigMap of this name and labels defines:

@@ -199,6 +199,40 @@ func (c *Cluster) CreatePVC(ctx context.Context, pvc *corev1.PersistentVolumeCla
 	return out, nil
 }
 
+// GetConfigMap reads one ConfigMap fresh from the API server.
+func (c *Cluster) GetConfigMap(ctx context.Context, name string) (*corev1.ConfigMap, error) {
+	out, err := c.Client.CoreV1().ConfigMaps(c.Namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, MapError(err)
+	}
+	return out, nil
+}
+
+// ListLabelledLeases lists fresh the Leases labelled with the pool (and with
+// the holder's engine.HolderLabel when holder is set): a selector the API
+// server filters with, so the answer holds the pool's Leases (or one
+// identity's) only, not every Lease of the namespace.
+func (c *Cluster) ListLabelledLeases(ctx context.Context, pool, holder string) ([]*coordinationv1.Lease, error) {
+	set := labels.Set{engine.LabelPool: pool}
+	if holder != "" {
+		set[engine.LabelHolder] = engine.HolderLabel(holder)
+	}
+	list, err := c.Client.CoordinationV1().Leases(c.Namespace).List(ctx, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(set).String()})
+	if err != nil {
+		return nil, MapError(err)
+	}
+	return ptrs(list.Items), nil
+}
+
+// GetLease reads one Lease fresh from the API server.
+func (c *Cluster) GetLease(ctx context.Context, name string) (*coordinationv1.Lease, error) {
+	out, err := c.Client.CoordinationV1().Leases(c.Namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, MapError(err)
+	}
+	return out, nil
+}
+
 // GetPod reads one Pod fresh from the API server.
 func (c *Cluster) GetPod(ctx context.Context, name string) (*corev1.Pod, error) {
 	out, err := c.Client.CoreV1().Pods(c.Namespace).Get(ctx, name, metav1.GetOptions{})

@@ -248,6 +248,10 @@ var derivations = map[engine.Action][]scenario{
 					return fmt.Errorf("resize up did not create member %d: %v", n, err)
 				}
 			}
+			// Its reconcile starts a claimed stopped member as any does.
+			for _, p := range engine.StartRacePermissions {
+				env.extra[p] = true
+			}
 			return nil
 		}},
 	},
@@ -256,6 +260,10 @@ var derivations = map[engine.Action][]scenario{
 		spec.Image = "registry.example/desktop:3"
 		_, _ = env.eng.Apply(ctx, seedPool, spec)
 		_, _ = env.eng.Apply(ctx, "q", spec) // a new pool too
+		// Its reconcile starts a claimed stopped member as any does.
+		for _, p := range engine.StartRacePermissions {
+			env.extra[p] = true
+		}
 		return nil
 	}}},
 	engine.ActionDelete: {{name: "a pool without claims", withClaim: false, at: usual, act: func(ctx context.Context, env *deriveEnv) error {
