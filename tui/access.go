@@ -77,10 +77,23 @@ func (m *Model) startCmds() []tea.Cmd {
 	if m.opts.Nodes != nil {
 		cmds = append(cmds, nodesCmd(m.ctx, m.opts.Nodes))
 	}
-	if m.opts.Access != nil && !m.opts.ReadOnly {
-		cmds = append(cmds, capsCmd(m.ctx, m.opts.Access))
+	if caps := m.askCapsHere(); caps != nil {
+		cmds = append(cmds, caps)
 	}
 	return cmds
+}
+
+// askCapsHere asks what the user may do in the dashboard's one namespace
+// (nil in the fleet, which asks per namespace: askCaps).
+func (m *Model) askCapsHere() tea.Cmd {
+	if m.opts.Fleet {
+		return nil
+	}
+	a := m.reach().access(engine.PoolRef{})
+	if a == nil {
+		return nil
+	}
+	return capsCmd(m.ctx, a)
 }
 
 // updateSide handles the side messages.
@@ -124,9 +137,11 @@ func (m *Model) updateSide(msg tea.Msg) tea.Cmd {
 			}
 			return m.askCaps()
 		}
-		if was && !f.health.disconnected() && m.side.capsErr != nil && m.opts.Access != nil && !m.opts.ReadOnly {
-			m.side.capsErr = nil
-			return capsCmd(m.ctx, m.opts.Access)
+		if was && !f.health.disconnected() && m.side.capsErr != nil {
+			if caps := m.askCapsHere(); caps != nil {
+				m.side.capsErr = nil
+				return caps
+			}
 		}
 	}
 	return nil
@@ -190,7 +205,7 @@ func (m *Model) refusal(a *action, pool engine.PoolRef) string {
 				msg += " in context " + pool.Context + ", namespace " + pool.Namespace
 			}
 		case m.opts.Fleet:
-			msg += " in namespace " + m.namespaceOf(pool)
+			msg += " in namespace " + m.reach().namespaceOf(pool)
 		}
 		return msg
 	}
@@ -214,7 +229,7 @@ func (m *Model) capsPending(pool engine.PoolRef) bool {
 		return false
 	}
 	if !m.opts.Fleet {
-		return m.opts.Access != nil && m.side.caps == nil && m.side.capsErr == nil
+		return m.side.caps == nil && m.side.capsErr == nil && m.reach().access(engine.PoolRef{}) != nil
 	}
 	c := m.side.inNS[nsRef(pool)]
 	return c != nil && c.caps == nil && c.err == nil

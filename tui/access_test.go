@@ -171,7 +171,7 @@ func assertHarmless(t *testing.T, s string) {
 
 func TestCapabilitiesAskedAtStartNotInReadOnly(t *testing.T) {
 	fa := &fakeAccess{}
-	m := newModel(context.Background(), Options{Data: newFakeData(nil), Access: fa, Now: func() time.Time { return t0 }})
+	m := newModel(context.Background(), Options{Data: newFakeData(nil), Now: func() time.Time { return t0 }, Resolver: &resolver{access: fa}})
 	msg := waitMsg[capsMsg](t, m.Init())
 	if !slices.Equal(fa.asked, ActionNames) {
 		t.Fatalf("asked %v, want %v", fa.asked, ActionNames)
@@ -187,7 +187,7 @@ func TestCapabilitiesAskedAtStartNotInReadOnly(t *testing.T) {
 	}
 
 	ro := &fakeAccess{}
-	m = newModel(context.Background(), Options{Data: newFakeData(nil), Access: ro, ReadOnly: true, Now: func() time.Time { return t0 }})
+	m = newModel(context.Background(), Options{Data: newFakeData(nil), ReadOnly: true, Now: func() time.Time { return t0 }, Resolver: &resolver{access: ro}})
 	for _, c := range m.startCmds() {
 		if _, ok := c().(capsMsg); ok {
 			t.Fatal("read-only mode asked for capabilities")
@@ -312,8 +312,8 @@ func TestAuditListsOnlyAuditEventsNewestFirst(t *testing.T) {
 	}
 	m.Update(msg)
 	m.Update(keyMsg("esc"))
-	if m.audit.open || m.screen != screenMembers {
-		t.Fatalf("esc: audit open %v, screen %v", m.audit.open, m.screen)
+	if m.members.audit.open || m.screen != screenMembers {
+		t.Fatalf("esc: audit open %v, screen %v", m.members.audit.open, m.screen)
 	}
 }
 
@@ -330,7 +330,7 @@ func (f *failingAccess) Capabilities(_ context.Context, _ []engine.Action) ([]en
 func TestCapabilitiesAskedAgainAfterOutage(t *testing.T) {
 	fa := &failingAccess{}
 	m, d := newTestModel(t, fixture.Demo(), testOpts{actions: &fakeActions{}})
-	m.opts.Access = fa
+	wire(m).access = fa
 	m.Update(waitMsg[capsMsg](t, capsCmd(context.Background(), fa)))
 	if m.side.capsErr == nil {
 		t.Fatal("no capabilities error recorded")
@@ -362,14 +362,14 @@ func (s staticNodes) Nodes(context.Context) ([]*corev1.Node, error) { return s, 
 func TestAuditRefreshedAfterAnAction(t *testing.T) {
 	m, _ := newTestModel(t, fixture.Demo(), testOpts{actions: &fakeActions{}, events: auditSource{}})
 	drive(m, "down", "enter", "A")
-	if len(m.audit.events) != 3 {
-		t.Fatalf("%d audit events", len(m.audit.events))
+	if len(m.members.audit.events) != 3 {
+		t.Fatalf("%d audit events", len(m.members.audit.events))
 	}
 	_, cmd := m.Update(keyMsg("r"))
 	_, cmd = m.Update(waitMsg[actionDoneMsg](t, cmd))
 	msg := waitMsg[auditMsg](t, cmd)
-	if msg.req != m.audit.req {
-		t.Fatalf("refresh answered request %d, want %d", msg.req, m.audit.req)
+	if msg.req != m.members.audit.req {
+		t.Fatalf("refresh answered request %d, want %d", msg.req, m.members.audit.req)
 	}
 	// Closed: no refresh.
 	m.Update(keyMsg("A"))

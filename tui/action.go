@@ -223,7 +223,7 @@ func (m *Model) actionKey(msg tea.KeyMsg, pool engine.PoolRef, mm *engine.Member
 // startAction records and runs an action. Read-only mode never gets here
 // (the keys are not bound), and refuses again if it ever did.
 func (m *Model) startAction(req actionRequest) tea.Cmd {
-	a, pool := m.actionsFor(req.ref)
+	a, pool := m.reach().actions(req.ref)
 	if m.opts.ReadOnly || a == nil {
 		m.setNote(render.GlyphBad+" read-only: actions are disabled", levelError)
 		return nil

@@ -29,7 +29,7 @@ type DataSource interface {
 }
 
 // Actions are the pool operations the dashboard can run. *engine.Engine
-// satisfies it. In read-only mode it may be nil and is never called.
+// satisfies it. In read-only mode it is never asked for.
 type Actions interface {
 	Reconcile(ctx context.Context, pool string) (engine.ReconcileResult, error)
 	// ForceRelease ends a claim whoever holds it (administrators; keys x
@@ -69,7 +69,8 @@ type NodeSource interface {
 }
 
 // Access asks the API server what the user may do (optional). It is called
-// asynchronously at start, and again after an outage, with ActionNames.
+// asynchronously (Resolver.Access says when), and again after an outage,
+// with ActionNames.
 type Access interface {
 	Capabilities(ctx context.Context, actions []engine.Action) ([]engine.Capability, error)
 }
@@ -80,6 +81,27 @@ var ActionNames = tableKinds()
 
 var _ Actions = (*engine.Engine)(nil)
 
+// Resolver reaches the cluster of a pool: for the pool's kubeconfig context
+// ("" in one cluster) and namespace, the operations the dashboard runs there
+// and what it reads. cmd/ctpool-tui implements it for one namespace, the
+// fleet and several contexts. A method returns nil for what is not wired
+// there (no Events reader, no console); read-only mode never asks for
+// Actions, Access or Console.
+type Resolver interface {
+	// Actions runs the pool operations of a namespace.
+	Actions(context, namespace string) Actions
+	// Access reports what the user may do in a namespace: asked at start in
+	// one namespace, else the first time a pool of the namespace is selected.
+	Access(context, namespace string) Access
+	// Events reads Pod, PVC and ConfigMap Events (the detail pane, the audit
+	// trail).
+	Events(context string) EventSource
+	// Logs streams member logs (a read, so offered in read-only mode too).
+	Logs(context string) LogSource
+	// Console opens a terminal in a member (exec is a write).
+	Console(context string) ConsoleRunner
+}
+
 // Options wire the dashboard. Only Data is required.
 type Options struct {
 	// Context and Namespace are shown in the header (with Fleet, Namespace
@@ -88,23 +110,23 @@ type Options struct {
 	// Fleet: the pools come from several namespaces (every Snapshot carries
 	// its namespace). The pools view gets a NAMESPACE column, a pool is named
 	// namespace/pool, and the actions, Events, logs and console of a pool go
-	// to its own namespace (ActionsIn, AccessIn).
+	// to its own namespace.
 	Fleet bool
-	// Contexts: the pools come from several clusters (with Fleet): a
-	// Snapshot carries its cluster's Context, and Data may report each
-	// cluster's health (ContextSource) for a header line of their states.
-	// The pools view gets a CONTEXT column; ActionsIn and AccessIn get the
-	// context and the namespace, EventsIn, LogsIn and ConsoleIn the
-	// context, and each routes to that cluster.
+	// Contexts: the pools come from several kubeconfig contexts (with
+	// Fleet): a Snapshot carries its Context, and Data may report each
+	// context's health (ContextSource) for a header line of their states.
+	// The pools view gets a CONTEXT column, and every read and action of a
+	// pool goes to its context.
 	Contexts bool
-	// ContextNames are the contexts of several contexts, for `:ctx NAME`
-	// and its completion (default: those Data reports as ContextSource).
+	// ContextNames are the contexts of a dashboard of several contexts, for
+	// `:ctx NAME` and its completion (default: those Data reports as
+	// ContextSource).
 	ContextNames []string
 	// Namespaces are offered by the command line's completion besides the
 	// namespaces seen (--namespaces a,b,c).
 	Namespaces []string
-	// ReadOnly is the wall-display mode: no action key is bound and Actions
-	// is never called.
+	// ReadOnly is the wall-display mode: no action key is bound and no
+	// action, capability question or console is asked of Resolver.
 	ReadOnly bool
 	// Theme defaults to themes.Dark().
 	Theme themes.Theme
@@ -119,34 +141,12 @@ type Options struct {
 	Now func() time.Time
 	// Data is the source of pool snapshots.
 	Data DataSource
-	// Actions runs the pool operations (nil in read-only mode).
-	Actions Actions
-	// ActionsIn runs the pool operations of a namespace of a cluster
-	// (context "" in one cluster): with Fleet, every action goes through it
-	// to its pool's cluster and namespace (nil in read-only mode).
-	ActionsIn func(context, namespace string) Actions
-	// Events reads Pod and PVC Events for the detail pane (optional).
-	Events EventSource
-	// EventsIn, LogsIn and ConsoleIn are Events, Logs and Console of one
-	// cluster of several contexts (Contexts; optional: each replaces its
-	// own field when set).
-	EventsIn  func(context string) EventSource
-	LogsIn    func(context string) LogSource
-	ConsoleIn func(context string) ConsoleRunner
+	// Resolver reaches each pool's cluster: its actions, what the user may
+	// do there, its Events, logs and console (optional: without it nothing
+	// runs and only the pools are shown).
+	Resolver Resolver
 	// Nodes lists nodes for the diagnosis (optional).
 	Nodes NodeSource
-	// Access reports which actions the user may run (optional; not asked in
-	// read-only mode).
-	Access Access
-	// AccessIn reports what the user may do in a namespace (Fleet; optional):
-	// it is asked the first time a pool of the namespace is selected.
-	AccessIn func(context, namespace string) Access
-	// Console opens a terminal in a member (nil: no console; never used in
-	// read-only mode: exec is a write).
-	Console ConsoleRunner
-	// Logs streams member logs (optional; a read, so offered in read-only
-	// mode too).
-	Logs LogSource
 	// Demo marks the header as a simulated cluster.
 	Demo bool
 	// Scoper switches the namespaces shown (`:ns NAME`, `:ns all`;
@@ -174,10 +174,6 @@ func (o *Options) defaults() {
 	}
 	if o.Renderer == nil && o.NoColor {
 		o.Renderer = themes.NoColorRenderer(io.Discard)
-	}
-	if o.ReadOnly {
-		o.Actions, o.ActionsIn = nil, nil
-		o.Console, o.ConsoleIn = nil, nil
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 	corev1 "k8s.io/api/core/v1"
 
@@ -28,8 +27,8 @@ const auditIndent = 34
 // maxAudit bounds the audit list.
 const maxAudit = 50
 
-// auditView is the open pool's audit trail (A on the members view), shown
-// in place of the member rows. It loads asynchronously each time it opens;
+// auditView is the open pool's audit trail (A on the members view, which
+// owns it), shown in place of the member rows. It loads asynchronously each time it opens;
 // an older answer is dropped.
 type auditView struct {
 	open      bool
@@ -74,43 +73,35 @@ func auditEvents(evs []corev1.Event) []corev1.Event {
 	return out
 }
 
-// show opens the audit trail of pool and reads it (src may be nil: no
-// Events to read).
-func (a *auditView) show(ctx context.Context, src EventSource, namespace string, pool engine.PoolRef, title string) tea.Cmd {
-	a.open, a.pool, a.title, a.namespace, a.req, a.events, a.err = true, pool, title, namespace, a.req+1, nil, nil
+// show opens the audit trail of pool and reads it (nothing to read without
+// an Events reader).
+func (a *auditView) show(ctx viewContext, pool engine.PoolRef) tea.Cmd {
+	ns := ctx.reach.namespaceOf(pool)
+	a.open, a.pool, a.title, a.namespace, a.req, a.events, a.err = true, pool, refTitle(ctx.fleet, pool), ns, a.req+1, nil, nil
+	src := ctx.reach.events(pool)
 	if src == nil {
 		return nil
 	}
 	a.loading = true
-	return auditCmd(ctx, src, namespace, a.pool.Name, a.req)
+	return auditCmd(ctx.reach.ctx, src, ns, a.pool.Name, a.req)
 }
 
 // refresh re-reads an open audit trail (an action just wrote an audit
 // Event); the old list stays on screen until the answer arrives.
-func (a *auditView) refresh(ctx context.Context, src EventSource) tea.Cmd {
+func (a *auditView) refresh(ctx viewContext) tea.Cmd {
+	src := ctx.reach.events(a.pool)
 	if !a.open || src == nil {
 		return nil
 	}
 	a.req++
-	return auditCmd(ctx, src, a.namespace, a.pool.Name, a.req)
+	return auditCmd(ctx.reach.ctx, src, a.namespace, a.pool.Name, a.req)
 }
 
-// update takes the answer to a read, and A or esc, which close the trail;
-// other keys pass on to the members view beneath.
-func (a *auditView) update(ctx viewContext, msg tea.Msg) (intent, tea.Cmd) {
-	switch msg := msg.(type) {
-	case auditMsg:
-		if msg.req == a.req {
-			a.loading, a.events, a.err = false, msg.events, msg.err
-		}
-		return nil, nil
-	case tea.KeyMsg:
-		if key.Matches(msg, ctx.keys.Audit, ctx.keys.Back) {
-			a.open = false
-			return nil, nil
-		}
+// take takes the answer to a read (an older one is dropped).
+func (a *auditView) take(msg auditMsg) {
+	if msg.req == a.req {
+		a.loading, a.events, a.err = false, msg.events, msg.err
 	}
-	return passOn{}, nil
 }
 
 // view renders the pool's recent audit Events.
@@ -118,7 +109,7 @@ func (a *auditView) view(ctx viewContext) string {
 	st := ctx.st
 	lines := []string{" " + st.Accent.Render(sanitize.Sanitize(a.title)) + st.Muted.Render(" · audit: recent actions on "+sanitize.Sanitize(engine.ConfigMapName(a.pool.Name))+" (A or esc closes)")}
 	switch {
-	case !ctx.events:
+	case ctx.reach.events(a.pool) == nil:
 		lines = append(lines, st.Muted.Render("  audit Events not available"))
 	case a.loading:
 		lines = append(lines, st.Muted.Render("  "+render.GlyphSyncing+" loading…"))

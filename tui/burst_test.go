@@ -48,7 +48,7 @@ func TestBurstOfChangesIsCoalesced(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	m := newModel(ctx, Options{Namespace: ns, Data: data, Renderer: themes.NoColorRenderer(io.Discard), Actions: &fakeActions{}})
+	m := newModel(ctx, Options{Namespace: ns, Data: data, Renderer: themes.NoColorRenderer(io.Discard), Resolver: &resolver{actions: &fakeActions{}}})
 	cm := &countingModel{Model: m}
 	p := tea.NewProgram(cm, tea.WithContext(ctx), tea.WithInput(nil), tea.WithOutput(io.Discard), tea.WithoutSignalHandler())
 	done := make(chan error, 1)
@@ -144,7 +144,7 @@ func benchmarkMembersView(b *testing.B, n int) {
 	snaps := bigPool(n)
 	data := newFakeData(snaps)
 	m := newModel(context.Background(), Options{Namespace: ns, Data: data, Renderer: themes.NoColorRenderer(io.Discard),
-		Now: func() time.Time { return t0 }, Actions: &fakeActions{}})
+		Now: func() time.Time { return t0 }, Resolver: &resolver{actions: &fakeActions{}}})
 	m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
 	m.Update(dataMsg{pools: engine.ObserveAll(snaps, t0), at: t0, health: health{synced: true, lastSync: t0}})
 	m.openMembers(poolRefIn(m, "big"))

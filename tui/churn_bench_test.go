@@ -117,7 +117,7 @@ func newChurn(b *testing.B, n int, incremental, membersScreen bool) *churn {
 		src = plainSource{c.w}
 	}
 	c.m = newModel(ctx, Options{Namespace: ns, Data: src, Renderer: themes.NoColorRenderer(io.Discard),
-		Now: time.Now, Actions: &fakeActions{}})
+		Now: time.Now, Resolver: &resolver{actions: &fakeActions{}}})
 	c.m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
 	c.m.Update(tickMsg(time.Now()))
 	c.m.Update(c.m.feed.load(c.m.now)())

@@ -72,8 +72,8 @@ func TestClaimNoFreeMemberShowsError(t *testing.T) {
 
 func TestReadOnlyIgnoresConsoleAndClaim(t *testing.T) {
 	m, _ := newTestModel(t, fixture.Demo(), testOpts{readOnly: true})
-	m.opts.Console = &fakeConsole{}
-	m.opts.Logs = &fakeLogs{text: "ok\n"}
+	wire(m).console = &fakeConsole{}
+	wire(m).logs = &fakeLogs{text: "ok\n"}
 	press(m, "tab", "down", "enter", "down")
 	if m.screen != screenMembers {
 		t.Fatalf("screen %v", m.screen)

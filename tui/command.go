@@ -26,12 +26,9 @@ type Scope struct {
 	Namespace string
 	Fleet     bool
 	// Data is started, and stops when the context given to Scope ends.
-	Data      DataSource
-	Actions   Actions
-	ActionsIn func(context, namespace string) Actions
-	Access    Access
-	AccessIn  func(context, namespace string) Access
-	Console   ConsoleRunner
+	Data DataSource
+	// Resolver reaches the scope's namespaces (Options.Resolver).
+	Resolver Resolver
 }
 
 // Scoper switches the namespaces the dashboard shows (the `:ns NAME` and
@@ -309,20 +306,13 @@ func (m *Model) applyScope(msg scopeMsg) tea.Cmd {
 	}
 	sc := msg.scope
 	o := &m.opts
-	o.Namespace, o.Fleet, o.Data = sc.Namespace, sc.Fleet, sc.Data
-	if !o.ReadOnly {
-		o.Actions, o.ActionsIn, o.Access, o.AccessIn, o.Console = sc.Actions, sc.ActionsIn, sc.Access, sc.AccessIn, sc.Console
-	}
+	o.Namespace, o.Fleet, o.Data, o.Resolver = sc.Namespace, sc.Fleet, sc.Data, sc.Resolver
 	load := m.feed.replace(sc.Data, msg.cancel, m.now)
 	m.pools = nil
 	m.side.caps, m.side.capsErr, m.side.inNS = nil, nil, nil
 	m.table = newPoolsView(m.st)
-	m.members = newMembersView(m.st)
-	m.audit = auditView{req: m.audit.req} // a late answer of the old trail is dropped
-	m.logs.stop()
-	if m.screen != screenWall {
-		m.screen = screenPools
-	}
+	m.members = m.members.startOver(m.st)
+	m.home()
 	m.layout()
 	shown := "namespace " + sc.Namespace
 	if sc.Fleet {
@@ -330,8 +320,8 @@ func (m *Model) applyScope(msg scopeMsg) tea.Cmd {
 	}
 	m.setNote(render.GlyphOK+" showing "+shown, levelOK)
 	cmds := []tea.Cmd{load}
-	if o.Access != nil && !o.ReadOnly && !o.Fleet {
-		cmds = append(cmds, capsCmd(m.ctx, o.Access))
+	if caps := m.askCapsHere(); caps != nil {
+		cmds = append(cmds, caps)
 	}
 	return tea.Batch(cmds...)
 }

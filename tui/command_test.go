@@ -119,7 +119,7 @@ func newScopedModel(t *testing.T, s Scoper) (*Model, *int) {
 	stopped := 0
 	m := newModel(context.Background(), Options{
 		Context: "prod-eu", Namespace: ns, Theme: themes.Dark(), Renderer: themes.NoColorRenderer(io.Discard),
-		Now: func() time.Time { return t0 }, Data: data, Actions: &fakeActions{}, Scoper: s, StopData: func() { stopped++ },
+		Now: func() time.Time { return t0 }, Data: data, Scoper: s, StopData: func() { stopped++ }, Resolver: &resolver{actions: &fakeActions{}},
 	})
 	m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
 	m.Update(loadCmd(data, func() time.Time { return t0 })())

@@ -62,18 +62,11 @@ func toolUnavailable(kind engine.Action, v *engine.PoolView, mm *engine.Member) 
 	return ""
 }
 
-// currentTarget is what an action key acts on now: the current pool and,
-// on a member's screens, the member.
+// currentTarget is what an action key acts on now: the current view's
+// pool and member.
 func (m *Model) currentTarget() target {
-	ref := m.currentPool()
-	t := target{ref: ref, title: m.title(ref), pool: m.pool(ref), now: m.now}
-	switch m.screen {
-	case screenMembers:
-		t.member = m.members.current()
-	case screenDetail:
-		t.member = m.members.lookup(m.detail.member)
-	}
-	return t
+	ref, mm := m.about()
+	return target{ref: ref, title: m.title(ref), pool: m.pool(ref), member: mm, now: m.now}
 }
 
 // openConsole hands the terminal to a shell in the member, or says why not.
@@ -87,14 +80,14 @@ func (m *Model) openConsole(req actionRequest, mm *engine.Member) tea.Cmd {
 		m.setNote(render.GlyphBad+" "+why, levelError)
 		return nil
 	}
-	runner := m.consoleFor(pool)
+	runner := m.reach().console(pool)
 	if runner == nil {
 		m.setNote(render.GlyphBad+" console unavailable: "+render.OrWord(m.consoleMissing(), "no exec connection"), levelError)
 		return nil
 	}
 
 	id := m.logStart(req)
-	p := &consoleProcess{ctx: m.ctx, runner: runner, namespace: m.namespaceOf(pool), pod: mm.Name}
+	p := &consoleProcess{ctx: m.ctx, runner: runner, namespace: m.reach().namespaceOf(pool), pod: mm.Name}
 	return tea.Exec(p, func(err error) tea.Msg {
 		text, err := consoleResult(err)
 		return actionDoneMsg{id: id, req: req, text: text, err: err}

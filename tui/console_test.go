@@ -36,7 +36,7 @@ func (e exitErr) ExitStatus() int { return e.code }
 func TestConsoleHandsOverTheTerminalAndComesBack(t *testing.T) {
 	m, _ := newTestModel(t, fixture.Demo(), testOpts{actions: &fakeActions{}})
 	fc := &fakeConsole{err: exitErr{3}}
-	m.opts.Console = fc
+	wire(m).console = fc
 	press(m, "down", "enter", "down", "down")
 	sel := m.members.selected
 	cmd := press(m, "c")
@@ -76,8 +76,8 @@ func TestConsoleHandsOverTheTerminalAndComesBack(t *testing.T) {
 
 func TestConsoleAndLogsUnavailableForSandboxd(t *testing.T) {
 	m, _ := newTestModel(t, fixture.Demo(), testOpts{actions: &fakeActions{}})
-	m.opts.Console = &fakeConsole{}
-	m.opts.Logs = &fakeLogs{}
+	wire(m).console = &fakeConsole{}
+	wire(m).logs = &fakeLogs{}
 	press(m, "down", "down", "down", "enter")
 	if m.title(m.members.pool) != "gpu" {
 		t.Fatalf("opened %q, want gpu", m.members.pool)
@@ -99,7 +99,7 @@ func TestConsoleAndLogsUnavailableForSandboxd(t *testing.T) {
 
 func TestConsoleRefusedForMembersWithoutRunningPod(t *testing.T) {
 	m, _ := newTestModel(t, fixture.Demo(), testOpts{actions: &fakeActions{}})
-	m.opts.Console = &fakeConsole{}
+	wire(m).console = &fakeConsole{}
 	press(m, "down", "enter")
 	found := false
 	for range m.members.rows {

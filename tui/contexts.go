@@ -174,15 +174,10 @@ func (m *Model) narrowNamespace(name string) error {
 // screen about a pool no longer shown goes back to the pools.
 func (m *Model) applyNarrowing() {
 	m.pools = m.narrowed(m.feed.watched)
-	m.table.sync(m.pools, m.opts.Fleet, m.opts.Contexts)
-	if pool := m.currentPool(); m.screen != screenPools && m.screen != screenWall && (pool == (engine.PoolRef{}) || m.pool(pool) == nil) {
-		m.logs.stop()
-		m.audit.open = false
-		m.screen = screenPools
-	}
-	if m.members.pool != (engine.PoolRef{}) {
-		m.members.setData(m.pool(m.members.pool))
-	}
+	m.leaveGonePool()
+	ctx := m.viewCtx()
+	m.table.sync(ctx)
+	m.members.reload(ctx)
 	m.layout()
 	kctx, ns := m.where()
 	m.setNote(render.GlyphOK+" showing context "+kctx+", namespace "+ns, levelOK)

@@ -58,12 +58,14 @@ func newClusterModel(t *testing.T, width, height int, acts fleetActions, access 
 		Context: "4 contexts", Namespace: "each context's", Fleet: true, Contexts: true, Theme: themes.Dark(),
 		Renderer: themes.NoColorRenderer(io.Discard), Now: func() time.Time { return t0 }, Data: data,
 	}
+	r := &resolver{}
 	if acts != nil {
-		opts.ActionsIn = acts.in
+		r.actionsIn = acts.in
 	}
 	if access != nil {
-		opts.AccessIn = access.in
+		r.accessIn = access.in
 	}
+	opts.Resolver = r
 	m := newModel(context.Background(), opts)
 	m.Update(tea.WindowSizeMsg{Width: width, Height: height})
 	_, cmd := m.Update(loadCmd(data, func() time.Time { return t0 })())

@@ -183,8 +183,9 @@ func TestIntegrationReadOnlyViewerMakesNoWrites(t *testing.T) {
 	m := newModel(ctx, Options{
 		Context: "viewer", Namespace: env.Namespace, ReadOnly: true, Theme: themes.Dark(),
 		Renderer: themes.NoColorRenderer(io.Discard), Now: time.Now, Data: watcher,
-		Events: &kube.Events{Client: client}, Nodes: &kube.Nodes{Client: client},
-		Access: accessFor(client, env.Namespace), // must never be asked in read-only mode
+		Nodes: &kube.Nodes{Client: client},
+		// Access must never be asked in read-only mode.
+		Resolver: &resolver{events: &kube.Events{Client: client}, access: accessFor(client, env.Namespace)},
 	})
 	m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
 	pump(m, m.Init(), 2*time.Second, 1)
@@ -199,7 +200,7 @@ func TestIntegrationReadOnlyViewerMakesNoWrites(t *testing.T) {
 		for _, k := range keys {
 			// Back to the start, then along the path, then the key.
 			m.screen, m.showHelp, m.dialog = screenWall, false, nil
-			m.audit.open = false
+			m.members.audit.open = false
 			m.members.filter.typing = false
 			m.members.clearFilter()
 			if k == "q" || k == "ctrl+c" {
@@ -303,8 +304,8 @@ func TestIntegrationOperatorForceRelease(t *testing.T) {
 
 	// The dashboard, asked the same, refuses f with that permission.
 	m := newModel(t.Context(), Options{Namespace: env.Namespace, Renderer: themes.NoColorRenderer(io.Discard), Now: time.Now,
-		Data: newFakeData(nil), Actions: &fakeActions{}, Access: accessFor(client, env.Namespace)})
-	m.Update(waitMsg[capsMsg](t, capsCmd(t.Context(), m.opts.Access)))
+		Data: newFakeData(nil), Resolver: &resolver{actions: &fakeActions{}, access: accessFor(client, env.Namespace)}})
+	m.Update(waitMsg[capsMsg](t, capsCmd(t.Context(), wire(m).access)))
 	if why := m.refusal(tableAction(t, "force-release"), poolRefIn(m, "desk")); !strings.Contains(why, "needs force-release leases.coordination.k8s.io") {
 		t.Fatalf("dashboard refusal = %q", why)
 	}
@@ -354,7 +355,7 @@ func TestIntegrationAuditList(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := newModel(ctx, Options{Namespace: env.Namespace, Renderer: themes.NoColorRenderer(io.Discard), Now: time.Now,
-		Data: watcher, Events: &kube.Events{Client: viewer}})
+		Data: watcher, Resolver: &resolver{events: &kube.Events{Client: viewer}}})
 	m.Update(tea.WindowSizeMsg{Width: 140, Height: 30})
 	env.WaitFor(t, 30*time.Second, "the pool", func() (bool, error) {
 		load(m, watcher)

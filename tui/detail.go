@@ -72,16 +72,35 @@ func (d *detailView) setEvents(msg eventsMsg) {
 	d.loading, d.events, d.err = false, msg.events, msg.err
 }
 
-// open shows another member; its Events are asked for next.
-func (d *detailView) open(pool engine.PoolRef, member string) {
+// open shows another member and reads its Events.
+func (d *detailView) open(ctx viewContext, pool engine.PoolRef, member string) tea.Cmd {
 	*d = detailView{pool: pool, member: member, req: d.req + 1}
+	src := ctx.reach.events(pool)
+	if src == nil {
+		return nil
+	}
+	return d.ask(ctx, src, memberVersions(ctx.pool(pool), member))
 }
 
-// ask reads the pane's Events as request d.req, noting the member's
-// versions and the time of asking.
-func (d *detailView) ask(ctx context.Context, src EventSource, namespace, versions string, now time.Time) tea.Cmd {
-	d.loading, d.versions, d.asked = true, versions, now
-	return eventsCmd(ctx, src, namespace, d.member, engine.PVCName(d.member), d.req)
+// refresh reads the pane's Events again when its member changed (stale).
+// The Events shown stay until the answer comes.
+func (d *detailView) refresh(ctx viewContext) tea.Cmd {
+	src := ctx.reach.events(d.pool)
+	if src == nil {
+		return nil
+	}
+	cur := memberVersions(ctx.pool(d.pool), d.member)
+	if !d.stale(cur, ctx.now) {
+		return nil
+	}
+	return d.ask(ctx, src, cur)
+}
+
+// ask reads the pane's Events from src as request d.req, noting the
+// member's versions and the time of asking.
+func (d *detailView) ask(ctx viewContext, src EventSource, versions string) tea.Cmd {
+	d.loading, d.versions, d.asked = true, versions, ctx.now
+	return eventsCmd(ctx.reach.ctx, src, ctx.reach.namespaceOf(d.pool), d.member, engine.PVCName(d.member), d.req)
 }
 
 // stale reports whether the pane should read its Events again: the member
@@ -121,6 +140,20 @@ func (d *detailView) selected(ctx viewContext) (*engine.PoolView, *engine.Member
 		return nil, nil
 	}
 	return v, v.Member(d.member)
+}
+
+func (d *detailView) capturing() bool { return false }
+
+// about is the pane's pool and member.
+func (d *detailView) about(ctx viewContext) (engine.PoolRef, *engine.Member) {
+	_, mm := d.selected(ctx)
+	return d.pool, mm
+}
+
+// help is the member's actions, esc, ? and q.
+func (d *detailView) help(ctx viewContext) []key.Binding {
+	k := ctx.keys
+	return append(k.actionsOn(screenDetail), k.Back, k.Help, k.Quit)
 }
 
 // update takes the answer to an Events read, and esc; any other key may be
@@ -244,7 +277,7 @@ func (d *detailView) eventLines(ctx viewContext, room int) []string {
 	label := " " + st.ColumnHeader.Render(fmt.Sprintf("%-*s", detailLabelWidth, "Events"))
 	indent := strings.Repeat(" ", detailLabelWidth+1)
 	switch {
-	case !ctx.events:
+	case ctx.reach.events(d.pool) == nil:
 		return []string{label + st.Muted.Render("not available")}
 	case d.loading && len(d.events) == 0 && d.err == nil:
 		return []string{label + st.Muted.Render("loading…")}

@@ -333,24 +333,22 @@ func (m *Model) applyData(msg dataMsg) {
 	if m.now.Before(msg.at) {
 		m.now = msg.at
 	}
-	took, changes, opened := m.feed.take(msg, m.members.pool)
+	took, changes, opened := m.feed.take(msg, m.members.opened())
 	switch took {
 	case tookNothing:
 		return
 	case tookWhole:
 		m.pools = m.takePools(m.feed.watched)
-		m.table.sync(m.pools, m.opts.Fleet, m.opts.Contexts)
-		if m.members.pool != (engine.PoolRef{}) {
-			m.members.setData(m.pool(m.members.pool))
-		}
+		ctx := m.viewCtx()
+		m.table.sync(ctx)
+		m.members.reload(ctx)
 	case tookDelta:
 		m.pools = m.narrowed(m.feed.watched)
+		ctx := m.viewCtx()
 		if opened {
-			if v := m.pool(m.members.pool); v != nil {
-				m.members.applyChanges(v, changes)
-			}
+			m.members.follow(ctx, changes)
 		}
-		m.table.sync(m.pools, m.opts.Fleet, m.opts.Contexts)
+		m.table.sync(ctx)
 	}
 	m.layout()
 }

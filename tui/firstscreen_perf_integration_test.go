@@ -99,8 +99,7 @@ func timeFirstScreen(t *testing.T, cfg *rest.Config, ns string) time.Duration {
 	}
 	m := newModel(ctx, Options{
 		Context: "perf", Namespace: ns, Theme: themes.Dark(), Renderer: themes.NoColorRenderer(io.Discard),
-		Now: time.Now, Data: w, Events: &kube.Events{Client: client}, Nodes: &kube.Nodes{Client: client},
-		Access: accessFor(client, ns),
+		Now: time.Now, Data: w, Nodes: &kube.Nodes{Client: client}, Resolver: &resolver{events: &kube.Events{Client: client}, access: accessFor(client, ns)},
 	})
 	m.Update(tea.WindowSizeMsg{Width: 200, Height: 60})
 	var took time.Duration

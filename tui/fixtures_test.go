@@ -153,10 +153,52 @@ func newTestModel(t testing.TB, c *cluster, o testOpts) (*Model, *fakeData) {
 	m := newModel(context.Background(), Options{
 		Context: "prod-eu", Namespace: ns, ReadOnly: o.readOnly, Theme: themes.Dark(),
 		Renderer: themes.NoColorRenderer(io.Discard), Now: func() time.Time { return t0 },
-		Data: data, Actions: o.actions, Events: o.events,
+		Data: data, Resolver: &resolver{actions: o.actions, events: o.events},
 	})
 	m.Update(tea.WindowSizeMsg{Width: o.width, Height: o.height})
 	m.Update(loadCmd(data, func() time.Time { return t0 })())
 	m.Update(tickMsg(t0))
 	return m, data
+}
+
+// resolver is the Resolver of the tests: the same actions, access, Events,
+// logs and console everywhere (nil: not wired), or per context and
+// namespace through actionsIn and accessIn.
+type resolver struct {
+	actions   Actions
+	access    Access
+	events    EventSource
+	logs      LogSource
+	console   ConsoleRunner
+	actionsIn func(kctx, ns string) Actions
+	accessIn  func(kctx, ns string) Access
+}
+
+func (r *resolver) Actions(kctx, ns string) Actions {
+	if r.actionsIn != nil {
+		return r.actionsIn(kctx, ns)
+	}
+	return r.actions
+}
+
+func (r *resolver) Access(kctx, ns string) Access {
+	if r.accessIn != nil {
+		return r.accessIn(kctx, ns)
+	}
+	return r.access
+}
+
+func (r *resolver) Events(string) EventSource    { return r.events }
+func (r *resolver) Logs(string) LogSource        { return r.logs }
+func (r *resolver) Console(string) ConsoleRunner { return r.console }
+
+// wire is the model's test resolver (a new one when it has none), to wire
+// a source after the model is built.
+func wire(m *Model) *resolver {
+	r, ok := m.opts.Resolver.(*resolver)
+	if !ok {
+		r = &resolver{}
+		m.opts.Resolver = r
+	}
+	return r
 }

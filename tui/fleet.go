@@ -8,16 +8,16 @@ import (
 	"github.com/ctpool-tui/ctpool-tui/engine"
 )
 
-// The fleet view (Options.Fleet) shows the pools of several namespaces,
-// and of several clusters with Options.Contexts. A pool is named by its
+// The fleet (Options.Fleet) is the pools of several namespaces, and of
+// several contexts with Options.Contexts. A pool is named by its
 // engine.PoolRef (context, namespace, name) wherever the dashboard keeps
-// one: the pools shown, the selection, the incremental index and action requests
-// carry it, and what goes to the cluster is its parts, never a string
+// one: the pools shown, the selection, the incremental index and action
+// requests carry it, and what goes to the cluster is its parts, never a string
 // parsed back. The user sees its name, namespace/name in the fleet and
 // context/namespace/name with several contexts (title).
 //
 // What the user may do is asked per namespace in the fleet
-// (Options.AccessIn), the first time a pool of that namespace is selected;
+// (Resolver.Access), the first time a pool of that namespace is selected;
 // until the answer comes an action is offered and the API server decides,
 // as in one namespace before the first answer.
 
@@ -67,33 +67,7 @@ func nsRef(ref engine.PoolRef) engine.PoolRef {
 }
 
 // canAct reports whether actions can run at all (not read-only, and wired).
-func (m *Model) canAct() bool {
-	return !m.opts.ReadOnly && (m.opts.Actions != nil || m.opts.ActionsIn != nil)
-}
-
-// actionsFor returns the operations for the pool and the pool's name in
-// its namespace.
-func (m *Model) actionsFor(ref engine.PoolRef) (Actions, string) {
-	if m.opts.Fleet && m.opts.ActionsIn != nil {
-		return m.opts.ActionsIn(ref.Context, ref.Namespace), ref.Name
-	}
-	return m.opts.Actions, ref.Name
-}
-
-// currentPool is the pool the screen is about (zero for none).
-func (m *Model) currentPool() engine.PoolRef {
-	switch m.screen {
-	case screenPools:
-		return m.table.selected
-	case screenMembers:
-		return m.members.pool
-	case screenDetail:
-		return m.detail.pool
-	case screenLogs:
-		return m.logs.pool
-	}
-	return engine.PoolRef{}
-}
+func (m *Model) canAct() bool { return m.reach().canAct() }
 
 // nsCaps is what the user may do in one namespace of the fleet.
 type nsCaps struct {
@@ -116,7 +90,7 @@ func (m *Model) capsFor(ref engine.PoolRef) (map[engine.Action]engine.Capability
 // askCaps asks what the user may do in the current pool's namespace, once
 // per namespace (again after an error, once the connection is back).
 func (m *Model) askCaps() tea.Cmd {
-	if !m.opts.Fleet || m.opts.AccessIn == nil || m.opts.ReadOnly {
+	if !m.opts.Fleet || !m.reach().canAct() {
 		return nil
 	}
 	ref := m.currentPool()
@@ -130,8 +104,12 @@ func (m *Model) askCaps() tea.Cmd {
 	if m.side.inNS == nil {
 		m.side.inNS = map[engine.PoolRef]*nsCaps{}
 	}
+	a := m.reach().access(in)
+	if a == nil {
+		return nil
+	}
 	m.side.inNS[in] = &nsCaps{}
-	return capsCmdIn(m.ctx, m.opts.AccessIn(in.Context, in.Namespace), in)
+	return capsCmdIn(m.ctx, a, in)
 }
 
 // capsCmdIn asks what the user may do in one namespace (nsRef) of the fleet.

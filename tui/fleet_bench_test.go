@@ -86,7 +86,7 @@ func (s fleetScale) model(snaps []engine.Snapshot) (*Model, *fakeData) {
 	fd := newFakeData(snaps)
 	data = fd
 	opts := Options{Context: "prod-eu", Namespace: ns, Renderer: themes.NoColorRenderer(io.Discard),
-		Now: func() time.Time { return t0 }, Actions: &fakeActions{}}
+		Now: func() time.Time { return t0 }, Resolver: &resolver{actions: &fakeActions{}}}
 	if s.clusters > 0 {
 		var health []engine.ContextHealth
 		for k := range s.clusters {
@@ -94,7 +94,7 @@ func (s fleetScale) model(snaps []engine.Snapshot) (*Model, *fakeData) {
 		}
 		data = &contextsData{fakeData: fd, contexts: health}
 		opts = Options{Context: fmt.Sprintf("%d contexts", s.clusters), Namespace: "each context's", Fleet: true, Contexts: true,
-			Renderer: opts.Renderer, Now: opts.Now, ActionsIn: func(string, string) Actions { return &fakeActions{} }}
+			Renderer: opts.Renderer, Now: opts.Now, Resolver: &resolver{actions: &fakeActions{}}}
 	}
 	opts.Data = data
 	m := newModel(context.Background(), opts)

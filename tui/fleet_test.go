@@ -114,13 +114,14 @@ func newFleetModel(t *testing.T, o fleetOpts) (*Model, tea.Cmd) {
 	opts := Options{
 		Context: "prod-eu", Namespace: "all", Fleet: true, Theme: themes.Dark(),
 		Renderer: themes.NoColorRenderer(io.Discard), Now: func() time.Time { return t0 },
-		Data: data, Events: o.events,
+		Data: data, Resolver: &resolver{events: o.events},
 	}
+	r := opts.Resolver.(*resolver)
 	if o.actions != nil {
-		opts.ActionsIn = o.actions.in
+		r.actionsIn = o.actions.in
 	}
 	if o.access != nil {
-		opts.AccessIn = o.access.in
+		r.accessIn = o.access.in
 	}
 	m := newModel(context.Background(), opts)
 	m.Update(tea.WindowSizeMsg{Width: o.width, Height: o.height})

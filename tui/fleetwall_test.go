@@ -41,7 +41,7 @@ func newWallModel(t *testing.T, o wallOpts) *Model {
 	}
 	opts.Data = data
 	if !o.readOnly {
-		opts.ActionsIn = func(string, string) Actions { return &fakeActions{} }
+		opts.Resolver = &resolver{actions: &fakeActions{}}
 	}
 	m := newModel(context.Background(), opts)
 	m.Update(tea.WindowSizeMsg{Width: o.width, Height: o.height})

@@ -79,7 +79,7 @@ func idleModel(tb testing.TB, c *cluster, readOnly bool) *Model {
 	opts := Options{Context: "prod-eu", Namespace: ns, ReadOnly: readOnly, Renderer: themes.NoColorRenderer(io.Discard),
 		Now: clock, Data: data}
 	if !readOnly {
-		opts.Actions = &fakeActions{}
+		opts.Resolver = &resolver{actions: &fakeActions{}}
 	}
 	m := newModel(context.Background(), opts)
 	m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})

@@ -237,7 +237,7 @@ func TestMembersFollowChangesLikeAWholeRebuild(t *testing.T) {
 			clock := func() time.Time { return now }
 			mk := func(src DataSource) *Model {
 				m := newModel(context.Background(), Options{Context: "prod-eu", Namespace: ns, Theme: themes.Dark(),
-					Renderer: themes.NoColorRenderer(io.Discard), Now: clock, Data: src, Actions: &fakeActions{}})
+					Renderer: themes.NoColorRenderer(io.Discard), Now: clock, Data: src, Resolver: &resolver{actions: &fakeActions{}}})
 				m.Update(tea.WindowSizeMsg{Width: 120, Height: 30})
 				m.Update(tickMsg(now))
 				reload(m)
@@ -418,7 +418,7 @@ func TestLateDeltaAsksForAWholeLoad(t *testing.T) {
 	}
 	store := newChangeStore(c)
 	m := newModel(context.Background(), Options{Namespace: ns, Theme: themes.Dark(), Renderer: themes.NoColorRenderer(io.Discard),
-		Now: func() time.Time { return t0 }, Data: store, Actions: &fakeActions{}})
+		Now: func() time.Time { return t0 }, Data: store, Resolver: &resolver{actions: &fakeActions{}}})
 	m.Update(tea.WindowSizeMsg{Width: 120, Height: 30})
 	reload(m)
 	if m.feed.incr.states == nil {
@@ -544,7 +544,7 @@ func TestClustersFollowChangesLikeAWholeRebuild(t *testing.T) {
 			mk := func(data DataSource) *Model {
 				m := newModel(context.Background(), Options{Context: "2 contexts", Namespace: "each context's", Fleet: true, Contexts: true,
 					Theme: themes.Dark(), Renderer: themes.NoColorRenderer(io.Discard), Now: clock, Data: data,
-					ActionsIn: func(string, string) Actions { return &fakeActions{} }})
+					Resolver: &resolver{actions: &fakeActions{}}})
 				m.Update(tea.WindowSizeMsg{Width: 120, Height: 30})
 				m.Update(tickMsg(now))
 				reload(m)

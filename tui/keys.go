@@ -126,35 +126,6 @@ func (k keyMap) actionsOn(s screen) []key.Binding {
 	return append(first, then...)
 }
 
-// screenHelp is the help of one screen (help.KeyMap).
-type screenHelp struct {
-	short []key.Binding
-	full  [][]key.Binding
-}
-
-func (h screenHelp) ShortHelp() []key.Binding  { return h.short }
-func (h screenHelp) FullHelp() [][]key.Binding { return h.full }
-
-// helpFor returns the short help line of a screen.
-func (k keyMap) helpFor(s screen, filtering bool) screenHelp {
-	var short []key.Binding
-	switch {
-	case filtering:
-		short = []key.Binding{k.ApplyFilter, k.ClearFilter}
-	case s == screenWall:
-		short = []key.Binding{k.Wall, k.Command, k.Help, k.Quit}
-	case s == screenPools:
-		short = append(append([]key.Binding{withHelp(k.Open, "members")}, k.actionsOn(s)...), k.Filter, k.Wall, k.Log, k.Help, k.Quit)
-	case s == screenMembers:
-		short = append(append([]key.Binding{withHelp(k.Open, "details")}, k.actionsOn(s)...), k.Filter, k.Sort, k.Audit, k.Back, k.Help)
-	case s == screenDetail:
-		short = append(k.actionsOn(s), k.Back, k.Help, k.Quit)
-	case s == screenLogs:
-		short = []key.Binding{k.Scroll, k.Follow, k.Previous, k.Wrap, k.Search, k.NextMatch, k.Back}
-	}
-	return screenHelp{short: short, full: k.FullHelp()}
-}
-
 func withHelp(b key.Binding, desc string) key.Binding {
 	b.SetHelp(b.Help().Key, desc)
 	return b

@@ -58,7 +58,7 @@ func logsModelFor(t *testing.T, width, height int, text string) (*Model, *fakeLo
 	t.Helper()
 	m, _ := newTestModel(t, fixture.Demo(), testOpts{width: width, height: height, actions: &fakeActions{}})
 	src := &fakeLogs{text: text}
-	m.opts.Logs = src
+	wire(m).logs = src
 	press(m, "down", "enter", "down", "down")
 	cmd := press(m, "l")
 	if m.screen != screenLogs {
@@ -232,7 +232,7 @@ func TestLogsPreviousRestartsStream(t *testing.T) {
 
 func TestLogsStreamErrorShown(t *testing.T) {
 	m, _ := newTestModel(t, fixture.Demo(), testOpts{actions: &fakeActions{}})
-	m.opts.Logs = &fakeLogs{err: fmt.Errorf("needs get pods/log: forbidden")}
+	wire(m).logs = &fakeLogs{err: fmt.Errorf("needs get pods/log: forbidden")}
 	press(m, "down", "enter")
 	drainLogs(t, m, press(m, "l"))
 	if !strings.Contains(m.View(), "needs get pods/log") {

@@ -14,6 +14,23 @@ import (
 	"github.com/ctpool-tui/ctpool-tui/themes"
 )
 
+// capturing: the search is typed.
+func (l *logsView) capturing() bool { return l.searching }
+
+// about is the log's pool and member (nil when it is gone).
+func (l *logsView) about(ctx viewContext) (engine.PoolRef, *engine.Member) {
+	if v := ctx.pool(l.pool); v != nil {
+		return l.pool, v.Member(l.member)
+	}
+	return l.pool, nil
+}
+
+// help is the log view's keys.
+func (l *logsView) help(ctx viewContext) []key.Binding {
+	k := ctx.keys
+	return []key.Binding{k.Scroll, k.Follow, k.Previous, k.Wrap, k.Search, k.NextMatch, k.Back}
+}
+
 // update handles the stream's messages and the log view's keys (the
 // global ones, q ? L, work too).
 func (l *logsView) update(ctx viewContext, msg tea.Msg) (intent, tea.Cmd) {

@@ -31,6 +31,8 @@ type membersView struct {
 	widths []int       // the widest measured text of each column (memberCols)
 	counts widthCounts // how many members need each width (applyChanges)
 	sort   sortKey
+	// audit is the pool's audit trail, shown over the rows while open (A).
+	audit auditView
 }
 
 func newMembersView(st themes.Styles) membersView {
@@ -160,8 +162,65 @@ func (l *membersView) refresh() {
 	l.reselect()
 }
 
+// show opens pool (selection, filter and scroll start over for another
+// pool) with its members of ctx.
+func (l *membersView) show(ctx viewContext, pool engine.PoolRef) {
+	if l.pool != pool {
+		l.open(pool)
+	}
+	l.setData(ctx.pool(pool))
+}
+
+// opened is the pool open in the view (zero: none): the feed follows its
+// members' changes.
+func (l *membersView) opened() engine.PoolRef { return l.pool }
+
+// reload takes the open pool's members of ctx after a whole load.
+func (l *membersView) reload(ctx viewContext) {
+	if l.pool != (engine.PoolRef{}) {
+		l.setData(ctx.pool(l.pool))
+	}
+}
+
+// follow takes the changes of the open pool's members (applyChanges).
+func (l *membersView) follow(ctx viewContext, changes []engine.MemberChange) {
+	if v := ctx.pool(l.pool); v != nil {
+		l.applyChanges(v, changes)
+	}
+}
+
+// closeAudit closes the audit trail.
+func (l *membersView) closeAudit() { l.audit.open = false }
+
+// startOver is a new members view that drops a late answer of this one's
+// audit trail (a switch of namespaces).
+func (l *membersView) startOver(st themes.Styles) membersView {
+	n := newMembersView(st)
+	n.audit.req = l.audit.req
+	return n
+}
+
 // setHeight takes the body's height.
 func (l *membersView) setHeight(h int) { l.list.setHeight(h - membersChrome) }
+
+// capturing: the filter is typed (under the audit trail too).
+func (l *membersView) capturing() bool { return l.filter.typing }
+
+// about is the pool and the selected member.
+func (l *membersView) about(viewContext) (engine.PoolRef, *engine.Member) {
+	return l.pool, l.current()
+}
+
+// help is the filter's keys while it is typed, else enter, the members'
+// actions and the view's keys.
+func (l *membersView) help(ctx viewContext) []key.Binding {
+	k := ctx.keys
+	if l.filter.typing {
+		return []key.Binding{k.ApplyFilter, k.ClearFilter}
+	}
+	keys := append([]key.Binding{withHelp(k.Open, "details")}, k.actionsOn(screenMembers)...)
+	return append(keys, k.Filter, k.Sort, k.Audit, k.Back, k.Help)
+}
 
 func (l *membersView) cycleSort() {
 	l.sort = (l.sort + 1) % numSortKeys
@@ -184,11 +243,25 @@ func (l *membersView) lookup(name string) *engine.Member {
 	return nil
 }
 
-// update handles a key: the list's keys, S, A, esc, enter; any other key
-// may be an action on the selected member.
+// update handles a key: the list's keys, S, A, esc, enter (A and esc close
+// the audit trail while it is open); any other key may be an action on the
+// selected member. It takes the answers of the audit trail's reads, and an
+// action's end (the trail reads the Event it wrote).
 func (l *membersView) update(ctx viewContext, msg tea.Msg) (intent, tea.Cmd) {
-	km, ok := msg.(tea.KeyMsg)
-	if !ok {
+	var km tea.KeyMsg
+	switch msg := msg.(type) {
+	case auditMsg:
+		l.audit.take(msg)
+		return nil, nil
+	case actionDoneMsg:
+		return nil, l.audit.refresh(ctx)
+	case tea.KeyMsg:
+		km = msg
+	default:
+		return nil, nil
+	}
+	if l.audit.open && !l.filter.typing && key.Matches(km, ctx.keys.Audit, ctx.keys.Back) {
+		l.audit.open = false
 		return nil, nil
 	}
 	cmd, handled, refilter := l.list.update(ctx.keys, km)
@@ -203,7 +276,7 @@ func (l *membersView) update(ctx viewContext, msg tea.Msg) (intent, tea.Cmd) {
 	case key.Matches(km, k.Sort):
 		l.cycleSort()
 	case key.Matches(km, k.Audit):
-		return openAudit{pool: l.pool}, nil
+		return nil, l.audit.show(ctx, l.pool)
 	case key.Matches(km, k.Back):
 		if l.filter.Value() == "" {
 			return showScreen{screenPools}, nil
@@ -223,6 +296,9 @@ func (l *membersView) update(ctx viewContext, msg tea.Msg) (intent, tea.Cmd) {
 // view renders the title, the visible rows and two lines about the
 // selected member.
 func (l *membersView) view(ctx viewContext) string {
+	if l.audit.open {
+		return l.audit.view(ctx)
+	}
 	st := ctx.st
 	v := l.data
 	var b strings.Builder

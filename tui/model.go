@@ -50,13 +50,13 @@ type Model struct {
 	// scopeGen counts `:ns` commands (an older one's answer is dropped).
 	scopeGen int
 
+	// The views: screen says which one is shown (route.go).
 	screen  screen
 	table   poolsView
-	members membersView
+	members membersView // and the pool's audit trail over it
 	detail  detailView
 	logs    logsView
 	wall    wallView
-	audit   auditView // over the members view while open
 
 	dialog   *dialogModel
 	command  commandLine
@@ -101,9 +101,7 @@ func newModel(ctx context.Context, opts Options) *Model {
 		command: newCommandLine(st),
 	}
 	m.keys.Command.SetEnabled(opts.Scoper != nil || opts.Contexts)
-	if opts.ReadOnly {
-		m.screen = screenWall
-	}
+	m.screen = firstScreen(opts)
 	return m
 }
 
@@ -152,7 +150,7 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tickMsg:
 		m.now = time.Time(msg)
 		m.feed.tickLive(m.now)
-		cmds := []tea.Cmd{tickCmd(m.opts.Now), healthCmd(m.feed.src), m.refreshEvents()}
+		cmds := []tea.Cmd{tickCmd(m.opts.Now), healthCmd(m.feed.src), m.refresh()}
 		if poll := m.feed.tick(m.now); poll != nil {
 			cmds = append(cmds, poll)
 		}
@@ -166,17 +164,19 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case dataMsg:
 		return m, m.takeData(msg)
 	case eventsMsg:
-		m.detail.setEvents(msg)
-		return m, nil
+		_, cmd := m.detail.update(m.viewCtx(), msg)
+		return m, cmd
 	case auditMsg:
-		_, cmd := m.audit.update(m.viewCtx(), msg)
+		_, cmd := m.members.update(m.viewCtx(), msg)
 		return m, cmd
 	case nodesMsg, capsMsg, healthMsg:
 		return m, m.updateSide(msg)
 	case actionDoneMsg:
 		delete(m.acts.running, msg.id)
 		m.actlog.update(m.viewCtx(), msg)
-		return m, m.audit.refresh(m.ctx, m.eventsFor(m.audit.pool))
+		// An open audit trail reads the Event the action wrote.
+		_, cmd := m.members.update(m.viewCtx(), msg)
+		return m, cmd
 	case spinner.TickMsg:
 		if len(m.acts.running) == 0 {
 			return m, nil
@@ -206,7 +206,7 @@ func (m *Model) takeData(msg dataMsg) tea.Cmd {
 	}
 	m.applyData(msg)
 	next := m.feed.settle(m.now)
-	events := tea.Batch(m.refreshEvents(), m.askCaps())
+	events := tea.Batch(m.refresh(), m.askCaps())
 	if next != nil {
 		return tea.Batch(next, events)
 	}
@@ -250,7 +250,7 @@ func (m *Model) viewCtx() viewContext {
 		pools: m.pools, loaded: f.loaded, nodes: m.side.nodes,
 		conn: conn, connLevel: level, dataAt: dataAt,
 		kubeContext: kctx, namespace: ns, readOnly: m.opts.ReadOnly, demo: m.opts.Demo,
-		hints: hintsFrom(&m.keys, m.canAct()), events: m.hasEvents(), fleet: m.opts.Fleet,
+		hints: hintsFrom(&m.keys, m.canAct()), reach: m.reach(), fleet: m.opts.Fleet,
 		contexts: m.opts.Contexts, contextStates: m.contextStates(),
 		live: m.feed.live, liveTrend: m.feed.liveTrend, ascii: m.opts.ASCII,
 		trends: &m.trends, trendGen: f.trendGen,
@@ -284,10 +284,10 @@ func (m *Model) compose() string {
 		return ""
 	}
 	ctx := m.viewCtx()
-	if m.screen == screenWall && m.dialog == nil && !m.showHelp {
+	if _, ok := m.shown().(fullScreen); ok && m.dialog == nil && !m.showHelp {
 		full := ctx
 		full.height = m.height - 1
-		wall := m.wall.view(full)
+		wall := m.shown().view(full)
 		// The command line or a note takes the wall's last line (the
 		// tiles keep their size).
 		status := ""

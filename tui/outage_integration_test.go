@@ -32,7 +32,7 @@ func TestIntegrationOutageDashboard(t *testing.T) {
 	acts := &fakeActions{}
 	m := newModel(ctx, Options{
 		Context: "admin", Namespace: env.Namespace, Theme: themes.Dark(), Renderer: themes.NoColorRenderer(io.Discard),
-		Now: time.Now, Data: watcher, Actions: acts, Events: &kube.Events{Client: env.Client},
+		Now: time.Now, Data: watcher, Resolver: &resolver{actions: acts, events: &kube.Events{Client: env.Client}},
 	})
 	m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
 	quit := pump(m, m.Init(), time.Second, 1)

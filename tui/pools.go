@@ -36,10 +36,11 @@ func newPoolsView(st themes.Styles) poolsView {
 	return poolsView{list: list[engine.PoolRef]{filter: newListFilter(st, "pool, backend, image…")}}
 }
 
-// sync follows a new list of pools, keeping the selection by ref; in a
-// several contexts (contexts) a pool's namespace is shown with its
-// context.
-func (p *poolsView) sync(pools []engine.PoolView, fleet, contexts bool) {
+// sync follows the pools shown (ctx.pools), keeping the selection by ref;
+// in the fleet a pool's namespace is shown, with its context when there are
+// several.
+func (p *poolsView) sync(ctx viewContext) {
+	pools, fleet, contexts := ctx.pools, ctx.fleet, ctx.contexts
 	p.names, p.hay = p.names[:0], p.hay[:0]
 	p.nameW, p.nsW, p.ctxW, p.numW, p.recorded = 0, 0, 0, 0, false
 	for i := range pools {
@@ -74,6 +75,23 @@ func (p *poolsView) refresh() {
 
 // setHeight takes the body's height.
 func (p *poolsView) setHeight(h int) { p.list.setHeight(h - poolsChrome) }
+
+// capturing: the filter is typed.
+func (p *poolsView) capturing() bool { return p.filter.typing }
+
+// about is the selected pool.
+func (p *poolsView) about(viewContext) (engine.PoolRef, *engine.Member) { return p.selected, nil }
+
+// help is the filter's keys while it is typed, else enter, the pools'
+// actions and the table's keys.
+func (p *poolsView) help(ctx viewContext) []key.Binding {
+	k := ctx.keys
+	if p.filter.typing {
+		return []key.Binding{k.ApplyFilter, k.ClearFilter}
+	}
+	keys := append([]key.Binding{withHelp(k.Open, "members")}, k.actionsOn(screenPools)...)
+	return append(keys, k.Filter, k.Wall, k.Log, k.Help, k.Quit)
+}
 
 // update handles a key: the list's keys, esc (clears the filter) and enter;
 // any other key may be an action on the selected pool.

@@ -26,7 +26,7 @@ func TestGoldenPoolsLargeCounts(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := newModel(context.Background(), Options{Context: "prod-eu", Namespace: ns, Renderer: themes.NoColorRenderer(io.Discard),
-				Now: func() time.Time { return t0 }, Data: newFakeData(snaps), Actions: &fakeActions{}})
+				Now: func() time.Time { return t0 }, Data: newFakeData(snaps), Resolver: &resolver{actions: &fakeActions{}}})
 			m.Update(tea.WindowSizeMsg{Width: tc.width, Height: tc.height})
 			m.Update(dataMsg{pools: engine.ObserveAll(snaps, t0), at: t0, health: health{synced: true, lastSync: t0}})
 			m.Update(tickMsg(t0))

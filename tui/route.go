@@ -8,22 +8,23 @@ import (
 	"github.com/ctpool-tui/ctpool-tui/internal/render"
 )
 
-// component is a view: it handles the messages the root routes to it (its
-// keys, and the answers to its own reads) and draws itself. What it asks of
-// the root comes back as an intent.
-type component interface {
-	update(ctx viewContext, msg tea.Msg) (intent, tea.Cmd)
-	view(ctx viewContext) string
+// Routing: the root knows which screen is shown and sends keys, messages
+// and intents to its view; everything else it asks of the view
+// (component). This file is the only one that checks the screen.
+
+// firstScreen is the screen the dashboard starts on: the wall in read-only
+// mode, else the pools.
+func firstScreen(opts Options) screen {
+	if opts.ReadOnly {
+		return screenWall
+	}
+	return screenPools
 }
 
-// shown is the view of the current screen (the audit trail while it is open
-// over the members view).
+// shown is the view of the current screen.
 func (m *Model) shown() component {
 	switch m.screen {
 	case screenMembers:
-		if m.audit.open {
-			return &m.audit
-		}
 		return &m.members
 	case screenDetail:
 		return &m.detail
@@ -35,23 +36,8 @@ func (m *Model) shown() component {
 	return &m.table
 }
 
-// capturing reports whether the current view takes typed text (a filter or
-// a search): then every key but ctrl+c is its own.
-func (m *Model) capturing() bool {
-	switch m.screen {
-	case screenPools:
-		return m.table.filter.typing
-	case screenMembers:
-		return m.members.filter.typing
-	case screenLogs:
-		return m.logs.searching
-	}
-	return false
-}
-
 // handleKey routes a key: ctrl+c, then an open dialog or the help, then the
-// global keys (unless the view takes typed text), then the current view;
-// the audit trail passes the keys it does not handle to the members view.
+// global keys (unless the view takes typed text), then the current view.
 func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
 	k := &m.keys
 	if key.Matches(msg, k.Interrupt) {
@@ -73,8 +59,7 @@ func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
 		}
 		return nil
 	}
-	capturing := m.capturing()
-	if !capturing {
+	if !m.shown().capturing() {
 		switch {
 		case key.Matches(msg, k.Quit):
 			return tea.Quit
@@ -96,17 +81,7 @@ func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
 			return nil
 		}
 	}
-	if capturing {
-		// The members view's filter is typed even under the audit trail.
-		if m.screen == screenMembers {
-			return m.apply(m.members.update(ctx, msg))
-		}
-	}
-	in, cmd := m.shown().update(ctx, msg)
-	if _, pass := in.(passOn); pass {
-		in, cmd = m.members.update(ctx, msg)
-	}
-	return m.apply(in, cmd)
+	return m.apply(m.shown().update(ctx, msg))
 }
 
 // apply does what a view asked for; cmd is the view's own.
@@ -118,8 +93,6 @@ func (m *Model) apply(in intent, cmd tea.Cmd) tea.Cmd {
 		m.openMembers(in.pool)
 	case openMember:
 		return tea.Batch(cmd, m.openDetail(in.pool, in.member))
-	case openAudit:
-		return tea.Batch(cmd, m.audit.show(m.ctx, m.eventsFor(in.pool), m.namespaceOf(in.pool), in.pool, m.title(in.pool)))
 	case actionKey:
 		return tea.Batch(cmd, m.actionKey(in.msg, in.pool, in.member))
 	case dialogDone:
@@ -131,6 +104,38 @@ func (m *Model) apply(in intent, cmd tea.Cmd) tea.Cmd {
 		return tea.Batch(cmd, m.startAction(in.req))
 	}
 	return cmd
+}
+
+// about is the pool the current view is about and its selected member.
+func (m *Model) about() (engine.PoolRef, *engine.Member) { return m.shown().about(m.viewCtx()) }
+
+// currentPool is the pool the screen is about (zero for none).
+func (m *Model) currentPool() engine.PoolRef {
+	ref, _ := m.about()
+	return ref
+}
+
+// leaveGonePool goes back to the pools when the screen is about a pool no
+// longer shown (a narrowing took it away).
+func (m *Model) leaveGonePool() {
+	if m.screen == screenPools || m.screen == screenWall {
+		return
+	}
+	if pool := m.currentPool(); pool != (engine.PoolRef{}) && m.pool(pool) != nil {
+		return
+	}
+	m.logs.stop()
+	m.members.closeAudit()
+	m.screen = screenPools
+}
+
+// home shows the pools again, as the table or the wall (a switch of
+// namespaces starts the views over).
+func (m *Model) home() {
+	m.logs.stop()
+	if m.screen != screenWall {
+		m.screen = screenPools
+	}
 }
 
 // helpLine is the bottom line: the keys of the current screen or dialog.
@@ -145,102 +150,54 @@ func (m *Model) helpLine(ctx viewContext) string {
 	case m.command.open:
 		keys = commandKeys()
 	default:
-		filtering := m.screen == screenMembers && m.members.filter.typing || m.screen == screenPools && m.table.filter.typing
-		keys = m.shownKeys().helpFor(m.screen, filtering).short
+		shown := m.shownKeys()
+		c := ctx
+		c.keys = &shown
+		keys = m.shown().help(c)
 	}
 	return fitHelp(ctx, &m.help, keys)
 }
 
+// openMembers shows a pool's members.
 func (m *Model) openMembers(pool engine.PoolRef) {
-	if m.members.pool != pool {
-		m.members.open(pool)
-	}
-	m.members.setData(m.pool(pool))
+	m.members.show(m.viewCtx(), pool)
 	m.screen = screenMembers
 	m.layout()
 }
 
-// openDetail shows a member's details and starts loading its Events.
+// openDetail shows a member's details, which read their Events.
 func (m *Model) openDetail(pool engine.PoolRef, member string) tea.Cmd {
-	m.detail.open(pool, member)
+	events := m.detail.open(m.viewCtx(), pool, member)
 	m.screen = screenDetail
 	// The nodes may have changed since start (a virtual node came up).
-	var nodes tea.Cmd
-	if !m.side.noNodes {
-		nodes = nodesCmd(m.ctx, m.opts.Nodes)
+	if m.side.noNodes || m.opts.Nodes == nil {
+		return events
 	}
-	src := m.eventsFor(pool)
-	if src == nil {
-		return nodes
-	}
-	events := m.detail.ask(m.ctx, src, m.namespaceOf(pool), memberVersions(m.pool(pool), member), m.now)
-	return tea.Batch(events, nodes)
+	return tea.Batch(events, nodesCmd(m.ctx, m.opts.Nodes))
 }
 
-// refreshEvents reads the open pane's Events again when its member changed
-// (detailView.stale). The Events shown stay until the answer comes.
-func (m *Model) refreshEvents() tea.Cmd {
-	d := &m.detail
-	if m.screen != screenDetail || !m.hasEvents() {
-		return nil
+// refresh asks the view on screen to read again what it shows.
+func (m *Model) refresh() tea.Cmd {
+	if r, ok := m.shown().(refresher); ok {
+		return r.refresh(m.viewCtx())
 	}
-	cur := memberVersions(m.pool(d.pool), d.member)
-	if !d.stale(cur, m.now) {
-		return nil
-	}
-	return d.ask(m.ctx, m.eventsFor(d.pool), m.namespaceOf(d.pool), cur, m.now)
+	return nil
 }
 
-// openLogs shows the member's log and starts streaming it, or says why not.
+// openLogs shows the member's log and starts streaming it, or says why not;
+// esc goes back to the screen it was opened from.
 func (m *Model) openLogs(pool engine.PoolRef, mm *engine.Member) tea.Cmd {
 	if why := toolUnavailable(engine.ActionLogs, m.pool(pool), mm); why != "" {
 		m.setNote(render.GlyphBad+" "+why, levelError)
 		return nil
 	}
-	src := m.logsFor(pool)
+	r := m.reach()
+	src := r.logs(pool)
 	if src == nil {
 		m.setNote(render.GlyphBad+" logs unavailable: no log connection", levelError)
 		return nil
 	}
-	cmd := m.logs.open(m.ctx, src, m.st, pool, mm.Name, m.namespaceOf(pool), m.screen)
+	cmd := m.logs.open(m.ctx, src, m.st, pool, mm.Name, r.namespaceOf(pool), m.screen)
 	m.screen = screenLogs
 	return cmd
-}
-
-// namespaceOf is the namespace of the pool (the dashboard's when unknown).
-func (m *Model) namespaceOf(pool engine.PoolRef) string {
-	if m.opts.Fleet || pool.Namespace != "" {
-		return pool.Namespace
-	}
-	return m.opts.Namespace
-}
-
-// The Events, logs and console of a pool are its cluster's in a fleet of
-// clusters (Options.EventsIn, LogsIn, ConsoleIn), else the dashboard's.
-
-// hasEvents reports whether the dashboard reads Events at all.
-func (m *Model) hasEvents() bool { return m.opts.Events != nil || m.opts.EventsIn != nil }
-
-// eventsFor is where the pool's Events are read (nil: nowhere).
-func (m *Model) eventsFor(pool engine.PoolRef) EventSource {
-	if m.opts.EventsIn != nil {
-		return m.opts.EventsIn(pool.Context)
-	}
-	return m.opts.Events
-}
-
-// logsFor is where the pool's member logs are streamed from (nil: nowhere).
-func (m *Model) logsFor(pool engine.PoolRef) LogSource {
-	if m.opts.LogsIn != nil {
-		return m.opts.LogsIn(pool.Context)
-	}
-	return m.opts.Logs
-}
-
-// consoleFor runs the pool's members' consoles (nil: no console).
-func (m *Model) consoleFor(pool engine.PoolRef) ConsoleRunner {
-	if m.opts.ConsoleIn != nil {
-		return m.opts.ConsoleIn(pool.Context)
-	}
-	return m.opts.Console
 }

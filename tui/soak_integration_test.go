@@ -129,8 +129,7 @@ func TestIntegrationSoak(t *testing.T) {
 	}
 	m := newModel(ctx, Options{
 		Context: "soak", Namespace: env.Namespace, Theme: themes.Dark(), Renderer: themes.NoColorRenderer(io.Discard),
-		Now: time.Now, Data: watcher, Events: &kube.Events{Client: dashClient}, Nodes: &kube.Nodes{Client: dashClient},
-		Access: accessFor(dashClient, env.Namespace),
+		Now: time.Now, Data: watcher, Nodes: &kube.Nodes{Client: dashClient}, Resolver: &resolver{events: &kube.Events{Client: dashClient}, access: accessFor(dashClient, env.Namespace)},
 	})
 	prog := tea.NewProgram(headless{m}, tea.WithContext(ctx), tea.WithInput(nil), tea.WithOutput(io.Discard),
 		tea.WithoutSignalHandler(), tea.WithoutRenderer())

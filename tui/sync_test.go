@@ -38,7 +38,7 @@ func firstFrame(t *testing.T, data *fakeData, elapsed time.Duration, width, heig
 	m := newModel(context.Background(), Options{
 		Context: "prod-eu", Namespace: ns, Theme: themes.Dark(),
 		Renderer: themes.NoColorRenderer(io.Discard), Now: func() time.Time { return t0.Add(elapsed) },
-		Data: data, Actions: &fakeActions{},
+		Data: data, Resolver: &resolver{actions: &fakeActions{}},
 	})
 	m.feed.started = t0
 	m.Update(tea.WindowSizeMsg{Width: width, Height: height})
@@ -129,7 +129,7 @@ func TestActionKeysPendingUntilCapabilities(t *testing.T) {
 			m := newModel(context.Background(), Options{
 				Context: "prod-eu", Namespace: ns, Theme: themes.Dark(),
 				Renderer: themes.NoColorRenderer(io.Discard), Now: func() time.Time { return t0 },
-				Data: newFakeData(fixture.Demo().Snapshots()), Actions: &fakeActions{}, Access: &fakeAccess{},
+				Data: newFakeData(fixture.Demo().Snapshots()), Resolver: &resolver{actions: &fakeActions{}, access: &fakeAccess{}},
 			})
 			m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
 			m.Update(m.feed.load(m.now)())

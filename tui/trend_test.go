@@ -22,7 +22,7 @@ func newTrendModel(t testing.TB, c *cluster, width, height int, readOnly, ascii 
 		Renderer: themes.NoColorRenderer(io.Discard), Now: func() time.Time { return t0 }, Data: data,
 	}
 	if !readOnly {
-		o.Actions = &fakeActions{}
+		o.Resolver = &resolver{actions: &fakeActions{}}
 	}
 	m := newModel(t.Context(), o)
 	m.Update(tea.WindowSizeMsg{Width: width, Height: height})

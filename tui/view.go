@@ -3,6 +3,7 @@ package tui
 import (
 	"time"
 
+	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 	corev1 "k8s.io/api/core/v1"
@@ -48,8 +49,9 @@ type viewContext struct {
 	// hints: the keys that explanations and diagnoses name (none when
 	// actions cannot run).
 	hints keyHints
-	// events: an EventSource is wired, so Events can be shown.
-	events bool
+	// reach is how a view reaches a pool's cluster for the reads it starts
+	// itself (a member's Events, the audit trail, a log).
+	reach reach
 	// live: each pool's counts as the dashboard saw them (feed.live), merged
 	// over its recorded history by trend.
 	live      map[engine.PoolRef]engine.History
@@ -80,6 +82,32 @@ func (c *viewContext) level(level int) lipgloss.Style {
 	return c.st.Text
 }
 
+// component is a view: it handles the messages the root routes to it (its
+// keys, and the answers to its own reads), draws itself, and answers what
+// the root asks of it, so that the root routes without knowing its fields.
+// What it asks of the root comes back as an intent.
+type component interface {
+	update(ctx viewContext, msg tea.Msg) (intent, tea.Cmd)
+	view(ctx viewContext) string
+	// capturing reports whether it takes typed text now (a filter, a
+	// search): then every key but ctrl+c is its own.
+	capturing() bool
+	// about is the pool it is about and its selected member (zero and nil:
+	// none): what an action key acts on, and where permissions are asked.
+	about(ctx viewContext) (engine.PoolRef, *engine.Member)
+	// help is its short help line.
+	help(ctx viewContext) []key.Binding
+}
+
+// Views may also answer these (the root probes for them).
+type (
+	// refresher reads again what it shows when the data or the clock moved
+	// (the detail pane's Events); asked of the view on screen.
+	refresher interface{ refresh(ctx viewContext) tea.Cmd }
+	// fullScreen: it draws the whole screen, header included (the wall).
+	fullScreen interface{ fullScreen() }
+)
+
 // A view's update returns what it asks of the root, which owns the screens,
 // the overlays and the actions: one of the intents below, or nil.
 type intent interface{ isIntent() }
@@ -94,8 +122,6 @@ type (
 		pool   engine.PoolRef
 		member string
 	}
-	// openAudit: list the pool's audit Events over the members view.
-	openAudit struct{ pool engine.PoolRef }
 	// actionKey: a key the view does not handle, maybe an action on the
 	// pool (and the member when set).
 	actionKey struct {
@@ -103,8 +129,6 @@ type (
 		pool   engine.PoolRef
 		member *engine.Member
 	}
-	// passOn: the key is not this view's; the view beneath handles it.
-	passOn struct{}
 	// dialogDone: the dialog closed; run req when confirmed.
 	dialogDone struct {
 		req       actionRequest
@@ -115,7 +139,5 @@ type (
 func (showScreen) isIntent() {}
 func (openPool) isIntent()   {}
 func (openMember) isIntent() {}
-func (openAudit) isIntent()  {}
 func (actionKey) isIntent()  {}
 func (dialogDone) isIntent() {}
-func (passOn) isIntent()     {}

@@ -42,7 +42,7 @@ func TestViewReusedOnlyAfterUnseenMessages(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			data := newFakeData(fixture.Demo().Snapshots())
-			m := newModel(context.Background(), Options{Namespace: ns, Data: data, Renderer: themes.NoColorRenderer(io.Discard), Actions: &fakeActions{}})
+			m := newModel(context.Background(), Options{Namespace: ns, Data: data, Renderer: themes.NoColorRenderer(io.Discard), Resolver: &resolver{actions: &fakeActions{}}})
 			m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
 			m.feed.health = tc.before
 			if h, ok := tc.msg.(healthMsg); ok {

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
@@ -200,11 +201,21 @@ type wallView struct{}
 
 func (wallView) update(viewContext, tea.Msg) (intent, tea.Cmd) { return nil, nil }
 
-// view renders the header (and each cluster's state in a fleet of
-// clusters), the tiles and NEEDS ATTENTION in ctx.height lines. A fleet's
+func (wallView) capturing() bool                                    { return false }
+func (wallView) about(viewContext) (engine.PoolRef, *engine.Member) { return engine.PoolRef{}, nil }
+func (wallView) fullScreen()                                        {}
+
+// help is tab, : (with a Scoper or several contexts), ? and q.
+func (wallView) help(ctx viewContext) []key.Binding {
+	k := ctx.keys
+	return []key.Binding{k.Wall, k.Command, k.Help, k.Quit}
+}
+
+// view renders the header (and each context's state with several
+// contexts), the tiles and NEEDS ATTENTION in ctx.height lines. A fleet's
 // tiles put the exhausted pools first, then those in trouble; when they do
-// not all fit, there is one tile per cluster (per namespace in one
-// cluster) instead (fleetTiles).
+// not all fit, there is one tile per context (per namespace in one
+// context) instead (fleetTiles).
 func (wallView) view(ctx viewContext) string {
 	out := wallHeader(ctx)
 	if !ctx.loaded {

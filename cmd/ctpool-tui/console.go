@@ -13,7 +13,6 @@ import (
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
 	"github.com/ctpool-tui/ctpool-tui/kube"
-	"github.com/ctpool-tui/ctpool-tui/tui"
 )
 
 func newConsoleCmd(e *env) *cobra.Command {
@@ -84,33 +83,17 @@ func checkMemberOf(ctx context.Context, cs kubernetes.Interface, ns, pool, membe
 	return nil
 }
 
-// consoleAndLogs wires the dashboard's console (c) and logs (l). Logs are a
-// read and stay in read-only mode; the console is a write (pods/exec) and is
-// left out there. The demo runs no containers: it has no console, and its
-// logs are a canned stream.
-func consoleAndLogs(opts *tui.Options, conn *connection, readOnly bool, audit func(context.Context, engine.AuditEntry)) {
-	if conn.demo {
-		opts.Logs = demoLogs(conn.client)
-		return
-	}
-	opts.Logs = &kube.Logs{Client: conn.client}
-	if !readOnly && conn.cfg != nil {
-		opts.Console = auditedConsole{Exec: &kube.Exec{Config: conn.cfg, Client: conn.client}, audit: audit}
-	}
-}
-
 // auditedConsole records every dashboard console session in the pool's
 // audit trail: exec is a write.
 type auditedConsole struct {
 	*kube.Exec
-	audit func(context.Context, engine.AuditEntry)
-	// auditIn records in the pool's own namespace (the fleet view).
+	// auditIn records in the member's namespace.
 	auditIn func(namespace string) func(context.Context, engine.AuditEntry)
 }
 
 func (c auditedConsole) Console(ctx context.Context, namespace, pod string, in io.Reader, out, errOut io.Writer) error {
 	err := c.Exec.Console(ctx, namespace, pod, in, out, errOut)
-	audit := c.audit
+	var audit func(context.Context, engine.AuditEntry)
 	if c.auditIn != nil {
 		audit = c.auditIn(namespace)
 	}

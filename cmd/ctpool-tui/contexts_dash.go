@@ -20,15 +20,15 @@ import (
 
 // The dashboard of several contexts (--context a,b,c, --all-contexts): one
 // Watcher per context, merged by kube.Contexts, each pool carrying its
-// context (tui.Options.Contexts). Every action,
-// capability question, Event read, log and console of a pool is routed by
-// that context to its own cluster's client and namespace, so an identity that is operator in one
-// cluster and viewer in another is gated per cluster. A cluster that does
-// not answer keeps its own state in the header and never freezes the
+// context (tui.Options.Contexts). Every action, capability question, Event
+// read, log and console of a pool is routed by that context to its own
+// client and namespace (contextsReach), so an identity that is operator in
+// one context and viewer in another is gated per context. A context that
+// does not answer keeps its own state in the header and never freezes the
 // others; one whose identity may not list the pools is shown forbidden and
 // not watched.
 
-// contextConn is one cluster of the dashboard.
+// contextConn is one context of the dashboard.
 type contextConn struct {
 	name      string
 	conn      *connection   // nil: the context could not be loaded
@@ -38,7 +38,7 @@ type contextConn struct {
 	errAt     time.Time
 }
 
-// contextsSource is the dashboard's clusters: each one's connection and
+// contextsSource is the dashboard's contexts: each one's connection and
 // the merge of their Watchers (data: kube.Contexts).
 type contextsSource struct {
 	contexts []*contextConn
@@ -104,7 +104,7 @@ func (s *contextsSource) byName(kctx string) *contextConn {
 	return nil
 }
 
-// errNoCluster: a namespace of no connected cluster of the dashboard.
+// errNoCluster: a namespace of a context the dashboard has no connection to.
 func errNoCluster(kctx, ns string) error {
 	return fmt.Errorf("no connected cluster for %s/%s", kctx, ns)
 }
@@ -115,54 +115,68 @@ func contextsOptions(src *contextsSource, names []string, sc scope, readOnly boo
 	if sc.fleet {
 		ns = sc.label()
 	}
-	opts := tui.Options{
+	return tui.Options{
 		Context: strings.Join(names, ","), Namespace: ns, Fleet: true, Contexts: true, ReadOnly: readOnly,
 		ContextNames: names, Namespaces: sc.namespaces,
-		Now: time.Now, Data: src.data, EventsIn: src.events, LogsIn: src.logs,
+		Now: time.Now, Data: src.data, Resolver: contextsReach{src: src, readOnly: readOnly},
 	}
-	if readOnly {
-		return opts
-	}
-	opts.ActionsIn = func(kctx, ns string) tui.Actions {
-		c := src.byName(kctx)
-		if c == nil || c.conn == nil || c.w == nil {
-			return nil
-		}
-		return cachedClaims(engineIn(c.conn, ns), c.w.In(ns))
-	}
-	opts.AccessIn = func(kctx, ns string) tui.Access {
-		c := src.byName(kctx)
-		if c == nil || c.conn == nil {
-			return noAccess{errNoCluster(kctx, ns)}
-		}
-		return &kube.Access{Client: c.conn.client, Namespace: ns}
-	}
-	opts.ConsoleIn = src.console
-	return opts
 }
 
-// events reads the Events of a cluster.
-func (s *contextsSource) events(kctx string) tui.EventSource {
-	c := s.byName(kctx)
+// contextsReach is the Resolver of the dashboard of several contexts:
+// every read and action of a pool goes to its context's client, in its
+// namespace; read-only, nothing that writes is wired.
+type contextsReach struct {
+	src      *contextsSource
+	readOnly bool
+}
+
+// Actions builds the engine of a namespace of a context on use.
+func (r contextsReach) Actions(kctx, ns string) tui.Actions {
+	c := r.src.byName(kctx)
+	if r.readOnly || c == nil || c.conn == nil || c.w == nil {
+		return nil
+	}
+	return cachedClaims(engineIn(c.conn, ns), c.w.In(ns))
+}
+
+// Access asks the context's API server (a context with no connection
+// answers its error).
+func (r contextsReach) Access(kctx, ns string) tui.Access {
+	if r.readOnly {
+		return nil
+	}
+	c := r.src.byName(kctx)
+	if c == nil || c.conn == nil {
+		return noAccess{errNoCluster(kctx, ns)}
+	}
+	return &kube.Access{Client: c.conn.client, Namespace: ns}
+}
+
+// Events reads the Events of a context.
+func (r contextsReach) Events(kctx string) tui.EventSource {
+	c := r.src.byName(kctx)
 	if c == nil || c.conn == nil {
 		return noCluster{kctx}
 	}
 	return &kube.Events{Client: c.conn.client}
 }
 
-// logs streams the logs of a cluster's members.
-func (s *contextsSource) logs(kctx string) tui.LogSource {
-	c := s.byName(kctx)
+// Logs streams the logs of a context's members.
+func (r contextsReach) Logs(kctx string) tui.LogSource {
+	c := r.src.byName(kctx)
 	if c == nil || c.conn == nil {
 		return noCluster{kctx}
 	}
 	return &kube.Logs{Client: c.conn.client}
 }
 
-// console runs the consoles of a cluster's members, audited in the
+// Console runs the consoles of a context's members, audited in the
 // member's namespace.
-func (s *contextsSource) console(kctx string) tui.ConsoleRunner {
-	c := s.byName(kctx)
+func (r contextsReach) Console(kctx string) tui.ConsoleRunner {
+	if r.readOnly {
+		return nil
+	}
+	c := r.src.byName(kctx)
 	if c == nil || c.conn == nil || c.conn.cfg == nil {
 		return noCluster{kctx}
 	}
@@ -171,8 +185,8 @@ func (s *contextsSource) console(kctx string) tui.ConsoleRunner {
 		auditIn: func(ns string) func(context.Context, engine.AuditEntry) { return engineIn(conn, ns).Audit }}
 }
 
-// noCluster answers every read of the context of a cluster that is not
-// connected with errNoCluster.
+// noCluster answers every read of a context that is not connected with
+// errNoCluster.
 type noCluster struct{ context string }
 
 func (n noCluster) Events(_ context.Context, ns, _, _ string) ([]corev1.Event, error) {
@@ -214,7 +228,7 @@ func runContextsDashboard(ctx context.Context, e *env, df dashFlags, names []str
 	return opErr(err)
 }
 
-// reportRefused names each cluster whose read-only client refused a write
+// reportRefused names each context whose read-only client refused a write
 // (none should: the keys that write are not bound in read-only mode).
 func (s *contextsSource) reportRefused(w io.Writer) {
 	for _, c := range s.contexts {

@@ -100,8 +100,10 @@ func TestContextsReadOnlyPerCluster(t *testing.T) {
 	}
 
 	opts := contextsOptions(src, names, scope{}, true)
-	if opts.ActionsIn != nil || opts.AccessIn != nil || opts.Console != nil || opts.ConsoleIn != nil || opts.Actions != nil || opts.Access != nil || !opts.ReadOnly {
-		t.Errorf("read-only options wire writes: %+v", opts)
+	for _, name := range names {
+		if r := opts.Resolver; r.Actions(name, "vdi") != nil || r.Access(name, "vdi") != nil || r.Console(name) != nil || !opts.ReadOnly {
+			t.Errorf("read-only options wire writes in %s: %+v", name, opts)
+		}
 	}
 	if !slices.Equal(opts.ContextNames, names) {
 		t.Errorf("ContextNames %q, want %q (for :ctx)", opts.ContextNames, names)

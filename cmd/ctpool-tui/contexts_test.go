@@ -25,20 +25,20 @@ func TestContextsSourceCluster(t *testing.T) {
 			t.Errorf("cluster(%q) = %q, want %q", tc.kctx, got, tc.want)
 		}
 	}
-	opts := contextsOptions(src, []string{"prod"}, scope{}, false)
-	if a := opts.ActionsIn("prod", "vdi"); a != nil {
-		t.Errorf("ActionsIn of a context with no connection: %T", a)
+	r := contextsOptions(src, []string{"prod"}, scope{}, false).Resolver
+	if a := r.Actions("prod", "vdi"); a != nil {
+		t.Errorf("Actions of a context with no connection: %T", a)
 	}
-	if _, err := opts.AccessIn("other", "vdi").Capabilities(context.Background(), nil); err == nil {
-		t.Error("AccessIn of an unknown context: no error")
+	if _, err := r.Access("other", "vdi").Capabilities(context.Background(), nil); err == nil {
+		t.Error("Access of an unknown context: no error")
 	}
-	if _, err := opts.EventsIn("other").Events(context.Background(), "vdi", "Pod", "desk-1"); err == nil || err.Error() != "no connected cluster for other/vdi" {
-		t.Errorf("EventsIn of an unknown context: %v", err)
+	if _, err := r.Events("other").Events(context.Background(), "vdi", "Pod", "desk-1"); err == nil || err.Error() != "no connected cluster for other/vdi" {
+		t.Errorf("Events of an unknown context: %v", err)
 	}
-	if _, err := opts.LogsIn("prod").Stream(context.Background(), "vdi", "desk-1", false); err == nil {
-		t.Error("LogsIn of a context with no connection: no error")
+	if _, err := r.Logs("prod").Stream(context.Background(), "vdi", "desk-1", false); err == nil {
+		t.Error("Logs of a context with no connection: no error")
 	}
-	if err := opts.ConsoleIn("prod").Console(context.Background(), "vdi", "desk-1", nil, nil, nil); err == nil {
-		t.Error("ConsoleIn of a context with no connection: no error")
+	if err := r.Console("prod").Console(context.Background(), "vdi", "desk-1", nil, nil, nil); err == nil {
+		t.Error("Console of a context with no connection: no error")
 	}
 }

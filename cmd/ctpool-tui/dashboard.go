@@ -132,17 +132,66 @@ func runDashboard(ctx context.Context, e *env, df dashFlags, stdin io.Reader) er
 	return opErr(err)
 }
 
-// dashboardOptions wires the dashboard's reads: the pools, the Events, the
-// nodes and, unless read-only, what the user may do.
+// dashboardOptions wires the dashboard of one cluster: the pools and the
+// nodes (its Resolver: clusterReach).
 func dashboardOptions(conn *connection, data tui.DataSource, readOnly bool) tui.Options {
-	opts := tui.Options{
+	return tui.Options{
 		Context: conn.context, Namespace: conn.namespace, ReadOnly: readOnly, Now: time.Now, Data: data,
-		Events: &kube.Events{Client: conn.client}, Nodes: &kube.Nodes{Client: conn.client}, Demo: conn.demo,
+		Nodes: &kube.Nodes{Client: conn.client}, Demo: conn.demo,
 	}
-	if !readOnly && !conn.demo {
-		opts.Access = &kube.Access{Client: conn.client, Namespace: conn.namespace}
+}
+
+// clusterReach is the Resolver of the dashboard of one cluster (one
+// namespace, or the fleet of its namespaces): the Events and logs of its
+// client and, unless read-only, the console and, per namespace, the engine
+// and what the user may do there (the demo asks nothing: it is all
+// allowed).
+type clusterReach struct {
+	events  tui.EventSource
+	logs    tui.LogSource
+	console tui.ConsoleRunner                  // nil: none (read-only, the demo)
+	actions func(namespace string) tui.Actions // nil: read-only
+	access  func(namespace string) tui.Access  // nil: not asked
+}
+
+func (c clusterReach) Actions(_, namespace string) tui.Actions {
+	if c.actions == nil {
+		return nil
 	}
-	return opts
+	return c.actions(namespace)
+}
+
+func (c clusterReach) Access(_, namespace string) tui.Access {
+	if c.access == nil {
+		return nil
+	}
+	return c.access(namespace)
+}
+
+func (c clusterReach) Events(string) tui.EventSource    { return c.events }
+func (c clusterReach) Logs(string) tui.LogSource        { return c.logs }
+func (c clusterReach) Console(string) tui.ConsoleRunner { return c.console }
+
+// newClusterReach reaches the connection's cluster. In one namespace the
+// engine is built once, on w (actions may be nil: read-only); in the fleet
+// actions builds the engine of each namespace on use, and the console
+// audits in the member's namespace.
+func newClusterReach(conn *connection, readOnly bool, actions func(namespace string) tui.Actions, audit func(namespace string) func(context.Context, engine.AuditEntry)) clusterReach {
+	r := clusterReach{events: &kube.Events{Client: conn.client}, logs: &kube.Logs{Client: conn.client}}
+	if conn.demo {
+		r.logs = demoLogs(conn.client)
+	}
+	if readOnly {
+		return r
+	}
+	r.actions = actions
+	if !conn.demo {
+		r.access = func(namespace string) tui.Access { return &kube.Access{Client: conn.client, Namespace: namespace} }
+	}
+	if !conn.demo && conn.cfg != nil {
+		r.console = auditedConsole{Exec: &kube.Exec{Config: conn.cfg, Client: conn.client}, auditIn: audit}
+	}
+	return r
 }
 
 // engineIn is the engine behind the dashboard's actions on the pools of
@@ -178,12 +227,15 @@ func scopeOptions(ctx context.Context, conn *connection, readOnly bool) (tui.Opt
 		return tui.Options{}, err
 	}
 	opts := dashboardOptions(conn, w, readOnly)
-	var audit func(context.Context, engine.AuditEntry)
+	var actions func(string) tui.Actions
+	audit := func(string) func(context.Context, engine.AuditEntry) { return nil }
 	if !readOnly {
 		eng := engineIn(conn, conn.namespace)
-		opts.Actions, audit = cachedClaims(eng, w), eng.Audit
+		dash := cachedClaims(eng, w)
+		actions = func(string) tui.Actions { return dash }
+		audit = func(string) func(context.Context, engine.AuditEntry) { return eng.Audit }
 	}
-	consoleAndLogs(&opts, conn, readOnly, audit)
+	opts.Resolver = newClusterReach(conn, readOnly, actions, audit)
 	return opts, nil
 }
 
@@ -213,8 +265,7 @@ func (s dashScoper) Scope(ctx context.Context, namespace string) (tui.Scope, err
 	if err != nil {
 		return tui.Scope{}, err
 	}
-	return tui.Scope{Namespace: o.Namespace, Fleet: o.Fleet, Data: o.Data, Actions: o.Actions, ActionsIn: o.ActionsIn,
-		Access: o.Access, AccessIn: o.AccessIn, Console: o.Console}, nil
+	return tui.Scope{Namespace: o.Namespace, Fleet: o.Fleet, Data: o.Data, Resolver: o.Resolver}, nil
 }
 
 // checkFleet asks, before any informer starts, whether the identity may
@@ -235,21 +286,10 @@ func checkFleet(ctx context.Context, conn *connection) error {
 // namespace, built on first use.
 func fleetOptions(conn *connection, w *kube.Watcher, readOnly bool) tui.Options {
 	opts := dashboardOptions(conn, w, readOnly)
-	opts.Fleet, opts.Namespace, opts.Access, opts.Namespaces = true, conn.scope.label(), nil, conn.scope.namespaces
-	consoleAndLogs(&opts, conn, readOnly, nil)
-	if readOnly {
-		return opts
-	}
-	if c, ok := opts.Console.(auditedConsole); ok {
-		c.auditIn = func(ns string) func(context.Context, engine.AuditEntry) { return engineIn(conn, ns).Audit }
-		opts.Console = c
-	}
-	opts.ActionsIn = func(_, ns string) tui.Actions { return cachedClaims(engineIn(conn, ns), w.In(ns)) }
-	if !conn.demo {
-		opts.AccessIn = func(_, ns string) tui.Access {
-			return &kube.Access{Client: conn.client, Namespace: ns}
-		}
-	}
+	opts.Fleet, opts.Namespace, opts.Namespaces = true, conn.scope.label(), conn.scope.namespaces
+	opts.Resolver = newClusterReach(conn, readOnly,
+		func(ns string) tui.Actions { return cachedClaims(engineIn(conn, ns), w.In(ns)) },
+		func(ns string) func(context.Context, engine.AuditEntry) { return engineIn(conn, ns).Audit })
 	return opts
 }
 

@@ -95,19 +95,19 @@ func TestDashboardConsoleIsAudited(t *testing.T) {
 	eng := &engine.Engine{Cluster: kube.NewCluster(fake.NewClientset(), "vdi"), Namespace: "vdi", Now: time.Now,
 		Audit: func(_ context.Context, e engine.AuditEntry) { entries = append(entries, e) }}
 	conn := &connection{client: fake.NewClientset(), namespace: "vdi", cfg: &rest.Config{}}
-	opts := tui.Options{Actions: cachedClaims(eng, &snapshotReader{})}
-	consoleAndLogs(&opts, conn, false, eng.Audit)
-	c, ok := opts.Console.(auditedConsole)
-	if !ok || c.audit == nil {
-		t.Fatalf("console %T is not audited", opts.Console)
+	dash := cachedClaims(eng, &snapshotReader{})
+	r := newClusterReach(conn, false, func(string) tui.Actions { return dash },
+		func(string) func(context.Context, engine.AuditEntry) { return eng.Audit })
+	c, ok := r.Console("").(auditedConsole)
+	if !ok || c.auditIn == nil {
+		t.Fatalf("console %T is not audited", r.Console(""))
 	}
-	auditConsole(context.Background(), c.audit, "desk-2", nil)
+	auditConsole(context.Background(), c.auditIn("vdi"), "desk-2", nil)
 	if len(entries) != 1 || entries[0].Action != "console" || entries[0].Pool != "desk" || entries[0].Member != "desk-2" {
 		t.Fatalf("audit entries %+v", entries)
 	}
-	ro := tui.Options{}
-	consoleAndLogs(&ro, conn, true, nil)
-	if ro.Console != nil || ro.Logs == nil {
-		t.Fatalf("read-only: console %v, logs %v", ro.Console != nil, ro.Logs != nil)
+	ro := newClusterReach(conn, true, nil, nil)
+	if ro.Console("") != nil || ro.Logs("") == nil {
+		t.Fatalf("read-only: console %v, logs %v", ro.Console("") != nil, ro.Logs("") != nil)
 	}
 }

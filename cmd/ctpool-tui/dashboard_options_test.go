@@ -22,13 +22,15 @@ func TestDashboardOptionsWireNodesAndAccess(t *testing.T) {
 	})
 	conn := &connection{client: client, namespace: "vdi"}
 	o := dashboardOptions(conn, nil, false)
-	if o.Nodes == nil || o.Access == nil || o.Events == nil {
-		t.Fatalf("read-write options: nodes %v, access %v, events %v", o.Nodes != nil, o.Access != nil, o.Events != nil)
+	r := newClusterReach(conn, false, nil, nil)
+	if o.Nodes == nil || r.Access("", "vdi") == nil || r.Events("") == nil {
+		t.Fatalf("read-write options: nodes %v, access %v, events %v", o.Nodes != nil, r.Access("", "vdi") != nil, r.Events("") != nil)
 	}
-	if ro := dashboardOptions(conn, nil, true); ro.Access != nil || !ro.ReadOnly || ro.Nodes == nil {
-		t.Fatalf("read-only options: access %v, readOnly %v, nodes %v", ro.Access != nil, ro.ReadOnly, ro.Nodes != nil)
+	ro := dashboardOptions(conn, nil, true)
+	if rr := newClusterReach(conn, true, nil, nil); rr.Access("", "vdi") != nil || !ro.ReadOnly || ro.Nodes == nil {
+		t.Fatalf("read-only options: access %v, readOnly %v, nodes %v", rr.Access("", "vdi") != nil, ro.ReadOnly, ro.Nodes != nil)
 	}
-	caps, err := o.Access.Capabilities(context.Background(), tui.ActionNames)
+	caps, err := r.Access("", "vdi").Capabilities(context.Background(), tui.ActionNames)
 	if err != nil {
 		t.Fatal(err)
 	}

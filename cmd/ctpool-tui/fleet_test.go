@@ -69,18 +69,18 @@ func TestFleetOptionsPerNamespace(t *testing.T) {
 	conn := &connection{client: client, scope: scope{fleet: true, namespaces: []string{"vdi-eng", "vdi-cad"}}, cfg: &rest.Config{}}
 	w := kube.NewFleetWatcher(client, conn.scope.namespaces)
 	o := fleetOptions(conn, w, false)
-	if !o.Fleet || o.Namespace != "vdi-eng,vdi-cad" || o.Access != nil || o.AccessIn == nil || o.ActionsIn == nil || o.Logs == nil {
-		t.Fatalf("options: fleet %v, namespace %q, access %v, accessIn %v, actionsIn %v, logs %v",
-			o.Fleet, o.Namespace, o.Access != nil, o.AccessIn != nil, o.ActionsIn != nil, o.Logs != nil)
+	r := o.Resolver
+	if !o.Fleet || o.Namespace != "vdi-eng,vdi-cad" || r == nil || r.Logs("") == nil {
+		t.Fatalf("options: fleet %v, namespace %q, resolver %v", o.Fleet, o.Namespace, r)
 	}
 	for _, ns := range conn.scope.namespaces {
-		a, ok := o.ActionsIn("", ns).(dashboardActions)
+		a, ok := r.Actions("", ns).(dashboardActions)
 		if !ok || a.Engine.Namespace != ns || a.claims.Namespace != ns {
-			t.Errorf("ActionsIn(%s): %T %+v", ns, o.ActionsIn("", ns), a)
+			t.Errorf("Actions(%s): %T %+v", ns, r.Actions("", ns), a)
 		}
-		caps, err := o.AccessIn("", ns).Capabilities(context.Background(), []engine.Action{engine.ActionReconcile})
+		caps, err := r.Access("", ns).Capabilities(context.Background(), []engine.Action{engine.ActionReconcile})
 		if err != nil || len(caps) != 1 || caps[0].Allowed != (ns == "vdi-eng") {
-			t.Errorf("AccessIn(%s): %+v, %v", ns, caps, err)
+			t.Errorf("Access(%s): %+v, %v", ns, caps, err)
 		}
 	}
 	for _, ns := range reviewed {
@@ -88,13 +88,13 @@ func TestFleetOptionsPerNamespace(t *testing.T) {
 			t.Errorf("a review asked in namespace %q", ns)
 		}
 	}
-	c, ok := o.Console.(auditedConsole)
+	c, ok := r.Console("").(auditedConsole)
 	if !ok || c.auditIn == nil {
-		t.Fatalf("console %T has no per-namespace audit", o.Console)
+		t.Fatalf("console %T has no per-namespace audit", r.Console(""))
 	}
 	ro := fleetOptions(conn, w, true)
-	if ro.ActionsIn != nil || ro.AccessIn != nil || ro.Console != nil || !ro.ReadOnly || ro.Logs == nil {
-		t.Fatalf("read-only fleet: actionsIn %v, accessIn %v, console %v", ro.ActionsIn != nil, ro.AccessIn != nil, ro.Console != nil)
+	if r := ro.Resolver; r.Actions("", "vdi-eng") != nil || r.Access("", "vdi-eng") != nil || r.Console("") != nil || !ro.ReadOnly || r.Logs("") == nil {
+		t.Fatalf("read-only fleet wires a write: %+v", r)
 	}
 	if all := (scope{fleet: true}); all.label() != "all" {
 		t.Errorf("label of -A: %q", all.label())
@@ -163,8 +163,9 @@ func TestDashScoper(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, ok := sc.Actions.(dashboardActions)
-	if sc.Fleet || sc.Namespace != "vdi-cad" || sc.Data == nil || !ok || a.Engine.Namespace != "vdi-cad" || sc.Access == nil || sc.Console == nil {
+	r := sc.Resolver
+	a, ok := r.Actions("", "vdi-cad").(dashboardActions)
+	if sc.Fleet || sc.Namespace != "vdi-cad" || sc.Data == nil || !ok || a.Engine.Namespace != "vdi-cad" || r.Access("", "vdi-cad") == nil || r.Console("") == nil {
 		t.Fatalf("scope of vdi-cad: %+v", sc)
 	}
 	if w, ok := sc.Data.(*kube.Watcher); !ok || w.Namespace() != "vdi-cad" {
@@ -180,7 +181,7 @@ func TestDashScoper(t *testing.T) {
 		t.Error("Scope changed the dashboard's connection")
 	}
 	ro := dashScoper{conn: conn, readOnly: true}
-	if sc, err := ro.Scope(ctx, "vdi-cad"); err != nil || sc.Actions != nil || sc.Console != nil || sc.Access != nil {
+	if sc, err := ro.Scope(ctx, "vdi-cad"); err != nil || sc.Resolver.Actions("", "vdi-cad") != nil || sc.Resolver.Console("") != nil || sc.Resolver.Access("", "vdi-cad") != nil {
 		t.Errorf("read-only scope: %+v, %v", sc, err)
 	}
 }
