@@ -98,15 +98,9 @@ func (r *claimRound) fast(ctx context.Context) (ClaimResult, bool, error) {
 			return ClaimResult{}, false, nil // a claim of the identity's: renew or start it on the whole read
 		}
 	}
-	held, err := e.Cluster.ListLabelledLeases(ctx, r.pool, r.identity)
-	if err != nil {
-		return ClaimResult{}, false, nil
-	}
-	for _, l := range held {
-		if l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity == r.identity {
-			return ClaimResult{}, false, nil // claimed since the status was written
-		}
-	}
+	// A claim of the identity's made since the status was written is found
+	// by converge, once this claim won a Lease: the earlier one is answered
+	// (on the whole read, which renews or starts it) and this one given back.
 	r.spec, r.cm, r.fromStatus = spec, cm, true
 	var free []*Member
 	rows := map[string]bool{}
@@ -125,6 +119,9 @@ func (r *claimRound) fast(ctx context.Context) (ClaimResult, bool, error) {
 	sortFree(free)
 	freePick := claimPicker{identity: r.identity, candidates: free}
 	if got, done, err := r.try(ctx, &freePick, false); done {
+		if got.Existing {
+			return ClaimResult{}, false, nil
+		}
 		return got, true, err
 	}
 	if spec.Elastic() {
@@ -144,6 +141,9 @@ func (r *claimRound) fast(ctx context.Context) (ClaimResult, bool, error) {
 			}
 		}
 		if got, done, err := r.try(ctx, &claimPicker{identity: r.identity, candidates: above, window: 1, gone: r.taken, lost: r.lost}, true); done {
+			if got.Existing {
+				return ClaimResult{}, false, nil
+			}
 			if err == nil {
 				got.Grew = true
 			}
