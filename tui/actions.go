@@ -78,6 +78,52 @@ var actionTable = []action{
 		},
 	},
 	{
+		// An expired claim still holds its desktop until it is released;
+		// renew keeps it for its holder (a broker that stopped renewing, a
+		// user still at work) instead of force-releasing it. It is the
+		// engine's claim by the holder's identity, which renews that
+		// identity's expired claim: the claim permission, audited as a
+		// claim.
+		name: "renew", kind: engine.ActionClaim, keys: []string{"n"}, help: "renew", write: true,
+		on: actsOn(screenDetail), scope: scopeMember,
+		prepare: func(t target, r *actionRequest) (string, int) {
+			c := t.member.Claim
+			switch {
+			case c == nil:
+				return t.member.Name + " is not claimed by a user: nothing to renew", levelWarn
+			case !c.Expired:
+				return fmt.Sprintf("%s's claim on %s has %s left: nothing to renew", c.Holder, t.member.Name, render.Duration(c.Expires.Sub(t.now))), levelWarn
+			}
+			r.identity = c.Holder
+			return "", levelNone
+		},
+		dialog: func(t target, r actionRequest) dialogStep {
+			c, expired := t.member.Claim, "no expiry recorded"
+			if !c.Expires.IsZero() {
+				expired = "expired " + render.Duration(t.now.Sub(c.Expires)) + " ago"
+			}
+			return dialogStep{title: fmt.Sprintf("Renew %s's claim on %s?", r.identity, r.member), confirm: "Renew",
+				lines: []string{
+					fmt.Sprintf("Holder: %s (claimed %s, %s)", r.identity, clock(t.now, c.Acquired), expired),
+					fmt.Sprintf("The claim is renewed for %s, as its holder's own claim renews it: the desktop and its data stay.", render.Duration(engine.ClaimDuration)),
+					fmt.Sprintf("It is a claim on %s's behalf: should they hold no member of the pool by then, a free one is claimed for them. Audited.", r.identity),
+				}}
+		},
+		run: func(ctx context.Context, a Actions, pool string, r actionRequest) (string, error) {
+			res, err := a.Claim(ctx, pool, r.identity)
+			switch {
+			case err != nil:
+				return "", err
+			case res.Member != r.member:
+				return r.member + " is no longer " + r.identity + "'s: " + claimText(r, res), nil
+			case res.Renewed:
+				return fmt.Sprintf("%s's claim on %s renewed for %s", r.identity, r.member, render.Duration(engine.ClaimDuration)), nil
+			}
+			return fmt.Sprintf("%s's claim on %s had been renewed meanwhile: nothing done", r.identity, r.member), nil
+		},
+		describe: func(r actionRequest) string { return fmt.Sprintf("renew %s for %s", r.member, r.identity) },
+	},
+	{
 		name: "reconcile", kind: engine.ActionReconcile, keys: []string{"r"}, help: "reconcile", write: true,
 		on: actsOn(screenPools, screenMembers, screenDetail), scope: scopePool,
 		// No dialog: a reconcile only does what the definition says.
