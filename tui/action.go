@@ -251,39 +251,3 @@ func (m *Model) logStart(req actionRequest) int {
 }
 
 func (m *Model) setNote(s string, level int) { m.acts.note, m.acts.noteLvl = s, level }
-
-func reconcileText(r engine.ReconcileResult) string {
-	skipped := 0
-	for _, a := range r.Actions {
-		if a.Skipped != "" {
-			skipped++
-		}
-	}
-	s := render.Plural(r.Done(), "change", "changes")
-	if skipped > 0 {
-		s += fmt.Sprintf(", %d skipped", skipped)
-	}
-	if n := len(r.Errors); n > 0 {
-		s += ", " + render.Plural(n, "error", "errors") + ": " + engine.ErrorSummary(r.Errors, maxErrorLines)
-	}
-	return s
-}
-
-func deleteText(r engine.DeleteResult) string {
-	if len(r.LeftAlone) == 0 {
-		return "pool deleted"
-	}
-	return "pool deleted; left alone: " + strings.Join(r.LeftAlone, "; ")
-}
-
-func releaseText(req actionRequest, r engine.ReleaseResult) string {
-	switch {
-	case r.NoOp:
-		return req.member + " had no claim: nothing done"
-	case r.RemovedUnheld:
-		return req.member + " had a Lease with no holder: removed"
-	case r.Recreated:
-		return fmt.Sprintf("released from %s, rebuilt from the current image", render.OrWord(r.PreviousHolder, req.holder))
-	}
-	return fmt.Sprintf("released from %s, not rebuilt (above the size)", render.OrWord(r.PreviousHolder, req.holder))
-}
