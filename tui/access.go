@@ -212,10 +212,9 @@ func (m *Model) refusal(a *action, pool engine.PoolRef) string {
 	return ""
 }
 
-// missing is the permission an action lacks on the current pool ("" when
-// allowed or unknown).
-func (m *Model) missing(kind engine.Action) (string, bool) {
-	caps, _ := m.capsFor(m.currentPool())
+// missing is the permission an action lacks in caps, what the user may do
+// on a pool ("" when allowed or unknown).
+func missing(caps map[engine.Action]engine.Capability, kind engine.Action) (string, bool) {
 	if c, ok := caps[kind]; ok && !c.Allowed {
 		return render.OrWord(c.MissingText(), "a permission"), true
 	}
@@ -242,15 +241,17 @@ func (m *Model) capsPending(pool engine.PoolRef) bool {
 func (m *Model) shownKeys() keyMap {
 	k := m.keys
 	k.actions = slices.Clone(m.keys.actions)
-	pending := m.capsPending(m.currentPool())
 	t := m.currentTarget()
+	pending := m.capsPending(t.ref)
+	caps, _ := m.capsFor(t.ref)
 	for i := range k.actions {
 		ab := &k.actions[i]
 		h := ab.b.Help()
+		_, no := missing(caps, ab.act.kind)
 		switch {
 		case ab.act.mark != nil && ab.act.mark(t) != "":
 			ab.b.SetHelp(h.Key, h.Desc+" "+ab.act.mark(t))
-		case m.isMissing(ab.act.kind) || (m.feed.health.disconnected() && ab.b.Enabled()):
+		case no || (m.feed.health.disconnected() && ab.b.Enabled()):
 			ab.b.SetHelp(h.Key, h.Desc+" "+render.GlyphBad)
 		case pending && ab.b.Enabled():
 			ab.b.SetHelp(h.Key, h.Desc+" "+render.GlyphSyncing)
@@ -259,27 +260,24 @@ func (m *Model) shownKeys() keyMap {
 	return k
 }
 
-func (m *Model) isMissing(kind engine.Action) bool {
-	_, no := m.missing(kind)
-	return no
-}
-
 // unavailableLines lists the unavailable actions for the help overlay.
 func (m *Model) unavailableLines() []string {
 	var out []string
+	pool := m.currentPool()
+	caps, err := m.capsFor(pool)
 	for _, ab := range m.keys.actions {
 		if !ab.b.Enabled() {
 			continue
 		}
-		if perm, no := m.missing(ab.act.kind); no {
+		if perm, no := missing(caps, ab.act.kind); no {
 			out = append(out, m.st.Muted.Render(render.GlyphBad+" "+ab.b.Help().Key+" "+ab.act.name+" · needs: "+sanitize.Sanitize(perm)))
 		} else if m.feed.health.disconnected() {
 			out = append(out, m.st.Muted.Render(render.GlyphBad+" "+ab.b.Help().Key+" "+ab.act.name+" · "+unreachable))
 		}
 	}
-	if _, err := m.capsFor(m.currentPool()); err != nil {
+	if err != nil {
 		out = append(out, m.st.Warn.Render(render.GlyphWarn+" permissions unknown: "+sanitize.Sanitize(err.Error())))
-	} else if m.capsPending(m.currentPool()) {
+	} else if m.capsPending(pool) {
 		out = append(out, m.st.Muted.Render(render.GlyphSyncing+" permissions pending: the API server is asked what you may do"))
 	}
 	return out
