@@ -104,9 +104,11 @@ func (r *claimRound) fast(ctx context.Context) (ClaimResult, bool, error) {
 	r.spec, r.cm, r.fromStatus = spec, cm, true
 	var free []*Member
 	rows := map[string]bool{}
+	claimedRow := map[string]bool{}
 	for i := range st.Members {
 		row := &st.Members[i]
 		rows[row.Name] = true
+		claimedRow[row.Name] = row.Holder != "" || row.Maintenance
 		idx, ok := MemberIndex(r.pool, row.Name)
 		if !ok || idx > size || row.Holder != "" || row.Maintenance || row.Drift || row.AboveSize || row.Blocked != "" {
 			continue
@@ -126,13 +128,24 @@ func (r *claimRound) fast(ctx context.Context) (ClaimResult, bool, error) {
 	}
 	if spec.Elastic() {
 		// The status does not know the members claimed above the size
-		// since it was written: the pool's Leases do.
+		// since it was written: the pool's Leases do. They also tell a
+		// claim that lost races of its crowd: the claims made since the
+		// status was written; its window of growth starts that wide
+		// (a claim that lost none takes the first member above the size).
+		crowd := 0
 		if leases, err := e.Cluster.ListLabelledLeases(ctx, r.pool, ""); err == nil {
 			for _, l := range leases {
 				if name, ok := MemberFromLeaseName(l.Name); ok {
 					freePick.taken(name)
+					if !claimedRow[name] {
+						crowd++
+					}
 				}
 			}
+		}
+		window := 1
+		if r.lost > 0 {
+			window = max(crowd, 1)
 		}
 		var above []*Member
 		for idx := size + 1; idx <= spec.MaxSize; idx++ {
@@ -140,7 +153,7 @@ func (r *claimRound) fast(ctx context.Context) (ClaimResult, bool, error) {
 				above = append(above, &Member{Name: name, Pool: r.pool, Index: idx, State: StateMissing, AboveSize: true})
 			}
 		}
-		if got, done, err := r.try(ctx, &claimPicker{identity: r.identity, candidates: above, window: 1, gone: r.taken, lost: r.lost}, true); done {
+		if got, done, err := r.try(ctx, &claimPicker{identity: r.identity, candidates: above, window: window, gone: r.taken, lost: r.lost}, true); done {
 			if got.Existing {
 				return ClaimResult{}, false, nil
 			}

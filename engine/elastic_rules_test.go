@@ -320,3 +320,39 @@ func TestElasticSpecBounds(t *testing.T) {
 		})
 	}
 }
+
+// With the power policy stopped, a reconcile that builds members beyond what
+// the spare needs running builds them stopped (their PVC only): a pool grown
+// past a gap runs no more than its spare even for one reconcile.
+func TestStoppedPowerBuildsNewMembersStopped(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		running     int // free Ready members already
+		size        int // the size the reconcile builds to
+		wantRunning []string
+		wantStopped []string
+	}{
+		{"the spare runs: every new member is built stopped", 2, 5, nil, []string{"el-3", "el-4", "el-5"}},
+		{"short of the spare: the lowest new members run", 1, 4, []string{"el-2"}, []string{"el-3", "el-4"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, f := newEngine()
+			spec := elasticSpec(tc.running, 0, 10, 2)
+			spec.Power = PowerStopped
+			seedElastic(f, spec, tc.size, tc.running)
+			if _, err := e.Reconcile(context.Background(), "el"); err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range tc.wantRunning {
+				if f.pod(m) == nil || f.pvc(PVCName(m)) == nil {
+					t.Errorf("%s was not built running", m)
+				}
+			}
+			for _, m := range tc.wantStopped {
+				if f.pod(m) != nil || f.pvc(PVCName(m)) == nil {
+					t.Errorf("%s was not built stopped (Pod %v, PVC %v)", m, f.pod(m) != nil, f.pvc(PVCName(m)) != nil)
+				}
+			}
+		})
+	}
+}

@@ -232,6 +232,7 @@ func (e *Engine) reconcileWith(ctx context.Context, snap Snapshot, spec Spec, si
 		var keep map[string]bool
 		p.stops, keep = stopPlan(orig.SpareTarget(), &view)
 		p.starts = slices.DeleteFunc(p.starts, func(m *Member) bool { return keep[m.Name] })
+		p.createStopped = stoppedCreates(orig.SpareTarget(), &view, p)
 	}
 	p.claimedCreates, p.claimedStarts = e.stillClaimed(ctx, snap.Pool, p.claimedCreates, p.claimedStarts, add)
 	e.runPlan(ctx, snap, spec, p, add, timeStep)
@@ -259,6 +260,38 @@ type reconcilePlan struct {
 	stops []*Member
 	// Claimed members, started for their holder without a reconciler Lease.
 	claimedCreates, claimedStarts []*Member
+	// createStopped: members created with their PVC only (an elastic pool
+	// with the power policy stopped that runs its spare already).
+	createStopped map[string]bool
+}
+
+// stoppedCreates is which of the plan's creates of an elastic pool with the
+// power policy stopped are made stopped (PVC only): those beyond what the
+// spare needs running once the plan's starts ran, the highest index first.
+// (A pool grown past a gap, by claims of a burst above its size, builds the
+// members between stopped, not running beyond the spare until the next
+// reconcile stops them.)
+func stoppedCreates(spare int, v *PoolView, p reconcilePlan) map[string]bool {
+	running := 0
+	for i := range v.Members {
+		if m := &v.Members[i]; m.Free && m.NodeDown == "" && (m.State == StateReady || m.State == StateStarting) {
+			running++
+		}
+	}
+	need := spare - running - len(p.starts) + len(p.stops)
+	creates := append([]*Member(nil), p.creates...)
+	sort.Slice(creates, func(i, j int) bool { return creates[i].Index < creates[j].Index })
+	var stopped map[string]bool
+	for i, m := range creates {
+		if i < need {
+			continue
+		}
+		if stopped == nil {
+			stopped = map[string]bool{}
+		}
+		stopped[m.Name] = true
+	}
+	return stopped
 }
 
 // planReconcile sorts the members of view into the steps (memberWork). It
@@ -337,7 +370,7 @@ func (e *Engine) runPlan(ctx context.Context, snap Snapshot, spec Spec, p reconc
 		return e.startClaimed(ctx, ns, snap.Pool, spec, m, m.Claim.Holder)
 	}
 	timed(StepCreate, p.creates, func(ctx context.Context, m *Member) error {
-		return e.createMember(ctx, ns, snap.Pool, m.Index, spec, true)
+		return e.createMember(ctx, ns, snap.Pool, m.Index, spec, !p.createStopped[m.Name])
 	})
 	claimed(StepCreate, p.claimedCreates, startClaimed)
 	timed(StepStart, p.starts, startPod)
