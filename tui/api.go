@@ -32,24 +32,25 @@ type DataSource interface {
 // satisfies it. In read-only mode it is never asked for.
 type Actions interface {
 	Reconcile(ctx context.Context, pool string) (engine.ReconcileResult, error)
-	// ForceRelease ends a claim whoever holds it (administrators; keys x
-	// and f: the dashboard is never a claim's holder).
+	// ForceRelease ends a claim whoever holds it (administrators: the
+	// dashboard is never a claim's holder).
 	ForceRelease(ctx context.Context, pool, member string) (engine.ReleaseResult, error)
 	Resize(ctx context.Context, pool string, size int) (engine.ReconcileResult, error)
 	Delete(ctx context.Context, pool string) (engine.DeleteResult, error)
-	// Claim gives a free member of pool to identity (key a).
+	// Claim gives a free member of pool to identity, or renews identity's
+	// expired claim (the action table's claim and renew).
 	Claim(ctx context.Context, pool, identity string) (engine.ClaimResult, error)
 }
 
 // ConsoleRunner runs an interactive shell in a member's desktop container on
-// the terminal the dashboard hands over (key c). *kube.Exec satisfies it
+// the terminal the dashboard hands over (the console action). *kube.Exec satisfies it
 // with its Interactive method wrapped by cmd; a non-zero exit of the shell
 // comes back as an error with an ExitStatus() int method.
 type ConsoleRunner interface {
 	Console(ctx context.Context, namespace, pod string, stdin io.Reader, stdout, stderr io.Writer) error
 }
 
-// LogSource streams a member's desktop container log (key l): followed, or
+// LogSource streams a member's desktop container log (the logs action): followed, or
 // the previous container's when previous is set. *kube.Logs satisfies it.
 type LogSource interface {
 	Stream(ctx context.Context, namespace, pod string, previous bool) (io.ReadCloser, error)
