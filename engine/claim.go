@@ -51,8 +51,10 @@ func (e *Engine) Claim(ctx context.Context, pool, identity string) (res ClaimRes
 		return res, err
 	}
 	r := &claimRound{e: e, ns: e.Namespace, pool: pool, identity: identity}
-	if got, done, err := r.fast(ctx); done {
-		return got, err
+	if c, ok := e.Cluster.(CachedReader); !ok || !c.SnapshotsCached() {
+		if got, done, err := r.fast(ctx); done {
+			return got, err
+		}
 	}
 	return r.read(ctx)
 }

@@ -101,6 +101,13 @@ type Cluster interface {
 	Writer
 }
 
+// CachedReader is a Cluster whose Snapshot reads a cache the caller keeps up
+// to date (the dashboard's informers): a read of the whole pool costs the
+// API server nothing, so a claim reads it rather than the recorded status.
+type CachedReader interface {
+	SnapshotsCached() bool
+}
+
 // Engine runs the pool operations against one namespace.
 type Engine struct {
 	Cluster   Cluster

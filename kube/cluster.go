@@ -199,6 +199,10 @@ func (c *Cluster) CreatePVC(ctx context.Context, pvc *corev1.PersistentVolumeCla
 	return out, nil
 }
 
+// SnapshotsCached reports whether Snapshot reads a cache (Reader) rather
+// than the API server (engine.CachedReader).
+func (c *Cluster) SnapshotsCached() bool { return c.Reader != nil }
+
 // GetConfigMap reads one ConfigMap fresh from the API server.
 func (c *Cluster) GetConfigMap(ctx context.Context, name string) (*corev1.ConfigMap, error) {
 	out, err := c.Client.CoreV1().ConfigMaps(c.Namespace).Get(ctx, name, metav1.GetOptions{})

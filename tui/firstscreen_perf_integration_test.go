@@ -59,17 +59,17 @@ func timeOnce(t *testing.T, cfg *rest.Config, ns string) time.Duration {
 	return d
 }
 
-// firstScreen is the dashboard's root model until its first complete
+// firstScreenProbe is the dashboard's root model until its first complete
 // screen: every cache synced, the members counted, "live".
-type firstScreen struct {
+type firstScreenProbe struct {
 	m     *Model
 	start time.Time
 	took  *time.Duration
 }
 
-func (f firstScreen) Init() tea.Cmd { return f.m.Init() }
-func (f firstScreen) View() string  { return f.m.View() }
-func (f firstScreen) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+func (f firstScreenProbe) Init() tea.Cmd { return f.m.Init() }
+func (f firstScreenProbe) View() string  { return f.m.View() }
+func (f firstScreenProbe) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	_, cmd := f.m.Update(msg)
 	if f.m.feed.loaded && f.m.feed.health.synced && len(f.m.pools) == 1 && f.m.pools[0].Status.Observed == firstScreenMembers {
 		conn, _ := f.m.feed.health.connState(f.m.now, f.m.feed.started, f.m.feed.loaded)
@@ -103,7 +103,7 @@ func timeFirstScreen(t *testing.T, cfg *rest.Config, ns string) time.Duration {
 	})
 	m.Update(tea.WindowSizeMsg{Width: 200, Height: 60})
 	var took time.Duration
-	prog := tea.NewProgram(firstScreen{m: m, start: start, took: &took}, tea.WithContext(ctx), tea.WithInput(nil),
+	prog := tea.NewProgram(firstScreenProbe{m: m, start: start, took: &took}, tea.WithContext(ctx), tea.WithInput(nil),
 		tea.WithOutput(io.Discard), tea.WithoutSignalHandler(), tea.WithoutRenderer())
 	if _, err := prog.Run(); err != nil {
 		t.Fatalf("the dashboard did not reach its first complete screen: %v", err)

@@ -186,7 +186,7 @@ func TestManifestsAllNamespaces(t *testing.T) {
 		"/pods":                      "create,delete,get,list,watch;",
 		"/persistentvolumeclaims":    "create,delete,get,list,watch;",
 		"/configmaps":                "get,list,patch,watch;",
-		"coordination.k8s.io/leases": "create,delete,list,update,watch;create;",
+		"coordination.k8s.io/leases": "create,delete,get,list,update,watch;create;",
 		"/nodes":                     "list,watch;",
 	} {
 		if verbs[res] != want {
