@@ -66,14 +66,14 @@ type brokerClaim struct {
 type chaosActors struct {
 	brokerHeld map[string]*brokerClaim // by member
 	brokerBusy map[string]bool         // broker identities in an operation
-	// driftUnclaimed counts the batch ends an unclaimed member has shown
-	// drift in a row.
-	driftUnclaimed map[string]int
-	generation     int // the administrator's applies so far
+	// driftSince: when a batch end first found an unclaimed member drifted
+	// (of the batch ends in a row that did), on the wall clock.
+	driftSince map[string]time.Time
+	generation int // the administrator's applies so far
 }
 
 func (a *chaosActors) init() {
-	a.brokerHeld, a.brokerBusy, a.driftUnclaimed = map[string]*brokerClaim{}, map[string]bool{}, map[string]int{}
+	a.brokerHeld, a.brokerBusy, a.driftSince = map[string]*brokerClaim{}, map[string]bool{}, map[string]time.Time{}
 }
 
 // askRelease records, before a release (or a give-back) of member is sent,
@@ -366,23 +366,29 @@ func (h *chaosHarness) adminApply(ctx context.Context, rng *rand.Rand) {
 }
 
 // checkDrift: an unclaimed member of the size, not in maintenance, converges
-// to the pool's source within the settle window (h.mu held).
-func (h *chaosHarness) checkDrift(ctx context.Context, v engine.PoolView, batch int) {
+// to the pool's source: it fails once it has stayed drifted with no change
+// of its objects for deadline (h.mu held).
+func (h *chaosHarness) checkDrift(ctx context.Context, v engine.PoolView, now time.Time, deadline time.Duration) {
 	for i := range v.Members {
 		m := &v.Members[i]
 		if !m.Drift || m.Lease != nil || m.AboveSize || h.failed[m.Name] != nil || h.vanished[m.Name] != nil || h.actors.brokerHeld[m.Name] != nil {
-			delete(h.actors.driftUnclaimed, m.Name)
+			delete(h.actors.driftSince, m.Name)
 			continue
 		}
-		h.actors.driftUnclaimed[m.Name]++
-		if n := h.actors.driftUnclaimed[m.Name]; n >= h.settle(batch) {
-			h.violateLocked("%s, unclaimed, still has drift (source %s, the pool's %s) after %d batch ends%s", m.Name, m.Source, v.Spec.SourceHash(), n, h.explain(ctx, m.Name))
-			h.actors.driftUnclaimed[m.Name] = -1 << 30 // once
+		since, ok := h.actors.driftSince[m.Name]
+		if !ok {
+			since = now
+			h.actors.driftSince[m.Name] = since
+		}
+		if idle := h.idle(m.Name, since, now); idle >= deadline {
+			h.violateLocked("%s, unclaimed, still has drift (source %s, the pool's %s) %s after a batch end first found it so, with no change of its objects for %s%s",
+				m.Name, m.Source, v.Spec.SourceHash(), now.Sub(since).Round(time.Second), idle.Round(time.Second), h.explain(ctx, m.Name))
+			h.actors.driftSince[m.Name] = now.Add(100 * 365 * 24 * time.Hour) // once
 		}
 	}
-	for name := range h.actors.driftUnclaimed {
-		if v.Member(name) == nil {
-			delete(h.actors.driftUnclaimed, name)
+	for name := range h.actors.driftSince {
+		if _, ok := engine.MemberIndex(v.Name, name); ok && v.Member(name) == nil {
+			delete(h.actors.driftSince, name)
 		}
 	}
 }
