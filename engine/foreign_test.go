@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -273,4 +274,72 @@ func (c seenCluster) Snapshot(ctx context.Context, pool string) (Snapshot, error
 	s, err := c.fakeCluster.Snapshot(ctx, pool)
 	s.LeaseSeen = c.seen
 	return s, err
+}
+
+// writtenAt is l as the API server keeps it after taking a write at w: its
+// managed fields carry the server's time (LeaseWritten).
+func writtenAt(l *coordinationv1.Lease, w time.Time) *coordinationv1.Lease {
+	t := metav1.NewTime(w)
+	l.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "ctpool-tui", Operation: metav1.ManagedFieldsOperationUpdate, Time: &t}}
+	return l
+}
+
+// A writer whose clock runs slow stamps the past: its Lease counts from
+// when the API server took the write, never from its stamp, so it is not
+// stale (nor a claim expired) the moment it is written.
+func TestLeaseCountsFromTheServersWriteWhenTheStampIsBehind(t *testing.T) {
+	hourSlow := testNow.Add(-time.Hour)
+	tests := []struct {
+		name      string
+		lease     *coordinationv1.Lease
+		now, seen time.Time
+		since     time.Time
+		stale     bool
+		expired   bool
+		problem   string
+	}{
+		{"reconciler an hour slow, written now", writtenAt(ReconcilerLease(testNS, "desk", "desk-1", hourSlow), testNow), testNow, time.Time{}, testNow, false, false, "writer's clock runs slow"},
+		{"reconciler an hour slow, written 10 minutes ago: stale", writtenAt(ReconcilerLease(testNS, "desk", "desk-1", hourSlow), testNow.Add(-ReconcilerLeaseTTL)), testNow, time.Time{}, testNow.Add(-ReconcilerLeaseTTL), true, true, "writer's clock runs slow"},
+		{"claim stamped by a broker an hour slow", writtenAt(ClaimLease(testNS, "desk", "desk-1", "alice", hourSlow), testNow.Add(-time.Minute)), testNow, time.Time{}, testNow.Add(-time.Minute), false, false, "writer's clock runs slow"},
+		{"stamp and write agree: old and stale", writtenAt(ReconcilerLease(testNS, "desk", "desk-1", testNow.Add(-11*time.Minute)), testNow.Add(-11*time.Minute)), testNow, time.Time{}, testNow.Add(-11 * time.Minute), true, true, ""},
+		{"stamp 30 s behind the write: the write, no problem", writtenAt(ReconcilerLease(testNS, "desk", "desk-1", testNow.Add(-30*time.Second)), testNow), testNow, time.Time{}, testNow, false, false, ""},
+		{"stamp later than the write: the stamp", writtenAt(ReconcilerLease(testNS, "desk", "desk-1", testNow.Add(-time.Minute)), testNow.Add(-2*time.Minute)), testNow, time.Time{}, testNow.Add(-time.Minute), false, false, ""},
+		{"write an hour ahead of this reader: counts from its first sight", writtenAt(ReconcilerLease(testNS, "desk", "desk-1", hourSlow), testNow.Add(time.Hour)), testNow, testNow.Add(-3 * time.Minute), testNow.Add(-3 * time.Minute), false, false, "writer's clock runs slow"},
+		{"no managed fields: the stamp", ReconcilerLease(testNS, "desk", "desk-1", hourSlow), testNow, time.Time{}, hourSlow, true, true, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, problems := interpretLeaseSeen(tt.lease, tt.now, tt.seen)
+			if !c.Since.Equal(tt.since) || c.Stale != tt.stale || c.Expired != tt.expired {
+				t.Fatalf("since %s stale %v expired %v, want since %s stale %v expired %v", c.Since, c.Stale, c.Expired, tt.since, tt.stale, tt.expired)
+			}
+			got := strings.Join(problems, ";")
+			if (tt.problem == "") != !strings.Contains(got, "runs slow") || (tt.problem != "" && !strings.Contains(got, tt.problem)) {
+				t.Fatalf("problems %q, want one containing %q", got, tt.problem)
+			}
+		})
+	}
+}
+
+// A reconcile on a correct clock leaves alone the Lease a reconciler an
+// hour slow has just taken; ten minutes after the API server took it, the
+// Lease is stale and the reconcile takes it over.
+func TestReconcileLeavesASlowReconcilersFreshLease(t *testing.T) {
+	e, f := newEngine()
+	seedPool(f, "desk", baseSpec(1), 1)
+	f.add(writtenAt(ReconcilerLease(testNS, "desk", "desk-1", testNow.Add(-time.Hour)), testNow.Add(-time.Second)))
+	if _, err := e.Reconcile(context.Background(), "desk"); err != nil && !errors.Is(err, ErrMaintenance) {
+		t.Fatal(err)
+	}
+	if l := f.lease(LeaseName("desk-1")); l == nil || l.Spec.RenewTime == nil || !l.Spec.RenewTime.Time.Equal(testNow.Add(-time.Hour)) {
+		t.Fatalf("a reconcile took over a reconciler Lease written a second ago: %+v", l)
+	}
+	e.Now = func() time.Time { return testNow.Add(ReconcilerLeaseTTL) }
+	res, err := e.Reconcile(context.Background(), "desk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := res.Counts(); d[StepUnlock] != 1 {
+		t.Fatalf("counts %v, want the stale Lease removed once the TTL has passed since its write", d)
+	}
 }

@@ -306,18 +306,19 @@ func (s *PoolState) compactDue(now time.Time) {
 // does. A lease time in the future makes the claim follow the clock, so
 // any later time does.
 func claimChangesAt(l *coordinationv1.Lease, c *Claim, now time.Time) time.Time {
-	base := c.Renewed
-	if base.IsZero() {
-		base = c.Acquired
+	stamp := c.Renewed
+	if stamp.IsZero() {
+		stamp = c.Acquired
 	}
-	if base.IsZero() {
-		base = l.CreationTimestamp.Time
+	if stamp.IsZero() {
+		stamp = l.CreationTimestamp.Time
 	}
+	if stamp.After(now.Add(SkewTolerance)) || LeaseWritten(l).After(now.Add(SkewTolerance)) {
+		return now.Add(time.Nanosecond)
+	}
+	base := c.Since // the stamp, or the API server's write when later
 	if base.IsZero() {
 		return time.Time{} // expired and stale for good
-	}
-	if base.After(now.Add(time.Minute)) {
-		return now.Add(time.Nanosecond)
 	}
 	var next time.Time
 	if !c.Expired {

@@ -78,6 +78,28 @@ func (e *Engine) unlock(ctx context.Context, l *coordinationv1.Lease) error {
 // clock runs fast.
 const SkewTolerance = time.Minute
 
+// LeaseWritten is when the API server last took a write of the Lease, on
+// its own clock: the latest time of its managed fields (zero when it carries
+// none, as a Lease built in memory).
+func LeaseWritten(l *coordinationv1.Lease) time.Time {
+	var w time.Time
+	for _, f := range l.ManagedFields {
+		if f.Time != nil && f.Time.After(w) {
+			w = f.Time.Time
+		}
+	}
+	return w
+}
+
+// firstSeen is when a reader that first saw a Lease version at seen (zero:
+// it reads once) counts it from: at most now.
+func firstSeen(now, seen time.Time) time.Time {
+	if !seen.IsZero() && seen.Before(now) {
+		return seen
+	}
+	return now
+}
+
 // interpretLease reads a claim Lease defensively: a missing holder, a missing
 // or non-positive duration, and times in the future are reported as problems.
 // It is interpretLeaseSeen for a reader that remembers nothing of the Lease.
@@ -137,9 +159,21 @@ func interpretLeaseSeen(l *coordinationv1.Lease, now, seen time.Time) (Claim, []
 	}
 	if !base.IsZero() && base.After(now.Add(SkewTolerance)) {
 		problems = append(problems, fmt.Sprintf("lease time %s is in the future (the writer's clock runs fast): it counts from when it was first seen", base.UTC().Format(time.RFC3339)))
-		base = now // at most now: honour it as fresh rather than as expired far in the future
-		if !seen.IsZero() && seen.Before(base) {
-			base = seen
+		base = firstSeen(now, seen)
+	}
+	// The writer's stamp never counts from before the API server took the
+	// write: a writer whose clock runs slow stamps the past, and its Lease
+	// would look expired or stale, and be taken over, the moment it is
+	// written (DECISIONS, "Clocks").
+	if w := LeaseWritten(l); !w.IsZero() {
+		if w.After(now.Add(SkewTolerance)) {
+			w = firstSeen(now, seen) // this reader's clock runs slow
+		}
+		if w.After(base) {
+			if !base.IsZero() && w.Sub(base) > SkewTolerance {
+				problems = append(problems, fmt.Sprintf("lease time %s is %s before the API server took the write (the writer's clock runs slow): it counts from the write", base.UTC().Format(time.RFC3339), w.Sub(base).Round(time.Second)))
+			}
+			base = w
 		}
 	}
 	c.Since = base

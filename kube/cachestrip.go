@@ -5,9 +5,13 @@ package kube
 import (
 	"strings"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/ctpool-tui/ctpool-tui/engine"
 )
 
 // StripForCache is the informers' transform: before an object enters the
@@ -15,7 +19,8 @@ import (
 // namespace of thousands of members costs little memory
 // (BenchmarkInformerCacheBytes: about a third of the untransformed bytes).
 //
-//   - Every object loses its managedFields.
+//   - Every object loses its managedFields, but a Lease keeps the time of
+//     its last write (keepWriteTime).
 //   - Pods and PVCs keep their metadata but the annotations other components
 //     write for their own bookkeeping (droppedAnnotationPrefixes), and of
 //     their spec and status only what engine.Observe, engine.Diagnose and the
@@ -41,10 +46,25 @@ func StripForCache(obj any) (any, error) {
 	case *corev1.PersistentVolumeClaim:
 		stripPVC(o)
 	}
-	if m, err := meta.Accessor(inner); err == nil {
+	if l, ok := inner.(*coordinationv1.Lease); ok {
+		keepWriteTime(l)
+	} else if m, err := meta.Accessor(inner); err == nil {
 		m.SetManagedFields(nil)
 	}
 	return obj, nil
+}
+
+// keepWriteTime reduces a Lease's managed fields to one entry holding the
+// time the API server last took a write of it (engine.LeaseWritten): a
+// writer's stamp never counts from before it. Cluster.UpdateLease sends no
+// managed fields, so the entry never goes back to the API server.
+func keepWriteTime(l *coordinationv1.Lease) {
+	w := engine.LeaseWritten(l)
+	if w.IsZero() {
+		l.ManagedFields = nil
+		return
+	}
+	l.ManagedFields = []metav1.ManagedFieldsEntry{{Time: &metav1.Time{Time: w}}}
 }
 
 // droppedAnnotationPrefixes are annotations of Pods and PVCs that other

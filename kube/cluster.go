@@ -292,6 +292,13 @@ func (c *Cluster) UpdateLease(ctx context.Context, l *coordinationv1.Lease) (*co
 	if l.ResourceVersion == "" {
 		return nil, fmt.Errorf("update Lease %s: no resourceVersion to compare with", l.Name)
 	}
+	if len(l.ManagedFields) > 0 {
+		// The API server keeps the managed fields of an update that sends
+		// none; a cached Lease's (StripForCache) must not go back.
+		cp := *l
+		cp.ManagedFields = nil
+		l = &cp
+	}
 	out, err := c.Client.CoordinationV1().Leases(c.Namespace).Update(ctx, l, metav1.UpdateOptions{})
 	return out, MapError(err)
 }

@@ -550,3 +550,29 @@ type readerFunc func(context.Context, string) (engine.Snapshot, error)
 func (f readerFunc) Snapshot(ctx context.Context, pool string) (engine.Snapshot, error) {
 	return f(ctx, pool)
 }
+
+// A cached Lease carries its write time in a managed-fields entry of its
+// own (StripForCache); an update from it sends no managed fields, which the
+// API server reads as "keep them".
+func TestUpdateLeaseSendsNoManagedFields(t *testing.T) {
+	now := time.Date(2026, 12, 6, 9, 0, 0, 0, time.UTC)
+	l := engine.ReconcilerLease(clusterNS, "desk", "desk-1", now)
+	l.ResourceVersion = "7"
+	at := metav1.NewTime(now)
+	l.ManagedFields = []metav1.ManagedFieldsEntry{{Time: &at}}
+	cs := fake.NewClientset(l.DeepCopy())
+	var sent []metav1.ManagedFieldsEntry
+	cs.PrependReactor("update", "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		sent = a.(k8stesting.UpdateAction).GetObject().(*coordinationv1.Lease).ManagedFields
+		return false, nil, nil
+	})
+	if _, err := NewCluster(cs, clusterNS).UpdateLease(t.Context(), l); err != nil {
+		t.Fatal(err)
+	}
+	if sent != nil {
+		t.Fatalf("the update sent managed fields %+v", sent)
+	}
+	if len(l.ManagedFields) != 1 {
+		t.Fatalf("the caller's Lease lost its managed fields: %+v", l.ManagedFields)
+	}
+}

@@ -187,14 +187,25 @@ func TestStripDropsBulk(t *testing.T) {
 	}
 
 	// Leases and ConfigMaps are updated from cached copies: all but the
-	// managed fields stays, the last-applied annotation too.
+	// managed fields stays, the last-applied annotation too; a Lease keeps
+	// the time of its last write, the latest of its managed fields'.
 	l := claimLease(4, now)
 	l.Annotations = map[string]string{lastAppliedAnnotation: "{}"}
+	later := metav1.NewTime(l.CreationTimestamp.Add(90 * time.Second))
+	l.ManagedFields = append(l.ManagedFields, metav1.ManagedFieldsEntry{Manager: "broker", Operation: metav1.ManagedFieldsOperationUpdate, Time: &later})
 	sl := stripped(t, l)
 	wantLease := l.DeepCopy()
-	wantLease.ManagedFields = nil
+	wantLease.ManagedFields = []metav1.ManagedFieldsEntry{{Time: &later}}
 	if !reflect.DeepEqual(sl, wantLease) {
 		t.Errorf("Lease changed beyond its managedFields:\n got %+v\nwant %+v", sl, wantLease)
+	}
+	if w := engine.LeaseWritten(sl); !w.Equal(later.Time) {
+		t.Errorf("a cached Lease was last written at %s, want %s", w, later.Time)
+	}
+	noTime := claimLease(5, now)
+	noTime.ManagedFields = nil
+	if sl := stripped(t, noTime); sl.ManagedFields != nil {
+		t.Errorf("a Lease with no managed fields gained some: %+v", sl.ManagedFields)
 	}
 	cm := engine.BuildConfigMap(ns, "desk", spec)
 	cm.Annotations = map[string]string{lastAppliedAnnotation: "{}"}
