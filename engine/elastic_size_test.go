@@ -147,3 +147,62 @@ func memberIndexOf(name string) int {
 	i, _ := MemberIndex("el", name)
 	return i
 }
+
+// interleaved runs before once, just ahead of the first status write: as
+// another reconciler writing its own decision while this one worked.
+type interleaved struct {
+	*fakeCluster
+	before func()
+}
+
+func (c *interleaved) hook() {
+	if c.before != nil {
+		b := c.before
+		c.before = nil
+		b()
+	}
+}
+
+func (c *interleaved) PatchConfigMapData(ctx context.Context, name, key, value string) error {
+	c.hook()
+	return c.fakeCluster.PatchConfigMapData(ctx, name, key, value)
+}
+
+func (c *interleaved) PatchConfigMap(ctx context.Context, name, rv string, labels, data map[string]string) error {
+	c.hook()
+	return c.fakeCluster.PatchConfigMap(ctx, name, rv, labels, data)
+}
+
+// Two reconcilers start on an elastic pool at 3 with no free member; one
+// grows it to 7 and records that while the other works; the other, which
+// decided 5, must not write 5 over 7 (a shrink with no settle time).
+func TestElasticDecisionNeverOverwritesANewerOne(t *testing.T) {
+	spec := elasticSpec(3, 1, 10, 2)
+	e, f := newEngine()
+	seedElastic(f, spec, 3, 3, 1, 2, 3)
+	other := Status{Desired: 7, Elastic: &ElasticStatus{Size: 7, From: 3, Reason: "grew from 3 to 7: another reconciler"}}.Encode()
+	e.Cluster = &interleaved{fakeCluster: f, before: func() {
+		if err := f.PatchConfigMapData(context.Background(), ConfigMapName("el"), KeyStatus, other); err != nil {
+			t.Fatal(err)
+		}
+	}}
+	res, err := e.Reconcile(context.Background(), "el")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := recordedSize(t, f); got != 7 {
+		t.Fatalf("recorded size %d after the reconcile, want the other reconciler's 7 kept", got)
+	}
+	if !res.StatusWritten {
+		t.Fatal("the reconcile wrote no status at all")
+	}
+	// Without the interleaving the same reconcile decides 5.
+	e2, f2 := newEngine()
+	seedElastic(f2, spec, 3, 3, 1, 2, 3)
+	if _, err := e2.Reconcile(context.Background(), "el"); err != nil {
+		t.Fatal(err)
+	}
+	if got := recordedSize(t, f2); got != 5 {
+		t.Fatalf("recorded size %d, want 5 (3 claimed, spare 2)", got)
+	}
+}

@@ -2,8 +2,12 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"reflect"
 	"sort"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // The status a reconcile records: counts, rows, errors, the elastic
@@ -41,13 +45,25 @@ func (e *Engine) recordStatus(ctx context.Context, snap Snapshot, spec Spec, vie
 	st.Errors = res.Errors
 	if el != nil {
 		el(&st)
+		if !sameElastic(final.Recorded.Elastic, view.Recorded.Elastic) {
+			// Another reconciler decided the size while this one worked: its
+			// decision stands (the next reconcile decides again).
+			st.Elastic = final.Recorded.Elastic
+		}
 	}
-	st.History = recordHistory(final.Recorded.History, Sample{At: e.serverNow(), Free: st.Free, Claimed: st.Claimed, Size: st.Desired})
+	sample := Sample{At: e.serverNow(), Free: st.Free, Claimed: st.Claimed, Size: st.Desired}
+	st.History = recordHistory(final.Recorded.History, sample)
 	res.Status = st
 	if snap.ConfigMap != nil && (!st.sameContent(final.Recorded) || final.RecordedError != nil) {
 		t := e.Now()
 		st.UpdatedAt = &t
-		if err := e.Cluster.PatchConfigMapData(ctx, snap.ConfigMap.Name, KeyStatus, st.Encode()); err != nil {
+		var err error
+		if el != nil {
+			err = e.writeElasticStatus(ctx, snap.ConfigMap, view.Recorded.Elastic, &st, sample)
+		} else {
+			err = e.Cluster.PatchConfigMapData(ctx, snap.ConfigMap.Name, KeyStatus, st.Encode())
+		}
+		if err != nil {
 			res.Errors = append(res.Errors, fmt.Sprintf("status: %v", err))
 			res.Actions = append(res.Actions, MemberAction{Step: StepStatus, Err: err})
 		} else {
@@ -56,6 +72,45 @@ func (e *Engine) recordStatus(ctx context.Context, snap Snapshot, spec Spec, vie
 		}
 	}
 	res.timeStep(StepStatus, statusStart, e.Now())
+}
+
+// writeElasticStatus writes an elastic pool's status as a compare-and-swap
+// on the ConfigMap read last: a size decided on a pool another reconciler
+// has since resized must not overwrite that size (two reconcilers that both
+// started at 5 and decided 7 and 6: the later write would shrink the pool
+// with no settle time). On a conflict it reads the ConfigMap again; when its
+// recorded elastic decision is no longer the one this decision started from
+// (base), the recorded one stands. It tries three times.
+func (e *Engine) writeElasticStatus(ctx context.Context, cm *corev1.ConfigMap, base *ElasticStatus, st *Status, sample Sample) error {
+	name, rv := cm.Name, cm.ResourceVersion
+	var err error
+	for range 3 {
+		if err = e.Cluster.PatchConfigMap(ctx, name, rv, nil, map[string]string{KeyStatus: st.Encode()}); !errors.Is(err, ErrConflict) {
+			return err
+		}
+		cur, gerr := e.Cluster.GetConfigMap(ctx, name)
+		if gerr != nil {
+			return fmt.Errorf("%w; re-read: %v", err, gerr)
+		}
+		rv = cur.ResourceVersion
+		rec, perr := ParseStatus(cur.Data[KeyStatus])
+		if perr != nil {
+			continue // a broken status: this one replaces it
+		}
+		if !sameElastic(rec.Elastic, base) {
+			st.Elastic = rec.Elastic
+		}
+		st.History = recordHistory(rec.History, sample)
+	}
+	return err
+}
+
+// sameElastic reports whether two recorded elastic decisions are the same.
+func sameElastic(a, b *ElasticStatus) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return reflect.DeepEqual(*a, *b)
 }
 
 // blockStatus marks the rows of the blocked members (Member.Blocked) and
