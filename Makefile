@@ -113,13 +113,13 @@ CHAOS_OPS ?= 10000
 
 .PHONY: chaos
 chaos: ## the randomized concurrency run with CHAOS_OPS operations (default 10000) on the running plane; prints its counts
-	CI=$${CI:-1} CTPOOL_CHAOS_OPS=$(CHAOS_OPS) $(GO) test -count=1 -timeout 120m -tags integration -run '^TestIntegrationRandomizedConcurrency$$' -v ./kube/
+	CI=$${CI:-1} CTPOOL_CHAOS_OPS=$(CHAOS_OPS) $(GO) test -count=1 -timeout 120m -tags integration -run '^TestIntegrationRandomizedConcurrency$$' -v ./systest/
 
 SCALE_MEMBERS ?= 10000
 
 .PHONY: scale
 scale: ## on the running plane, a pool of SCALE_MEMBERS (default 10000; 500 in make test) Unschedulable members: fill, the recorded status, delete; prints the figures
-	CI=$${CI:-1} CTPOOL_SCALE_MEMBERS=$(SCALE_MEMBERS) $(GO) test -count=1 -timeout 120m -tags integration -run '^TestIntegrationStatusOfALargeUnschedulablePool$$' -v ./kube/
+	CI=$${CI:-1} CTPOOL_SCALE_MEMBERS=$(SCALE_MEMBERS) $(GO) test -count=1 -timeout 120m -tags integration -run '^TestIntegrationStatusOfALargeUnschedulablePool$$' -v ./systest/
 
 SOAK ?= 30m
 SOAK_TIMEOUT ?= 2h
@@ -138,7 +138,7 @@ log-stream: ## on the running plane, the log view follows a member's log served 
 
 .PHONY: chaos-outage
 chaos-outage: ## the randomized run across an API server restart (stops and starts the plane's API server); 600 operations (CTPOOL_CHAOS_OPS overrides)
-	CI=$${CI:-1} $(GO) test -count=1 -timeout 30m -tags 'integration outage' -run '^TestIntegrationRandomizedConcurrencyOutage$$' -v ./kube/
+	CI=$${CI:-1} $(GO) test -count=1 -timeout 30m -tags 'integration outage' -run '^TestIntegrationRandomizedConcurrencyOutage$$' -v ./systest/
 
 .PHONY: fuzz
 fuzz: ## run each fuzz target for FUZZTIME executions (default 40000x; a duration such as 10s also works)
@@ -172,12 +172,12 @@ bench: ## unit benchmarks in BENCH_ROUNDS interleaved rounds (default 5), then t
 # 10), CTPOOL_PERF_CONTROLLER_IDLE and CTPOOL_PERF_CONTROLLER_DELETIONS shrink it.
 .PHONY: bench-integration
 bench-integration: ## benchmarks on the running local plane (make cluster-up), then the targets they meet
-	set -o pipefail; CI=$${CI:-1} $(GO) test -tags 'integration perf' -run '^$$' -bench Integration -benchtime 1x -timeout 180m ./kube/ | tee .bench-integration.out
+	set -o pipefail; CI=$${CI:-1} $(GO) test -tags 'integration perf' -run '^$$' -bench Integration -benchtime 1x -timeout 180m ./kube/ ./systest/ | tee .bench-integration.out
 	@$(GO) run ./hack/benchreport -set integration < .bench-integration.out
 
 .PHONY: bench-elastic
 bench-elastic: ## on the running plane, a burst of 20 claims on an elastic pool (spare 3): claimant to desktop p50/p95 against 20 members of one apply and one member alone
-	set -o pipefail; CI=$${CI:-1} $(GO) test -tags integration -run '^$$' -bench BenchmarkIntegrationElasticBurst -benchtime 1x ./kube/ | tee .bench-elastic.out
+	set -o pipefail; CI=$${CI:-1} $(GO) test -tags integration -run '^$$' -bench BenchmarkIntegrationElasticBurst -benchtime 1x ./systest/ | tee .bench-elastic.out
 	@$(GO) run ./hack/benchreport -set integration -only BenchmarkIntegrationElasticBurst < .bench-elastic.out
 
 # STORM_SIZES picks the n of make bench-storm; CTPOOL_STORM_REQUEST_TIMEOUT
@@ -187,7 +187,7 @@ STORM_SIZES ?= 100,1000
 
 .PHONY: bench-storm
 bench-storm: ## on the running plane, the morning login storm (issue 41): n claims at once (STORM_SIZES, default 100,1000) on n free members and on an elastic pool of maxSize n (spare 10): Lease creates per claim, claims/s, claim to desktop p50/p95/p99 against one claim alone
-	set -o pipefail; CI=$${CI:-1} CTPOOL_STORM_SIZES=$(STORM_SIZES) $(GO) test -tags integration -run '^$$' -bench '^BenchmarkIntegrationClaimStorm$$' -benchtime 1x -timeout 180m ./kube/ | tee .bench-storm.out
+	set -o pipefail; CI=$${CI:-1} CTPOOL_STORM_SIZES=$(STORM_SIZES) $(GO) test -tags integration -run '^$$' -bench '^BenchmarkIntegrationClaimStorm$$' -benchtime 1x -timeout 180m ./systest/ | tee .bench-storm.out
 	@$(GO) run ./hack/benchreport -set integration -only BenchmarkIntegrationClaimStorm < .bench-storm.out
 
 .PHONY: bench-node

@@ -20,6 +20,7 @@ import (
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
 	"github.com/ctpool-tui/ctpool-tui/internal/kubetest"
+	"github.com/ctpool-tui/ctpool-tui/internal/pooltest"
 	"github.com/ctpool-tui/ctpool-tui/kube"
 )
 
@@ -79,8 +80,8 @@ func createLeases(t *testing.T, env *kubetest.Env, prefix string, n int) {
 func TestIntegrationWatcherSeesAClaimLeaseByName(t *testing.T) {
 	env := kubetest.Require(t)
 	ctx := t.Context()
-	eng := newEngine(env)
-	if _, err := eng.Apply(ctx, "desk", smallSpec(testImage, 2)); err != nil {
+	eng := pooltest.Engine(env)
+	if _, err := eng.Apply(ctx, "desk", pooltest.SmallSpec(pooltest.Image, 2)); err != nil {
 		t.Fatal(err)
 	}
 	leases := env.Client.CoordinationV1().Leases(env.Namespace)
@@ -133,8 +134,8 @@ func TestIntegrationLeaseCacheCost(t *testing.T) {
 	if v, err := strconv.Atoi(os.Getenv("CTPOOL_LEASE_COST_N")); err == nil && v >= 0 {
 		n = v
 	}
-	eng := newEngine(env)
-	if _, err := eng.Apply(ctx, "desk", smallSpec(testImage, 0)); err != nil {
+	eng := pooltest.Engine(env)
+	if _, err := eng.Apply(ctx, "desk", pooltest.SmallSpec(pooltest.Image, 0)); err != nil {
 		t.Fatal(err)
 	}
 	leases := env.Client.CoordinationV1().Leases(env.Namespace)

@@ -41,6 +41,7 @@ import (
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
 	"github.com/ctpool-tui/ctpool-tui/internal/kubetest"
+	"github.com/ctpool-tui/ctpool-tui/internal/pooltest"
 	"github.com/ctpool-tui/ctpool-tui/kube/controller"
 )
 
@@ -579,7 +580,7 @@ func podDeletionsToReady(t testing.TB, pc *perfClient, refs []poolRef, n int) []
 	go func() {
 		for ev := range rw.ResultChan() {
 			p, ok := ev.Object.(*corev1.Pod)
-			if !ok || (ev.Type != watch.Added && ev.Type != watch.Modified) || !podReady(p) {
+			if !ok || (ev.Type != watch.Added && ev.Type != watch.Modified) || !pooltest.PodReady(p) {
 				continue
 			}
 			at := time.Now()

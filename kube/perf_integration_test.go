@@ -38,6 +38,7 @@ import (
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
 	"github.com/ctpool-tui/ctpool-tui/internal/kubetest"
+	"github.com/ctpool-tui/ctpool-tui/internal/pooltest"
 	"github.com/ctpool-tui/ctpool-tui/kube"
 )
 
@@ -222,7 +223,7 @@ func newPerfClientQPS(t testing.TB, env *kubetest.Env, qps float32, burst int) *
 // perfSpec is a pool spec whose members ask for little, so that many fit on
 // the plane's two ordinary nodes (110 Pods each); the rest stay Pending.
 func perfSpec(size int) engine.Spec {
-	s := engine.Spec{Image: testImage, CPU: "1m", Memory: "1Mi", Disk: "1Gi", Size: size}
+	s := engine.Spec{Image: pooltest.Image, CPU: "1m", Memory: "1Mi", Disk: "1Gi", Size: size}
 	s.Default()
 	return s
 }

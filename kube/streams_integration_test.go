@@ -17,6 +17,7 @@ import (
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
 	"github.com/ctpool-tui/ctpool-tui/internal/kubetest"
+	"github.com/ctpool-tui/ctpool-tui/internal/pooltest"
 	"github.com/ctpool-tui/ctpool-tui/kube"
 	"github.com/ctpool-tui/ctpool-tui/kube/controller"
 )
@@ -86,9 +87,9 @@ func TestIntegrationWatchesOutliveTheRequestTimeout(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	spec := engine.Spec{Image: testImage, CPU: "10m", Memory: "16Mi", Disk: "1Gi", Size: 1}
+	spec := engine.Spec{Image: pooltest.Image, CPU: "10m", Memory: "16Mi", Disk: "1Gi", Size: 1}
 	spec.Default()
-	if _, err := newEngine(env).Apply(ctx, "idle", spec); err != nil {
+	if _, err := pooltest.Engine(env).Apply(ctx, "idle", spec); err != nil {
 		t.Fatal(err)
 	}
 

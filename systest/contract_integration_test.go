@@ -1,6 +1,6 @@
 //go:build integration
 
-package kube_test
+package systest_test
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
 	"github.com/ctpool-tui/ctpool-tui/internal/kubetest"
+	"github.com/ctpool-tui/ctpool-tui/internal/pooltest"
 	"github.com/ctpool-tui/ctpool-tui/kube"
 )
 
@@ -47,8 +48,8 @@ func TestIntegrationConcurrentClaimsBySameIdentityConverge(t *testing.T) {
 	env := kubetest.Require(t)
 	ctx := context.Background()
 	const identities, per, size = 10, 3, 40
-	setup := newEngine(env)
-	spec := smallSpec(testImage, size)
+	setup := pooltest.Engine(env)
+	spec := pooltest.SmallSpec(pooltest.Image, size)
 	spec.CPU, spec.Memory = "10m", "16Mi"
 
 	watcher := kube.NewWatcher(env.Client, env.Namespace)
@@ -127,8 +128,8 @@ func TestIntegrationConcurrentClaimsBySameIdentityConverge(t *testing.T) {
 func TestIntegrationClaimedMemberLosesItsPod(t *testing.T) {
 	env := kubetest.Require(t)
 	ctx := context.Background()
-	eng := newEngine(env)
-	applyReady(t, env, eng, "lost", smallSpec(testImage, 2))
+	eng := pooltest.Engine(env)
+	applyReady(t, env, eng, "lost", pooltest.SmallSpec(pooltest.Image, 2))
 	res, err := eng.Claim(ctx, "lost", "alice@example.com")
 	if err != nil {
 		t.Fatal(err)
@@ -176,8 +177,8 @@ func TestIntegrationClaimedMemberLosesItsPod(t *testing.T) {
 func TestIntegrationReleaseFailsMidDestroy(t *testing.T) {
 	env := kubetest.Require(t)
 	ctx := context.Background()
-	eng := newEngine(env)
-	applyReady(t, env, eng, "half", smallSpec(testImage, 1))
+	eng := pooltest.Engine(env)
+	applyReady(t, env, eng, "half", pooltest.SmallSpec(pooltest.Image, 1))
 	res, err := eng.Claim(ctx, "half", "alice@example.com")
 	if err != nil {
 		t.Fatal(err)
@@ -251,8 +252,8 @@ func TestIntegrationReleaseFailsMidDestroy(t *testing.T) {
 func TestIntegrationDefinitionCompareAndSwap(t *testing.T) {
 	env := kubetest.Require(t)
 	ctx := context.Background()
-	eng := newEngine(env)
-	if _, err := eng.Apply(ctx, "cas", smallSpec(testImage, 0)); err != nil {
+	eng := pooltest.Engine(env)
+	if _, err := eng.Apply(ctx, "cas", pooltest.SmallSpec(pooltest.Image, 0)); err != nil {
 		t.Fatal(err)
 	}
 	c := kube.NewCluster(env.Client, env.Namespace)

@@ -1,6 +1,6 @@
 //go:build integration
 
-package kube_test
+package systest_test
 
 import (
 	"context"
@@ -30,6 +30,7 @@ import (
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
 	"github.com/ctpool-tui/ctpool-tui/internal/kubetest"
+	"github.com/ctpool-tui/ctpool-tui/internal/pooltest"
 	"github.com/ctpool-tui/ctpool-tui/kube"
 	"github.com/ctpool-tui/ctpool-tui/kube/controller"
 )
@@ -884,7 +885,7 @@ func newChaosHarness(t *testing.T, size int) *chaosHarness {
 	h.ctrlClient = env.ClientWithAgent(t, "controller")
 	// Lift every hold before the namespace goes, whatever the outcome.
 	t.Cleanup(func() { h.liftHolds(context.Background(), true) })
-	for pool, spec := range map[string]engine.Spec{chaosPool: smallSpec(testImage, size), elasticPool: elasticSpec()} {
+	for pool, spec := range map[string]engine.Spec{chaosPool: pooltest.SmallSpec(pooltest.Image, size), elasticPool: elasticSpec()} {
 		if _, err := h.user.Apply(t.Context(), pool, spec); err != nil {
 			t.Fatalf("apply %s: %v", pool, err)
 		}

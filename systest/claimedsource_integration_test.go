@@ -1,6 +1,6 @@
 //go:build integration
 
-package kube_test
+package systest_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
 	"github.com/ctpool-tui/ctpool-tui/internal/kubetest"
+	"github.com/ctpool-tui/ctpool-tui/internal/pooltest"
 	"github.com/ctpool-tui/ctpool-tui/kube"
 )
 
@@ -21,9 +22,9 @@ import (
 // with the old image and source label, stays drifted, and keeps its PVC.
 func TestIntegrationClaimedMemberRestartsFromItsRecordedSource(t *testing.T) {
 	env := kubetest.Require(t)
-	eng := newEngine(env)
+	eng := pooltest.Engine(env)
 	ctx := context.Background()
-	old := smallSpec(testImage, 1)
+	old := pooltest.SmallSpec(pooltest.Image, 1)
 	applyReady(t, env, eng, "desk", old)
 	if res, err := eng.Claim(ctx, "desk", "alice"); err != nil || res.Member != "desk-1" {
 		t.Fatalf("claim = %+v, %v", res, err)

@@ -1,6 +1,6 @@
 //go:build integration
 
-package kube_test
+package systest_test
 
 // The morning login storm (issue 41): n people claim a desktop at the same
 // moment. Each claimant is its own goroutine calling engine.Engine.Claim
@@ -53,6 +53,7 @@ import (
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
 	"github.com/ctpool-tui/ctpool-tui/internal/kubetest"
+	"github.com/ctpool-tui/ctpool-tui/internal/pooltest"
 	"github.com/ctpool-tui/ctpool-tui/kube"
 )
 
@@ -148,7 +149,7 @@ func runClaimStorm(tb testing.TB, env *kubetest.Env, c claimStormCase, bench boo
 	ctx := context.Background()
 	rc := addClaimStormNodes(tb, env, c.n+c.reps+claimStormSpare, bench)
 	desks := watchDesktops(tb, env)
-	setup := newEngine(env)
+	setup := pooltest.Engine(env)
 	storm := newClaimStormClient(tb, env)
 	fig := claimStormFigures{n: c.n}
 	// The plane's pace of new members is kwok's: it provisions the PVCs'
@@ -420,7 +421,7 @@ func formatCounts(m map[string]float64) string {
 // claimStormSpec is a pool of size members that ask for little and run on
 // the storm's nodes (RuntimeClass rc).
 func claimStormSpec(rc string, size int) engine.Spec {
-	s := engine.Spec{Image: testImage, CPU: "1m", Memory: "1Mi", Disk: "1Gi", Size: size,
+	s := engine.Spec{Image: pooltest.Image, CPU: "1m", Memory: "1Mi", Disk: "1Gi", Size: size,
 		Runtime: &engine.Runtime{Backend: engine.BackendStandard, RuntimeClassName: rc}}
 	s.Default()
 	return s
@@ -790,7 +791,7 @@ func (w *desktopWatch) seen(obj any) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if !podReady(p) {
+	if !pooltest.PodReady(p) {
 		delete(w.readyAt, p.Name)
 		return
 	}

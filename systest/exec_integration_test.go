@@ -1,6 +1,6 @@
 //go:build integration
 
-package kube_test
+package systest_test
 
 import (
 	"bytes"
@@ -19,6 +19,7 @@ import (
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
 	"github.com/ctpool-tui/ctpool-tui/internal/kubetest"
+	"github.com/ctpool-tui/ctpool-tui/internal/pooltest"
 	"github.com/ctpool-tui/ctpool-tui/kube"
 )
 
@@ -79,8 +80,8 @@ func execAs(t *testing.T, env *kubetest.Env, who string, rec *execRecorder, pod 
 // viewer with a message that names the missing permission.
 func TestIntegrationConsoleExecAuthorization(t *testing.T) {
 	env := kubetest.Require(t)
-	eng := newEngine(env)
-	applyReady(t, env, eng, "desk", smallSpec("ghcr.io/example/desktop:1", 1))
+	eng := pooltest.Engine(env)
+	applyReady(t, env, eng, "desk", pooltest.SmallSpec("ghcr.io/example/desktop:1", 1))
 
 	admin := &execRecorder{}
 	err := execAs(t, env, "admin", admin, "desk-1", []string{"uname", "-a"})

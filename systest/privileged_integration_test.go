@@ -1,6 +1,6 @@
 //go:build integration
 
-package kube_test
+package systest_test
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
 	"github.com/ctpool-tui/ctpool-tui/internal/kubetest"
+	"github.com/ctpool-tui/ctpool-tui/internal/pooltest"
 )
 
 // wantRootMounts is the persistent root of a privileged member as
@@ -36,7 +37,7 @@ func wantRootMounts() []corev1.VolumeMount {
 // (cmd/ctpool-tui TestIntegrationRealNodePrivilegedKeepsRoot).
 func TestIntegrationPrivilegedRootMounts(t *testing.T) {
 	env := kubetest.Require(t)
-	eng := newEngine(env)
+	eng := pooltest.Engine(env)
 	tests := []struct {
 		pool        string
 		init        bool
@@ -47,7 +48,7 @@ func TestIntegrationPrivilegedRootMounts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.pool, func(t *testing.T) {
-			spec := smallSpec(testImage, 1)
+			spec := pooltest.SmallSpec(pooltest.Image, 1)
 			spec.Privileged, spec.Init = true, tt.init
 			applyReady(t, env, eng, tt.pool, spec)
 			member := engine.MemberName(tt.pool, 1)

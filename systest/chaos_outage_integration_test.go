@@ -1,6 +1,6 @@
 //go:build integration && outage
 
-package kube_test
+package systest_test
 
 import (
 	"testing"

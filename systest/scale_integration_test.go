@@ -1,6 +1,6 @@
 //go:build integration
 
-package kube_test
+package systest_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
 	"github.com/ctpool-tui/ctpool-tui/internal/kubetest"
+	"github.com/ctpool-tui/ctpool-tui/internal/pooltest"
 )
 
 // scaleMembers is the size of the pool TestIntegrationStatusOfALargeUnschedulablePool
@@ -39,9 +40,9 @@ func scaleMembers(t *testing.T) int {
 func TestIntegrationStatusOfALargeUnschedulablePool(t *testing.T) {
 	env := kubetest.Require(t)
 	size := scaleMembers(t)
-	eng := newEngine(env)
+	eng := pooltest.Engine(env)
 	ctx := context.Background()
-	spec := smallSpec(testImage, size)
+	spec := pooltest.SmallSpec(pooltest.Image, size)
 	spec.Memory = "500Gi"
 
 	start := time.Now()

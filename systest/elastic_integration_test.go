@@ -1,6 +1,6 @@
 //go:build integration
 
-package kube_test
+package systest_test
 
 import (
 	"context"
@@ -11,12 +11,12 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
 	"github.com/ctpool-tui/ctpool-tui/internal/kubetest"
+	"github.com/ctpool-tui/ctpool-tui/internal/pooltest"
 )
 
 // burstFigures are the measurements of one burst of claims on an elastic
@@ -42,20 +42,7 @@ func readPod(ctx context.Context, env *kubetest.Env, name string) (bool, types.U
 	if err != nil {
 		return false, "", nil // not there yet
 	}
-	return podReady(p), p.UID, nil
-}
-
-// podReady: p is Ready and not being deleted.
-func podReady(p *corev1.Pod) bool {
-	if p.DeletionTimestamp != nil {
-		return false
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
+	return pooltest.PodReady(p), p.UID, nil
 }
 
 // measureBurst makes an elastic pool (min 0, max 40, spare 3), waits for its
@@ -67,12 +54,12 @@ func podReady(p *corev1.Pod) bool {
 func measureBurst(tb testing.TB, env *kubetest.Env, n int) burstFigures {
 	tb.Helper()
 	ctx := context.Background()
-	eng := newEngine(env)
+	eng := pooltest.Engine(env)
 	var fig burstFigures
 
 	// One member's start on this plane: a fixed pool of one, from nothing to Ready.
 	t0 := time.Now()
-	if _, err := eng.Apply(ctx, "one", smallSpec(testImage, 1)); err != nil {
+	if _, err := eng.Apply(ctx, "one", pooltest.SmallSpec(pooltest.Image, 1)); err != nil {
 		tb.Fatalf("apply one: %v", err)
 	}
 	env.WaitFor(tb, 90*time.Second, "the single member Ready", func() (bool, error) {
@@ -84,7 +71,7 @@ func measureBurst(tb testing.TB, env *kubetest.Env, n int) burstFigures {
 	// n members started at once on the same plane, by one apply of a fixed
 	// pool: the load a burst puts on the plane, without any claim.
 	t0 = time.Now()
-	if _, err := eng.Apply(ctx, "batch", smallSpec(testImage, n)); err != nil {
+	if _, err := eng.Apply(ctx, "batch", pooltest.SmallSpec(pooltest.Image, n)); err != nil {
 		tb.Fatalf("apply batch: %v", err)
 	}
 	readyAt := map[string]time.Duration{}
@@ -94,7 +81,7 @@ func measureBurst(tb testing.TB, env *kubetest.Env, n int) burstFigures {
 			return false, nil
 		}
 		for i := range pods.Items {
-			if p := &pods.Items[i]; readyAt[p.Name] == 0 && podReady(p) {
+			if p := &pods.Items[i]; readyAt[p.Name] == 0 && pooltest.PodReady(p) {
 				readyAt[p.Name] = time.Since(t0)
 			}
 		}
@@ -105,7 +92,7 @@ func measureBurst(tb testing.TB, env *kubetest.Env, n int) burstFigures {
 	}
 	slices.Sort(fig.batchStart)
 
-	spec := smallSpec(testImage, 3)
+	spec := pooltest.SmallSpec(pooltest.Image, 3)
 	spec.MaxSize, spec.Spare = 40, new(3)
 	if _, err := eng.Apply(ctx, "burst", spec); err != nil {
 		tb.Fatalf("apply burst: %v", err)
@@ -230,8 +217,8 @@ func TestIntegrationElasticBurst(t *testing.T) {
 func TestIntegrationElasticPowerStopped(t *testing.T) {
 	env := kubetest.Require(t)
 	ctx := context.Background()
-	eng := newEngine(env)
-	spec := smallSpec(testImage, 4)
+	eng := pooltest.Engine(env)
+	spec := pooltest.SmallSpec(pooltest.Image, 4)
 	spec.MaxSize, spec.Spare, spec.Power = 6, new(1), engine.PowerStopped
 	if _, err := eng.Apply(ctx, "pw", spec); err != nil {
 		t.Fatal(err)

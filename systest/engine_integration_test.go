@@ -1,6 +1,6 @@
 //go:build integration
 
-package kube_test
+package systest_test
 
 import (
 	"context"
@@ -15,20 +15,9 @@ import (
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
 	"github.com/ctpool-tui/ctpool-tui/internal/kubetest"
+	"github.com/ctpool-tui/ctpool-tui/internal/pooltest"
 	"github.com/ctpool-tui/ctpool-tui/kube"
 )
-
-const testImage = "registry.example/desktop:1"
-
-func newEngine(env *kubetest.Env) *engine.Engine {
-	return &engine.Engine{Cluster: kube.NewCluster(env.Client, env.Namespace), Namespace: env.Namespace, Now: time.Now}
-}
-
-func smallSpec(image string, size int) engine.Spec {
-	s := engine.Spec{Image: image, CPU: "100m", Memory: "128Mi", Disk: "1Gi", Size: size}
-	s.Default()
-	return s
-}
 
 // observe reads the pool fresh and observes it.
 func observe(t testing.TB, eng *engine.Engine, pool string) engine.PoolView {
@@ -59,8 +48,8 @@ func waitReady(t testing.TB, env *kubetest.Env, eng *engine.Engine, pool string,
 
 func TestIntegrationClaimRaceFirstWriterWins(t *testing.T) {
 	env := kubetest.Require(t)
-	eng := newEngine(env)
-	applyReady(t, env, eng, "race", smallSpec(testImage, 1))
+	eng := pooltest.Engine(env)
+	applyReady(t, env, eng, "race", pooltest.SmallSpec(pooltest.Image, 1))
 
 	ids := []string{"alice@example.com", "bob@example.com", "carol@example.com", "dave@example.com"}
 	type result struct {
@@ -136,9 +125,9 @@ func (s staleReader) Snapshot(context.Context, string) (engine.Snapshot, error) 
 
 func TestIntegrationReleaseLosesCompareAndSwap(t *testing.T) {
 	env := kubetest.Require(t)
-	eng := newEngine(env)
+	eng := pooltest.Engine(env)
 	ctx := context.Background()
-	applyReady(t, env, eng, "cas", smallSpec(testImage, 1))
+	applyReady(t, env, eng, "cas", pooltest.SmallSpec(pooltest.Image, 1))
 	if _, err := eng.Claim(ctx, "cas", "alice@example.com"); err != nil {
 		t.Fatal(err)
 	}
@@ -175,9 +164,9 @@ func TestIntegrationReleaseLosesCompareAndSwap(t *testing.T) {
 
 func TestIntegrationTwoReconcilersConverge(t *testing.T) {
 	env := kubetest.Require(t)
-	eng := newEngine(env)
+	eng := pooltest.Engine(env)
 	ctx := context.Background()
-	spec := smallSpec(testImage, 6)
+	spec := pooltest.SmallSpec(pooltest.Image, 6)
 	cl := kube.NewCluster(env.Client, env.Namespace)
 	if _, err := cl.CreateConfigMap(ctx, engine.BuildConfigMap(env.Namespace, "duo", spec)); err != nil {
 		t.Fatal(err)
@@ -215,9 +204,9 @@ func TestIntegrationTwoReconcilersConverge(t *testing.T) {
 
 func TestIntegrationScaleKeepsClaimedMembers(t *testing.T) {
 	env := kubetest.Require(t)
-	eng := newEngine(env)
+	eng := pooltest.Engine(env)
 	ctx := context.Background()
-	applyReady(t, env, eng, "scale", smallSpec(testImage, 3))
+	applyReady(t, env, eng, "scale", pooltest.SmallSpec(pooltest.Image, 3))
 	claimed := map[string]string{}
 	for _, id := range []string{"a@example.com", "b@example.com"} {
 		r, err := eng.Claim(ctx, "scale", id)
@@ -252,9 +241,9 @@ func TestIntegrationScaleKeepsClaimedMembers(t *testing.T) {
 
 func TestIntegrationDriftReplacesUnclaimedOnly(t *testing.T) {
 	env := kubetest.Require(t)
-	eng := newEngine(env)
+	eng := pooltest.Engine(env)
 	ctx := context.Background()
-	applyReady(t, env, eng, "drift", smallSpec(testImage, 2))
+	applyReady(t, env, eng, "drift", pooltest.SmallSpec(pooltest.Image, 2))
 	r, err := eng.Claim(ctx, "drift", "alice@example.com")
 	if err != nil {
 		t.Fatal(err)
@@ -262,7 +251,7 @@ func TestIntegrationDriftReplacesUnclaimedOnly(t *testing.T) {
 	before := observe(t, eng, "drift")
 	claimedUID := before.Member(r.Member).Pod.UID
 
-	spec := smallSpec("registry.example/desktop:2", 2)
+	spec := pooltest.SmallSpec("registry.example/desktop:2", 2)
 	if _, err := eng.Apply(ctx, "drift", spec); err != nil {
 		t.Fatalf("apply v2: %v", err)
 	}
@@ -270,7 +259,7 @@ func TestIntegrationDriftReplacesUnclaimedOnly(t *testing.T) {
 	v := observe(t, eng, "drift")
 	for _, m := range v.Members {
 		if m.Name == r.Member {
-			if m.Pod.UID != claimedUID || !m.Drift || m.Pod.Spec.Containers[0].Image != testImage {
+			if m.Pod.UID != claimedUID || !m.Drift || m.Pod.Spec.Containers[0].Image != pooltest.Image {
 				t.Errorf("claimed %s was touched or lost its drift marker (drift=%v image=%s)", m.Name, m.Drift, m.Pod.Spec.Containers[0].Image)
 			}
 			continue
@@ -283,9 +272,9 @@ func TestIntegrationDriftReplacesUnclaimedOnly(t *testing.T) {
 
 func TestIntegrationUnschedulableShowsSchedulerMessage(t *testing.T) {
 	env := kubetest.Require(t)
-	eng := newEngine(env)
+	eng := pooltest.Engine(env)
 	ctx := context.Background()
-	spec := smallSpec(testImage, 1)
+	spec := pooltest.SmallSpec(pooltest.Image, 1)
 	spec.Memory = "500Gi"
 	if _, err := eng.Apply(ctx, "huge", spec); err != nil {
 		t.Fatal(err)
@@ -311,9 +300,9 @@ func TestIntegrationUnschedulableShowsSchedulerMessage(t *testing.T) {
 
 func TestIntegrationReleaseWaitsForPodAndPVC(t *testing.T) {
 	env := kubetest.Require(t)
-	eng := newEngine(env)
+	eng := pooltest.Engine(env)
 	ctx := context.Background()
-	applyReady(t, env, eng, "rel", smallSpec(testImage, 1))
+	applyReady(t, env, eng, "rel", pooltest.SmallSpec(pooltest.Image, 1))
 	if _, err := eng.Claim(ctx, "rel", "alice@example.com"); err != nil {
 		t.Fatal(err)
 	}
@@ -346,9 +335,9 @@ func TestIntegrationReleaseWaitsForPodAndPVC(t *testing.T) {
 
 func TestIntegrationDeletePool(t *testing.T) {
 	env := kubetest.Require(t)
-	eng := newEngine(env)
+	eng := pooltest.Engine(env)
 	ctx := context.Background()
-	applyReady(t, env, eng, "gone", smallSpec(testImage, 2))
+	applyReady(t, env, eng, "gone", pooltest.SmallSpec(pooltest.Image, 2))
 	if _, err := eng.Claim(ctx, "gone", "alice@example.com"); err != nil {
 		t.Fatal(err)
 	}
@@ -392,9 +381,9 @@ func contains(list []string, s string) bool {
 // message (compare-and-swap on the Lease, resourceVersion on the ConfigMap).
 func TestIntegrationConcurrentAdmins(t *testing.T) {
 	env := kubetest.Require(t)
-	eng := newEngine(env)
+	eng := pooltest.Engine(env)
 	ctx := context.Background()
-	applyReady(t, env, eng, "admins", smallSpec(testImage, 2))
+	applyReady(t, env, eng, "admins", pooltest.SmallSpec(pooltest.Image, 2))
 	if _, err := eng.Claim(ctx, "admins", "alice@example.com"); err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,6 @@
 //go:build integration
 
-package kube_test
+package systest_test
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
 	"github.com/ctpool-tui/ctpool-tui/internal/kubetest"
+	"github.com/ctpool-tui/ctpool-tui/internal/pooltest"
 	"github.com/ctpool-tui/ctpool-tui/kube"
 )
 
@@ -46,9 +47,9 @@ func runExec(t *testing.T, env *kubetest.Env, who string, rec *execRecorder, pod
 // before any exec request leaves the client.
 func TestIntegrationExecThroughTheKubeletAPI(t *testing.T) {
 	env := kubetest.Require(t)
-	eng := newEngine(env)
-	applyReady(t, env, eng, "desk", smallSpec(testImage, 2))
-	cocoon := smallSpec("ubuntu-dev-base", 1)
+	eng := pooltest.Engine(env)
+	applyReady(t, env, eng, "desk", pooltest.SmallSpec(pooltest.Image, 2))
+	cocoon := pooltest.SmallSpec("ubuntu-dev-base", 1)
 	cocoon.Runtime = &engine.Runtime{Backend: engine.BackendCocoon, Image: "ubuntu-dev-base"}
 	cocoon.Default()
 	applyReady(t, env, eng, "vm", cocoon)
@@ -121,8 +122,8 @@ func containsStatus(r *execRecorder, code int) bool {
 // size WatchSize sends and follows a resize.
 func TestIntegrationExecTTYSizeThroughTheKubeletAPI(t *testing.T) {
 	env := kubetest.Require(t)
-	eng := newEngine(env)
-	applyReady(t, env, eng, "tty", smallSpec(testImage, 1))
+	eng := pooltest.Engine(env)
+	applyReady(t, env, eng, "tty", pooltest.SmallSpec(pooltest.Image, 1))
 	env.ServeMember(t, "tty-1")
 
 	var size atomic.Value

@@ -1,6 +1,6 @@
 //go:build integration
 
-package kube_test
+package systest_test
 
 import (
 	"context"
@@ -13,10 +13,11 @@ import (
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
 	"github.com/ctpool-tui/ctpool-tui/internal/kubetest"
+	"github.com/ctpool-tui/ctpool-tui/internal/pooltest"
 )
 
 func sandboxdSpec(size int) engine.Spec {
-	s := smallSpec("ghcr.io/cocoonstack/sandbox/rt:24.04", size)
+	s := pooltest.SmallSpec("ghcr.io/cocoonstack/sandbox/rt:24.04", size)
 	s.Runtime = &engine.Runtime{Backend: engine.BackendSandboxd, Template: s.Image, Net: "none", Size: "small"}
 	s.Default()
 	return s
@@ -40,7 +41,7 @@ func listNodes(t *testing.T, env *kubetest.Env) []*corev1.Node {
 // the diagnosis names the taint.
 func TestIntegrationSandboxdPlacementAndMissingToleration(t *testing.T) {
 	env := kubetest.Require(t)
-	eng := newEngine(env)
+	eng := pooltest.Engine(env)
 	ctx := context.Background()
 	applyReady(t, env, eng, "sbx", sandboxdSpec(1))
 	v := observe(t, eng, "sbx")
@@ -82,8 +83,8 @@ func TestIntegrationSandboxdPlacementAndMissingToleration(t *testing.T) {
 
 func TestIntegrationCocoonNoMatchingNode(t *testing.T) {
 	env := kubetest.Require(t)
-	eng := newEngine(env)
-	spec := smallSpec("ubuntu-dev-base", 1)
+	eng := pooltest.Engine(env)
+	spec := pooltest.SmallSpec("ubuntu-dev-base", 1)
 	spec.Runtime = &engine.Runtime{Backend: engine.BackendCocoon, Image: "ubuntu-dev-base", Pool: "gpu-pool"}
 	spec.Default()
 	if _, err := eng.Apply(context.Background(), "coc", spec); err != nil {

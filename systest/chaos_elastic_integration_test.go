@@ -1,6 +1,6 @@
 //go:build integration
 
-package kube_test
+package systest_test
 
 import (
 	"context"
@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/internal/pooltest"
 )
 
 // The randomized run's second pool is elastic (DECISIONS, "Elastic"): it
@@ -80,7 +81,7 @@ var elasticIdentities = []string{
 }
 
 func elasticSpec() engine.Spec {
-	s := smallSpec(testImage, elasticStart)
+	s := pooltest.SmallSpec(pooltest.Image, elasticStart)
 	s.MinSize, s.MaxSize, s.Spare, s.Settle = elasticMin, elasticMax, new(elasticSpare), elasticSettle.String()
 	return s
 }
