@@ -126,10 +126,18 @@ func chaosSeed(t *testing.T) uint64 {
 // for one reconciler alone would make every live Lease look stale to it, and
 // the Leases it stamps would be in the future for the others, which honour
 // such a time as "now", so never stale.)
-type chaosClock struct{ off atomic.Int64 }
+//
+// The API server's clock jumps with it: each client of the run reads the
+// time of a Lease's last write on the run's clock (onRunClock).
+type chaosClock struct {
+	off   atomic.Int64
+	jumps jumpLog
+}
 
-func (c *chaosClock) Now() time.Time       { return time.Now().Add(time.Duration(c.off.Load())) }
-func (c *chaosClock) jump(d time.Duration) { c.off.Add(int64(d)) }
+func (c *chaosClock) Now() time.Time { return time.Now().Add(time.Duration(c.off.Load())) }
+func (c *chaosClock) jump(d time.Duration) {
+	c.jumps.add(time.Now(), time.Duration(c.off.Add(int64(d))))
+}
 
 // stampCheck wraps a Cluster and checks that every reconciler Lease the engine
 // writes is stamped with the reading of its clock (now) at the moment it is
@@ -331,7 +339,7 @@ func (r *recorder) toEvent(kind string, obj runtime.Object, gone bool) (objEvent
 		if e.written.IsZero() {
 			e.written = e.seenAt
 		} else {
-			e.written = e.written.Add(time.Duration(r.clk.off.Load()))
+			e.written = e.written.Add(r.clk.jumps.offAt(e.written))
 		}
 	case *corev1.Pod:
 		e.member = m.GetLabels()[engine.LabelMember]
@@ -870,7 +878,7 @@ func newChaosHarness(t *testing.T, size int) *chaosHarness {
 	// (ClockID); the slow reconciler runs on another machine.
 	mkAt := func(actor string, wait time.Duration, now func() time.Time, clock string) *engine.Engine {
 		return &engine.Engine{
-			Cluster:   stampCheck{Cluster: kube.NewCluster(env.ClientWithAgent(t, actor), env.Namespace), now: now, bad: h.violate},
+			Cluster:   stampCheck{Cluster: kube.NewCluster(onRunClock(env.ClientWithAgent(t, actor), h.clk), env.Namespace), now: now, bad: h.violate},
 			Namespace: env.Namespace, Now: now, WaitTimeout: wait, ClockID: clock,
 		}
 	}
@@ -880,9 +888,9 @@ func newChaosHarness(t *testing.T, size int) *chaosHarness {
 	h.user, h.failing, h.cli = mk("user", 20*time.Second), mk("failing-release", 1500*time.Millisecond), mk("cli", 20*time.Second)
 	h.broker, h.admin = mk("broker", 20*time.Second), mk("admin", 20*time.Second)
 	h.skewed = mkAt("skewed-reconciler", 20*time.Second, func() time.Time { return h.clk.Now().Add(elasticSkew) }, kube.ClockID()+"-slow")
-	h.brokerClient = env.ClientWithAgent(t, "broker")
+	h.brokerClient = onRunClock(env.ClientWithAgent(t, "broker"), h.clk)
 	h.actors.init()
-	h.ctrlClient = env.ClientWithAgent(t, "controller")
+	h.ctrlClient = onRunClock(env.ClientWithAgent(t, "controller"), h.clk)
 	// Lift every hold before the namespace goes, whatever the outcome.
 	t.Cleanup(func() { h.liftHolds(context.Background(), true) })
 	for pool, spec := range map[string]engine.Spec{chaosPool: pooltest.SmallSpec(pooltest.Image, size), elasticPool: elasticSpec()} {
