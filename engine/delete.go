@@ -92,7 +92,7 @@ func (e *Engine) Delete(ctx context.Context, pool string) (res DeleteResult, err
 			blocked = append(blocked, m.Name+" ("+m.Blocked+")")
 		case m.Exists():
 			remain = append(remain, m.Name)
-		case m.Unheld:
+		case m.Unheld():
 			unheld = append(unheld, m.Lease)
 		case m.Lease != nil:
 			// A reconciler's Lease (a release at work, or another

@@ -291,7 +291,7 @@ func PlanElasticOn(spec Spec, v *PoolView, prev *ElasticStatus, now time.Time, c
 			// takes it in)
 			free++
 			supply++
-		case m.Blocked == "" && (m.Maintenance || m.Unheld):
+		case m.Blocked == "" && m.Hold != nil:
 			supply++ // a release or a replacement under way: it comes back free
 		case m.Lease == nil && m.Blocked == "" && m.State != StateTerminating:
 			supply++ // missing, unschedulable, failed or drifted: a reconcile makes it free

@@ -129,8 +129,8 @@ func TestLeaseWithNoHolder(t *testing.T) {
 		seedPool(f, "desk", baseSpec(1), 1)
 		f.add(unheld(testNow.Add(-time.Minute)))
 		m := mustMember(t, Observe(mustSnapshot(t, f), testNow), "desk-1")
-		if m.Free || m.Claimed || m.Maintenance || !m.Unheld {
-			t.Fatalf("free %v claimed %v maintenance %v unheld %v", m.Free, m.Claimed, m.Maintenance, m.Unheld)
+		if m.Free || m.Claimed || m.InMaintenance() || !m.Unheld() {
+			t.Fatalf("free %v claimed %v maintenance %v unheld %v", m.Free, m.Claimed, m.InMaintenance(), m.Unheld())
 		}
 		if _, err := e.Reconcile(ctx, "desk"); err != nil {
 			t.Fatal(err)
@@ -242,7 +242,7 @@ func TestReconcileTakesOverASkewedLeaseByFirstSight(t *testing.T) {
 	snap := mustSnapshot(t, f)
 	snap.LeaseSeen = map[string]time.Time{LeaseName("desk-1"): testNow.Add(-ReconcilerLeaseTTL)}
 	e.Cluster = seenCluster{fakeCluster: f, seen: snap.LeaseSeen}
-	if m := mustMember(t, Observe(snap, testNow), "desk-1"); !m.MaintenanceStale {
+	if m := mustMember(t, Observe(snap, testNow), "desk-1"); !(m.InMaintenance() && m.HoldStale()) {
 		t.Fatal("the skewed Lease is not stale 10 minutes after it was first seen")
 	}
 	res, err := e.Reconcile(context.Background(), "desk")

@@ -126,14 +126,19 @@ func FuzzObserveLease(f *testing.F) {
 			t.Fatal("the member or its Lease's reading is missing")
 		}
 		// A user's claim is Claim, anything else Hold: never both.
-		if (m.Claim != nil) != m.Claimed || (m.Hold != nil) != (m.Maintenance || m.Unheld) {
-			t.Fatalf("claim %v (claimed %v), hold %v (maintenance %v, unheld %v)", m.Claim, m.Claimed, m.Hold, m.Maintenance, m.Unheld)
+		if (m.Claim != nil) != m.Claimed || (m.Claim != nil) == (m.Hold != nil) {
+			t.Fatalf("claim %v (claimed %v), hold %v", m.Claim, m.Claimed, m.Hold)
+		}
+		// A hold is maintenance when the reconciler holds the Lease, else
+		// unheld: its holder is empty.
+		if h := m.Hold; h != nil && (h.Maintenance != (h.Holder == ReconcilerIdentity) || !h.Maintenance && h.Holder != "") {
+			t.Fatalf("hold %+v: maintenance %v, unheld %v", *h, m.InMaintenance(), m.Unheld())
 		}
 		if m.Free {
 			t.Fatal("a member with a Lease is free")
 		}
-		if b2i(m.Claimed)+b2i(m.Maintenance)+b2i(m.Unheld) != 1 {
-			t.Fatalf("claimed %v, maintenance %v, unheld %v: exactly one must hold", m.Claimed, m.Maintenance, m.Unheld)
+		if b2i(m.Claimed)+b2i(m.InMaintenance())+b2i(m.Unheld()) != 1 {
+			t.Fatalf("claimed %v, maintenance %v, unheld %v: exactly one must hold", m.Claimed, m.InMaintenance(), m.Unheld())
 		}
 		problems := strings.Join(m.Problems, "; ")
 		if (!hasHolder || holder == "") && !strings.Contains(problems, "no holder") {

@@ -324,7 +324,7 @@ func claimChangesAt(l *coordinationv1.Lease, c *Claim, now time.Time) time.Time 
 	if !c.Expired {
 		next = c.Expires
 	}
-	if (c.Reconciler || c.Holder == "") && !c.Stale {
+	if (c.Holder == ReconcilerIdentity || c.Holder == "") && !c.Stale {
 		if t := base.Add(ReconcilerLeaseTTL); next.IsZero() || t.Before(next) {
 			next = t
 		}

@@ -21,9 +21,9 @@ func (e *Engine) takeReconcilerLease(ctx context.Context, m *Member) (held *coor
 	switch {
 	case m.Claimed:
 		return nil, "claimed by " + fmt.Sprintf("%q", m.Claim.Holder), nil
-	case m.Unheld && !m.leaseStale():
+	case m.Unheld() && !m.HoldStale():
 		return nil, "its Lease has no holder (removed once stale)", nil
-	case m.Lease != nil && !m.leaseStale():
+	case m.Lease != nil && !m.HoldStale():
 		return nil, "under maintenance by another reconciler", nil
 	case m.Lease != nil:
 		held, err = e.Cluster.UpdateLease(ctx, setLeaseHolder(m.Lease, ReconcilerIdentity, ReconcilerLeaseTTL, now))
@@ -123,7 +123,7 @@ func interpretLeaseSeen(l *coordinationv1.Lease, now, seen time.Time) (Claim, []
 	if l.Spec.HolderIdentity != nil {
 		c.Holder = *l.Spec.HolderIdentity
 	}
-	c.Reconciler = c.Holder == ReconcilerIdentity
+	reconciler := c.Holder == ReconcilerIdentity
 	if l.Spec.AcquireTime != nil {
 		c.Acquired = l.Spec.AcquireTime.Time
 	}
@@ -131,7 +131,7 @@ func interpretLeaseSeen(l *coordinationv1.Lease, now, seen time.Time) (Claim, []
 		c.Renewed = l.Spec.RenewTime.Time
 	}
 	def := ClaimDuration
-	if c.Reconciler {
+	if reconciler {
 		def = ReconcilerLeaseTTL
 	}
 	c.Duration = def
@@ -183,7 +183,7 @@ func interpretLeaseSeen(l *coordinationv1.Lease, now, seen time.Time) (Claim, []
 		c.Expires = base.Add(c.Duration)
 		c.Expired = !now.Before(c.Expires)
 	}
-	if c.Reconciler || c.Holder == "" {
+	if reconciler || c.Holder == "" {
 		ttl := ReconcilerLeaseTTL
 		c.Stale = base.IsZero() || !now.Before(base.Add(ttl))
 	}

@@ -72,9 +72,10 @@ func Observe(snap Snapshot, now time.Time) PoolView {
 		}
 	}
 
-	// The claims of all members share one allocation.
+	// The Lease readings (claims and holds) of all members share one
+	// allocation.
 	ob := newObserver(&v, size, now, snap.LeaseSeen, snap.NodeDown)
-	ob.claims = make([]Claim, 0, len(snap.Leases))
+	ob.reads = make([]Hold, 0, len(snap.Leases))
 	w := 0
 	for n := 1; n < len(slots); n++ {
 		o := &slots[n]
@@ -143,7 +144,7 @@ func (st *Status) count(m *Member, sign int) {
 func memberRow(m *Member) MemberRow {
 	return MemberRow{
 		Name: m.Name, State: m.State, Holder: m.Holder(),
-		ClaimExpired: m.Claimed && m.Claim.Expired, Maintenance: m.Maintenance,
+		ClaimExpired: m.Claimed && m.Claim.Expired, Maintenance: m.InMaintenance(),
 		Drift: m.Drift, AboveSize: m.AboveSize, Message: m.Message, Blocked: m.Blocked,
 	}
 }
@@ -162,7 +163,7 @@ type observer struct {
 	size   int
 	source string
 	now    time.Time
-	claims []Claim // backing store of the members' Claims
+	reads  []Hold // backing store of the members' Claims and Holds
 	seen   map[string]time.Time
 	// blocked are the blocks the last reconcile recorded, by member.
 	blocked map[string]string
@@ -266,21 +267,21 @@ func (ob *observer) member(m *Member, name string, idx int, ok bool, o MemberObj
 
 	if o.Lease != nil {
 		c, problems := interpretLeaseSeen(o.Lease, now, ob.seen[o.Lease.Name])
-		ob.claims = append(ob.claims, c)
-		read := &ob.claims[len(ob.claims)-1]
+		ob.reads = append(ob.reads, Hold{Claim: c})
+		read := &ob.reads[len(ob.reads)-1]
 		m.Problems = append(m.Problems, problems...)
-		if c.Holder == "" {
-			m.Hold, m.Unheld = read, true
-		} else if c.Reconciler {
+		switch c.Holder {
+		case "":
 			m.Hold = read
-			m.Maintenance = true
-			m.MaintenanceStale = c.Stale
-			if _, releasing := o.Lease.Annotations[AnnotationReleasing]; releasing && c.Reconciler && m.Exists() && !m.Drift {
+		case ReconcilerIdentity:
+			read.Maintenance = true
+			m.Hold = read
+			if _, releasing := o.Lease.Annotations[AnnotationReleasing]; releasing && m.Exists() && !m.Drift {
 				m.Drift = true
 				m.Problems = append(m.Problems, "a release of this member did not finish: its data is rebuilt, never reused")
 			}
-		} else {
-			m.Claim, m.Claimed = read, true
+		default:
+			m.Claim, m.Claimed = &read.Claim, true
 		}
 	}
 	if m.Claimed && o.PVC != nil {

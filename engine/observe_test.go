@@ -225,7 +225,7 @@ func TestObserveMarkers(t *testing.T) {
 			m := mustMember(t, v, tt.member)
 			got := want{
 				state: m.State, claimed: m.Claimed, expired: m.Claim != nil && m.Claim.Expired && m.Claimed, holder: m.Holder(),
-				maint: m.Maintenance, stale: m.MaintenanceStale, drift: m.Drift, above: m.AboveSize, free: m.Free,
+				maint: m.InMaintenance(), stale: m.InMaintenance() && m.HoldStale(), drift: m.Drift, above: m.AboveSize, free: m.Free,
 			}
 			if tt.want.problem != "" {
 				if !strings.Contains(strings.Join(m.Problems, "; "), tt.want.problem) {
@@ -346,8 +346,8 @@ func TestObserveMalformedLeases(t *testing.T) {
 			if !strings.Contains(strings.Join(m.Problems, "; "), tt.problem) {
 				t.Fatalf("problems %q, want %q", m.Problems, tt.problem)
 			}
-			if c := m.LeaseRead(); c == nil || c.Expired != tt.wantExpired || m.Maintenance != tt.wantMaint {
-				t.Fatalf("lease read %+v maintenance %v, want expired %v maintenance %v", c, m.Maintenance, tt.wantExpired, tt.wantMaint)
+			if c := m.LeaseRead(); c == nil || c.Expired != tt.wantExpired || m.InMaintenance() != tt.wantMaint {
+				t.Fatalf("lease read %+v maintenance %v, want expired %v maintenance %v", c, m.InMaintenance(), tt.wantExpired, tt.wantMaint)
 			}
 			if m.Free {
 				t.Fatal("a member with a Lease is free")

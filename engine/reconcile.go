@@ -421,7 +421,7 @@ func memberWork(m *Member) work {
 	case m.Claimed && !m.AboveSize && m.State == StateStopped && m.PVC.Annotations[AnnotationReleased] == "":
 		return workClaimedStart
 	case m.AboveSize:
-		if m.Exists() || (m.Lease != nil && (m.Maintenance || m.Unheld)) {
+		if m.Exists() || m.Hold != nil {
 			return workDelete
 		}
 	case m.State == StateMissing:
@@ -438,7 +438,7 @@ func memberWork(m *Member) work {
 		return workReplace
 	case m.State == StateStopped:
 		return workStart
-	case m.MaintenanceStale, m.Unheld && m.Hold.Stale:
+	case m.HoldStale():
 		// A reconciler stopped after its step and left its Lease on a
 		// member that needs nothing else, or a Lease with no holder is
 		// stale: take the Lease over and remove it, or the member would
@@ -463,19 +463,13 @@ func NeedsWork(v PoolView) bool {
 		case w == workStart && keepStopped[m.Name]:
 		case w == workClaimedCreate || w == workClaimedStart:
 			return true
-		case m.Claimed || (m.Lease != nil && !m.leaseStale()):
+		case m.Claimed || (m.Lease != nil && !m.HoldStale()):
 			// the reconciler's Lease cannot be taken: skipped
 		default:
 			return true
 		}
 	}
 	return false
-}
-
-// leaseStale: the member's Lease is the reconciler's or has no holder, and
-// is stale, so a reconcile may take it over.
-func (m *Member) leaseStale() bool {
-	return m.MaintenanceStale || (m.Unheld && m.Hold != nil && m.Hold.Stale)
 }
 
 // withSize returns the snapshot with its ConfigMap's spec replaced by spec

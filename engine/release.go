@@ -93,7 +93,7 @@ func (e *Engine) claimToRelease(ctx context.Context, snap Snapshot, member, iden
 		res.NoOp = true
 		return nil, nil
 	}
-	if m.Unheld {
+	if m.Unheld() {
 		// A Lease with no holder is no claim: release has nothing to end;
 		// release --force removes the Lease at once (by resourceVersion).
 		if !force {
@@ -106,7 +106,7 @@ func (e *Engine) claimToRelease(ctx context.Context, snap Snapshot, member, iden
 		res.RemovedUnheld = true
 		return nil, nil
 	}
-	if m.Maintenance {
+	if m.InMaintenance() {
 		return nil, maintenanceError(m, e.Now())
 	}
 	res.PreviousHolder = m.Claim.Holder
@@ -243,7 +243,7 @@ func (e *Engine) pvcUnmarked(ctx context.Context, seen *corev1.PersistentVolumeC
 // and when its Lease is stale, from which on a reconcile finishes the work.
 func maintenanceError(m *Member, now time.Time) error {
 	stale := leaseStale(m.Lease, now)
-	if m.MaintenanceStale || !now.Before(stale) {
+	if m.HoldStale() || !now.Before(stale) {
 		return fmt.Errorf("%w: %s (its Lease is stale since %s: the next reconcile takes it over and finishes the work)", ErrMaintenance, m.Name, stale.UTC().Format(time.RFC3339))
 	}
 	return fmt.Errorf("%w: %s (its Lease is stale at %s, in %s; a reconcile then finishes the work, or try again when the reconciler is done)",

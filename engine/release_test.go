@@ -374,8 +374,8 @@ func TestReleaseDestroyFails(t *testing.T) {
 			}
 			snap, _ := f.Snapshot(context.Background(), "desk")
 			v := Observe(snap, testNow)
-			if m := v.Member("desk-1"); !m.Maintenance || m.Claimed || m.Free {
-				t.Fatalf("half-released member: maintenance=%v claimed=%v free=%v", m.Maintenance, m.Claimed, m.Free)
+			if m := v.Member("desk-1"); !m.InMaintenance() || m.Claimed || m.Free {
+				t.Fatalf("half-released member: maintenance=%v claimed=%v free=%v", m.InMaintenance(), m.Claimed, m.Free)
 			}
 			ctx := context.Background()
 			if r, err := e.Claim(ctx, "desk", "bob"); err == nil && r.Member == "desk-1" {
@@ -582,8 +582,8 @@ func TestReleaseWhoseAnswerWasLost(t *testing.T) {
 			snap, _ := f.Snapshot(context.Background(), "desk")
 			v := Observe(snap, testNow)
 			m := v.Member("desk-1")
-			if !m.Maintenance || m.Free || m.Drift != tc.releasing {
-				t.Fatalf("maintenance=%v free=%v drift=%v, want maintenance, not free, drift=%v", m.Maintenance, m.Free, m.Drift, tc.releasing)
+			if !m.InMaintenance() || m.Free || m.Drift != tc.releasing {
+				t.Fatalf("maintenance=%v free=%v drift=%v, want maintenance, not free, drift=%v", m.InMaintenance(), m.Free, m.Drift, tc.releasing)
 			}
 			ctx := context.Background()
 			if r, err := e.Claim(ctx, "desk", "bob"); err == nil && r.Member == "desk-1" {

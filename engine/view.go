@@ -10,7 +10,7 @@ import (
 )
 
 // The observed model: a pool's objects as read (Snapshot), its members
-// (Member, Claim, State) and the view Observe derives from them (PoolView).
+// (Member, Claim, Hold, State) and the view Observe derives from them (PoolView).
 
 // State is the state of one member (DECISIONS.md, first match wins).
 type State string
@@ -83,19 +83,30 @@ func (s *Snapshot) Ref() PoolRef {
 
 // Claim is the interpretation of a member's Lease.
 type Claim struct {
-	Holder     string
-	Acquired   time.Time
-	Renewed    time.Time
-	Expires    time.Time
-	Duration   time.Duration
-	Expired    bool
-	Reconciler bool // held by the reconciler: maintenance
+	Holder   string
+	Acquired time.Time
+	Renewed  time.Time
+	Expires  time.Time
+	Duration time.Duration
+	Expired  bool
 	// Stale: a reconciler Lease older than ReconcilerLeaseTTL, or a Lease too
 	// broken to honour, that the next reconcile may take over.
 	Stale bool
 	// Since is when the Lease counts as taken or renewed: its renew (or
 	// acquire) time, a time in the future clamped by the skew rule.
 	Since time.Time
+}
+
+// Hold is the reading of a member's Lease that is no user's claim: the
+// reconciler's (Maintenance: the member is in maintenance, taken for a
+// release or a step) or one with an empty holder (not Maintenance: the
+// Lease is unheld; no claim and no maintenance, the member is not free while
+// it exists, and a reconcile removes it once stale). Its staleness is the
+// Claim's Stale: the next reconcile may take the Lease over (maintenance) or
+// remove it (unheld).
+type Hold struct {
+	Claim
+	Maintenance bool
 }
 
 // Member is one observed member with its state and markers.
@@ -112,17 +123,12 @@ type Member struct {
 	// not). It is nil for no Lease, the reconciler's Lease and an empty
 	// holder's, which Hold reads instead.
 	Claim *Claim
-	// Hold is the reading of a Lease that is no user's claim: the
-	// reconciler's (Maintenance) or one with an empty holder (Unheld).
-	Hold *Claim
+	// Hold is the member's hold (type Hold): the reading of its Lease when
+	// that is no user's claim. It is nil for no Lease and for a user's claim
+	// (Claim). InMaintenance, Unheld and HoldStale read it.
+	Hold *Hold
 
-	Claimed          bool // Claim != nil: held by a user identity
-	Maintenance      bool // held by the reconciler (Hold)
-	MaintenanceStale bool
-	// Unheld: the member's Lease has an empty holder. It is no claim and no
-	// maintenance; the member is not free while it exists, and a reconcile
-	// removes it once stale (Hold.Stale).
-	Unheld bool
+	Claimed bool // Claim != nil: held by a user identity
 	// Blocked names an object that holds this member's name but is not this
 	// pool's member, and why ("pod desk-1 exists and is not this pool's
 	// member: ..."). A blocked member is left alone: never created,
@@ -161,8 +167,23 @@ func (m *Member) LeaseRead() *Claim {
 	if m.Claim != nil {
 		return m.Claim
 	}
-	return m.Hold
+	if m.Hold != nil {
+		return &m.Hold.Claim
+	}
+	return nil
 }
+
+// InMaintenance reports whether the member's Lease is the reconciler's: its
+// hold is maintenance.
+func (m *Member) InMaintenance() bool { return m.Hold != nil && m.Hold.Maintenance }
+
+// Unheld reports whether the member's Lease has an empty holder: its hold
+// is no maintenance.
+func (m *Member) Unheld() bool { return m.Hold != nil && !m.Hold.Maintenance }
+
+// HoldStale reports whether the member has a hold, maintenance or unheld,
+// that is stale: the next reconcile takes it over or removes it.
+func (m *Member) HoldStale() bool { return m.Hold != nil && m.Hold.Stale }
 
 // Exists reports whether the member has a Pod or a PVC.
 func (m *Member) Exists() bool { return m.Pod != nil || m.PVC != nil }

@@ -1150,7 +1150,7 @@ func (h *chaosHarness) releaseIn(ctx context.Context, rng *rand.Rand, pool, op s
 		// (One refused before it took the claim destroyed nothing; the
 		// member may be in maintenance then for a reconciler's work.)
 		if v, verr := h.viewOf(ctx, pool); verr == nil {
-			if after := v.Member(m.Name); after != nil && after.Maintenance && (after.PVC == nil || after.PVC.UID == m.PVC.UID) {
+			if after := v.Member(m.Name); after != nil && after.InMaintenance() && (after.PVC == nil || after.PVC.UID == m.PVC.UID) {
 				h.mu.Lock()
 				if h.failed[m.Name] == nil {
 					h.failed[m.Name] = &failedRelease{member: m.Name, identity: m.Holder(), pvcUID: m.PVC.UID, batch: h.batch, clockOff: h.clk.off.Load(), why: fmt.Sprintf("%s at %s: %v", op, h.clk.Now().Format("15:04:05.000"), err)}
@@ -1252,7 +1252,7 @@ func (h *chaosHarness) failingRelease(ctx context.Context, rng *rand.Rand) {
 		why := h.explain(ctx, m.Name)
 		h.mu.Unlock()
 		h.violate("failed release of %s gave the claim back to %q while its PVC is Terminating (%v)%s", m.Name, after.Holder(), err, why)
-	case after != nil && !after.Maintenance:
+	case after != nil && !after.InMaintenance():
 		h.mu.Lock()
 		why := h.explain(ctx, m.Name)
 		h.mu.Unlock()
@@ -1481,7 +1481,7 @@ func (h *chaosHarness) endBatch(ctx context.Context) {
 		for i := range views[pool].Members {
 			m := &views[pool].Members[i]
 			f := h.failed[m.Name]
-			if m.Maintenance && f == nil && batch == h.outageEnd {
+			if m.InMaintenance() && f == nil && batch == h.outageEnd {
 				// Cut by the outage: followed like a failed release, so its
 				// Lease must go stale and a reconcile must finish the work.
 				// The data counts as being destroyed only when it was marked.
@@ -1494,7 +1494,7 @@ func (h *chaosHarness) endBatch(ctx context.Context) {
 				h.counts["reconciler Leases left by steps the outage cut"]++
 				continue
 			}
-			if m.Maintenance && f == nil && !h.leftBehind[m.Lease.UID] {
+			if m.InMaintenance() && f == nil && !h.leftBehind[m.Lease.UID] {
 				// Once per Lease: it stays until stale, batch after batch.
 				h.leftBehind[m.Lease.UID] = true
 				h.violateLocked("reconciler Lease on %s left behind with no reconciler running (stamped %s ago)%s", m.Name, h.clk.Now().Sub(stampOf(m.Lease)).Round(time.Second), h.explain(ctx, m.Name))
@@ -1516,10 +1516,10 @@ func (h *chaosHarness) endBatch(ctx context.Context) {
 			h.violateLocked("failed release of %s: the claim went back to %q with the data being destroyed (PVC marked %q, deleting %v; %s)%s",
 				name, m.Holder(), m.PVC.Annotations[engine.AnnotationReleased], m.PVC.DeletionTimestamp != nil, f.why, h.explain(ctx, name))
 			delete(h.failed, name)
-		case f.held && (m == nil || !m.Maintenance) && h.clk.off.Load() == f.clockOff:
+		case f.held && (m == nil || !m.InMaintenance()) && h.clk.off.Load() == f.clockOff:
 			h.violateLocked("failed release of %s: its PVC is still held Terminating but the member is not in maintenance (%s)%s", name, f.why, h.explain(ctx, name))
 			delete(h.failed, name)
-		case m == nil || (!m.Maintenance && (m.PVC == nil || m.PVC.UID != f.pvcUID)):
+		case m == nil || (!m.InMaintenance() && (m.PVC == nil || m.PVC.UID != f.pvcUID)):
 			h.counts["failed release finished by a reconcile"]++
 			delete(h.failed, name)
 		case f.jumped > 0 && h.idle(name, f.jumpedAt, now) >= deadline:
@@ -1528,7 +1528,7 @@ func (h *chaosHarness) endBatch(ctx context.Context) {
 				fin = m.PVC.Finalizers
 			}
 			h.violateLocked("failed release of %s: its maintenance Lease went stale %s ago (batch %d) and no reconcile finished it: no change of the member for %s (state %s, stale %v, Pod %v, PVC finalizers %v; %s)%s",
-				name, now.Sub(f.jumpedAt).Round(time.Second), f.jumped, h.idle(name, f.jumpedAt, now).Round(time.Second), m.State, m.MaintenanceStale, m.Pod != nil, fin, f.why, h.explain(ctx, name))
+				name, now.Sub(f.jumpedAt).Round(time.Second), f.jumped, h.idle(name, f.jumpedAt, now).Round(time.Second), m.State, m.InMaintenance() && m.HoldStale(), m.Pod != nil, fin, f.why, h.explain(ctx, name))
 			delete(h.failed, name)
 		}
 	}
@@ -1673,7 +1673,7 @@ const planeArtifact = "bound to non-existent persistentvolume"
 func (h *chaosHarness) repairPlaneArtifacts(ctx context.Context, v engine.PoolView) {
 	for i := range v.Members {
 		m := &v.Members[i]
-		if m.Pod == nil || m.PVC == nil || m.Maintenance {
+		if m.Pod == nil || m.PVC == nil || m.InMaintenance() {
 			continue
 		}
 		switch {
@@ -1804,7 +1804,7 @@ func (h *chaosHarness) converge(ctx context.Context) {
 	h.endBatch(ctx) // quiescent: the failed releases get their clock jump here
 	if v, err := h.view(ctx); err == nil {
 		for i := range v.Members {
-			if v.Members[i].Maintenance && !v.Members[i].MaintenanceStale {
+			if v.Members[i].InMaintenance() && !v.Members[i].HoldStale() {
 				h.clk.jump(engine.ReconcilerLeaseTTL + time.Minute)
 				h.add("clock jumps past the maintenance staleness", 1)
 				break

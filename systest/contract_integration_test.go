@@ -213,8 +213,8 @@ func TestIntegrationReleaseFailsMidDestroy(t *testing.T) {
 	}
 	v := observe(t, eng, "half")
 	m := v.Member(res.Member)
-	if !m.Maintenance || m.Claimed || m.Hold == nil || m.Hold.Holder != engine.ReconcilerIdentity {
-		t.Fatalf("after the failed release: maintenance %v claimed %v holder %+v", m.Maintenance, m.Claimed, m.Hold)
+	if !m.InMaintenance() || m.Claimed || m.Hold.Holder != engine.ReconcilerIdentity {
+		t.Fatalf("after the failed release: maintenance %v claimed %v hold %+v", m.InMaintenance(), m.Claimed, m.Hold)
 	}
 	if _, err := eng.Claim(ctx, "half", "bob@example.com"); err == nil {
 		t.Fatal("bob was handed the half-released member")
@@ -231,7 +231,7 @@ func TestIntegrationReleaseFailsMidDestroy(t *testing.T) {
 	if _, err := eng.Reconcile(ctx, "half"); err != nil {
 		t.Fatal(err)
 	}
-	if v := observe(t, eng, "half"); !v.Member(res.Member).Maintenance {
+	if v := observe(t, eng, "half"); !v.Member(res.Member).InMaintenance() {
 		t.Fatal("the maintenance Lease was taken over before it was stale")
 	}
 	later := *eng

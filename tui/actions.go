@@ -194,7 +194,7 @@ func releaseDialog(t target, r actionRequest) dialogStep {
 		} else {
 			claim += ", " + render.Duration(c.Expires.Sub(now)) + " left)"
 		}
-		if mm.Maintenance {
+		if mm.InMaintenance() {
 			claim = " (the reconciler's maintenance Lease)"
 		}
 	}

@@ -326,7 +326,7 @@ func claimSummary(mm *engine.Member, now time.Time) string {
 			return s + " (" + render.GlyphBad + " expired " + render.Duration(now.Sub(c.Expires)) + " ago; protected until released)"
 		}
 		return s + " (" + render.Duration(c.Expires.Sub(now)) + " left)"
-	case mm.Maintenance:
+	case mm.InMaintenance():
 		return render.GlyphMaint + " under maintenance by the reconciler"
 	case mm.Free:
 		return render.GlyphOK + " free"

@@ -52,7 +52,7 @@ func explainMember(v *engine.PoolView, mm *engine.Member, now time.Time, hints k
 	case engine.StateStarting:
 		parts = append(parts, "starting: "+podProgress(mm.Pod))
 	case engine.StateReady:
-		if !mm.Claimed && !mm.Maintenance && mm.Free {
+		if !mm.Claimed && !mm.InMaintenance() && mm.Free {
 			parts = append(parts, "free: ready for the next claim")
 		}
 	}
@@ -66,8 +66,8 @@ func explainMember(v *engine.PoolView, mm *engine.Member, now time.Time, hints k
 			parts = append(parts, fmt.Sprintf("%s, %s left on the claim", claimedBy, render.Duration(c.Expires.Sub(now))))
 		}
 	}
-	if mm.Maintenance && mm.Hold != nil {
-		if mm.MaintenanceStale {
+	if mm.InMaintenance() {
+		if mm.HoldStale() {
 			parts = append(parts, "a reconciler Lease was left behind (stale); the next reconcile takes it over"+hint(hints.reconcile))
 		} else {
 			parts = append(parts, "the reconciler is working on it (its Lease expires "+render.Ago(now, mm.Hold.Expires)+")")

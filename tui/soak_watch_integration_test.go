@@ -205,7 +205,7 @@ func settled(views []engine.PoolView) (why string, lost []string) {
 				lost = append(lost, m.Name)
 			case m.State != engine.StateReady:
 				return fmt.Sprintf("%s is %s", m.Name, m.State), lost
-			case m.Maintenance:
+			case m.InMaintenance():
 				return m.Name + " is in maintenance", lost
 			case m.AboveSize && !m.Claimed:
 				return m.Name + " is unclaimed above the size", lost

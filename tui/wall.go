@@ -399,7 +399,7 @@ func attention(ctx viewContext) []attnItem {
 				items = append(items, attnItem{levelWarn, render.GlyphBad, who,
 					fmt.Sprintf("claim expired %s ago (%s)", render.Duration(now.Sub(mm.Claim.Expires)), mm.Holder())})
 			}
-			if mm.MaintenanceStale {
+			if mm.InMaintenance() && mm.HoldStale() {
 				items = append(items, attnItem{levelWarn, render.GlyphMaint, who, "stale reconciler Lease (next reconcile takes it over)"})
 			}
 			if len(mm.Problems) > 0 {

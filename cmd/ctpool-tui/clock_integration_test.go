@@ -67,7 +67,7 @@ func TestIntegrationSlowReconcilersLeaseIsNotTakenOver(t *testing.T) {
 		}
 		return false, nil
 	})
-	if !m.Maintenance || m.MaintenanceStale {
-		t.Fatalf("from the cache: maintenance %v, stale %v; want a fresh maintenance Lease", m.Maintenance, m.MaintenanceStale)
+	if !m.InMaintenance() || m.HoldStale() {
+		t.Fatalf("from the cache: maintenance %v, stale %v; want a fresh maintenance Lease", m.InMaintenance(), m.HoldStale())
 	}
 }

@@ -101,7 +101,7 @@ func TestDemoShowsEveryStateAndMarkerWithinAMinute(t *testing.T) {
 						seen["state "+string(m.State)] = true
 						seen["claimed"] = seen["claimed"] || m.Claimed
 						seen["claim expired"] = seen["claim expired"] || m.Claimed && m.Claim.Expired
-						seen["maintenance"] = seen["maintenance"] || m.Maintenance
+						seen["maintenance"] = seen["maintenance"] || m.InMaintenance()
 						seen["drift"] = seen["drift"] || m.Drift
 						seen["above size"] = seen["above size"] || m.AboveSize && m.Exists()
 						hostileRow = hostileRow || strings.Contains(m.Message, "\x1b")

@@ -85,8 +85,8 @@ func MarksOf(mm *engine.Member) Marks {
 	if mm.Drift {
 		marks = append(marks, markDrift)
 	}
-	if mm.Maintenance {
-		if mm.MaintenanceStale {
+	if mm.InMaintenance() {
+		if mm.HoldStale() {
 			marks = append(marks, markStaleMaint)
 		} else {
 			marks = append(marks, markMaint)
@@ -178,7 +178,7 @@ type Holder struct {
 // HolderOf is who holds mm.
 func HolderOf(mm *engine.Member) Holder {
 	switch {
-	case mm.Maintenance:
+	case mm.InMaintenance():
 		return Holder{Glyph: GlyphMaint, Name: "reconciler"}
 	case mm.Holder() == "":
 		return Holder{Glyph: GlyphNone}
@@ -208,7 +208,7 @@ func MemberLevel(mm *engine.Member) Level {
 	switch {
 	case mm.State == engine.StateFailed || len(mm.Problems) > 0:
 		return LevelError
-	case mm.State == engine.StateUnschedulable || mm.MaintenanceStale || mm.NodeDown != "":
+	case mm.State == engine.StateUnschedulable || (mm.InMaintenance() && mm.HoldStale()) || mm.NodeDown != "":
 		return LevelWarn
 	}
 	return LevelNone

@@ -88,10 +88,10 @@ func TestMemberRow(t *testing.T) {
 			return claimed("dave@example.com", time.Minute, 0)
 		}, want{holderCell: "dave@example.com", holderPlain: "dave@example.com", claimed: "1m", left: "✗ expired", expired: true, level: LevelError}},
 		{"maintenance", func() engine.Member {
-			return engine.Member{Name: "desk-2", State: engine.StateReady, Maintenance: true, Hold: &engine.Claim{Reconciler: true}}
+			return engine.Member{Name: "desk-2", State: engine.StateReady, Hold: &engine.Hold{Maintenance: true}}
 		}, want{holderCell: "⚙ reconciler", holderPlain: "reconciler", marksShort: "⚙ maint", marksLong: "maintenance"}},
 		{"stale maintenance", func() engine.Member {
-			return engine.Member{Name: "desk-2", State: engine.StateReady, Maintenance: true, MaintenanceStale: true}
+			return engine.Member{Name: "desk-2", State: engine.StateReady, Hold: &engine.Hold{Claim: engine.Claim{Stale: true}, Maintenance: true}}
 		}, want{holderCell: "⚙ reconciler", holderPlain: "reconciler", marksShort: "⚙ stale maint", marksLong: "stale maintenance", level: LevelWarn}},
 		{"every other mark, in order", func() engine.Member {
 			return engine.Member{Name: "desk-6", State: engine.StateReady, Drift: true, AboveSize: true, Blocked: "pod desk-6 is not this pool's",
@@ -179,7 +179,7 @@ func TestSearchText(t *testing.T) {
 				Drift: true, Problems: []string{"Spec Mismatch"}}
 		}, "desk-5 unschedulable   0/4 nodes are available: insufficient cpu. ⟳ drift ! 1 problem spec mismatch"},
 		{"maintenance", func() engine.Member {
-			return engine.Member{Name: "desk-2", State: engine.StateReady, Maintenance: true}
+			return engine.Member{Name: "desk-2", State: engine.StateReady, Hold: &engine.Hold{Maintenance: true}}
 		}, "desk-2 ready    ⚙ maint"},
 		{"hostile holder", func() engine.Member {
 			return claimed(hostile, time.Hour, time.Hour)
@@ -222,7 +222,7 @@ func TestReason(t *testing.T) {
 // dashboard says; the JSON document keeps the claim's holder alone.
 func TestOnceTableUsesMemberRow(t *testing.T) {
 	members := []engine.Member{
-		{Name: "desk-1", State: engine.StateReady, Maintenance: true, MaintenanceStale: true, AboveSize: true},
+		{Name: "desk-1", State: engine.StateReady, Hold: &engine.Hold{Claim: engine.Claim{Stale: true}, Maintenance: true}, AboveSize: true},
 		{Name: "desk-2", State: engine.StateReady, Blocked: "pod desk-2 exists", Drift: true},
 		claimed("alice"+hostile, time.Hour, time.Hour),
 	}

@@ -224,7 +224,7 @@ func Report(views []engine.PoolView, opts OnceOptions) (OnceReport, int) {
 
 func onceMember(mm *engine.Member, now time.Time) OnceMember {
 	o := OnceMember{
-		Name: clean(mm.Name), State: string(mm.State), Free: mm.Free, Holder: clean(mm.Holder()), Maintenance: mm.Maintenance,
+		Name: clean(mm.Name), State: string(mm.State), Free: mm.Free, Holder: clean(mm.Holder()), Maintenance: mm.InMaintenance(),
 		Drift: mm.Drift, AboveSize: mm.AboveSize, Message: clean(mm.Message), Node: clean(mm.Node), NodeDown: clean(mm.NodeDown),
 		headline: clean(engine.FirstSentence(mm.Message)), row: MemberRow(mm, now),
 	}

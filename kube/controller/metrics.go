@@ -165,7 +165,7 @@ func (m *metrics) record(k engine.PoolRef, res engine.ReconcileResult, err error
 	m.deprecatedDesired.WithLabelValues(k.Namespace, k.Name).Set(float64(st.Desired))
 	stale := 0
 	for i := range v.Members {
-		if v.Members[i].MaintenanceStale {
+		if mm := &v.Members[i]; mm.InMaintenance() && mm.HoldStale() {
 			stale++
 		}
 	}

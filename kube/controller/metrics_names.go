@@ -72,7 +72,8 @@ const (
 	MembersDrifted       = "drifted"
 	MembersFailed        = "failed"
 	// MembersMaintenanceStale are the members the reconciler took for a
-	// release or a step over 10 minutes ago (engine's MaintenanceStale).
+	// release or a step over 10 minutes ago (engine's Member.InMaintenance and
+	// HoldStale).
 	MembersMaintenanceStale = "maintenance_stale"
 )
 
