@@ -21,6 +21,11 @@
 //   - members.go: the members view and the drawing of its table rows;
 //     member_rows.go: its columns, cells and sort, over render.MemberRow.
 //
+// Words: a context is a kubeconfig context (one API server); a fleet is the
+// several namespaces the dashboard watches (Options.Fleet: -A, --namespaces,
+// or several contexts, whose namespaces all join it); a hold is a member's
+// Lease that is no user's claim (engine.Hold: maintenance or unheld).
+//
 // Cluster text passes through internal/sanitize before it is measured or drawn.
 // Update does no I/O and never reads the clock: reads and actions run in
 // Cmds, and their results and the time arrive as messages.
