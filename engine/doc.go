@@ -33,7 +33,10 @@
 //     (errors grouped by cause).
 //   - The operations: reconcile.go and steps.go (the five steps and how one
 //     runs over its members), reconcile_status.go (the status a reconcile
-//     records), claim.go, release.go, lease.go (the reconciler's Lease and
+//     records), claim.go (a claim's rounds: the recorded status first, a
+//     fresh read when it fails), claim_pick.go (which free member it tries
+//     next), claim_start.go (starting a claimed member), release.go,
+//     lease.go (the reconciler's Lease and
 //     the clock rules of Lease times), ops.go (Apply, Resize and the
 //     definition's compare-and-swap), delete.go, build.go (Pods and PVCs),
 //     progress.go (how far a long operation is).
