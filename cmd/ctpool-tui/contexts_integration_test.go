@@ -206,7 +206,7 @@ func TestIntegrationContextsDashboard(t *testing.T) {
 		d.key(k)
 	}
 	d.until(t, 20*time.Second, "team's desk, force-release marked ✗", func(s string) bool {
-		return strings.Contains(s, "team/"+ns[1]+"/desk ·") && strings.Contains(s, "bob@example.com") && strings.Contains(s, "f force-release ✗")
+		return strings.Contains(s, "team/"+ns[1]+"/desk ·") && strings.Contains(s, "bob@example.com") && strings.Contains(s, "f/x force-release ✗")
 	})
 	d.key("f")
 	if s := d.m.View(); !strings.Contains(s, "force-release is not allowed") {
