@@ -384,7 +384,8 @@ func TestIntegrationConcurrentAdmins(t *testing.T) {
 	eng := pooltest.Engine(env)
 	ctx := context.Background()
 	applyReady(t, env, eng, "admins", pooltest.SmallSpec(pooltest.Image, 2))
-	if _, err := eng.Claim(ctx, "admins", "alice@example.com"); err != nil {
+	claimed, err := eng.Claim(ctx, "admins", "alice@example.com")
+	if err != nil {
 		t.Fatal(err)
 	}
 	seen, err := eng.Cluster.Snapshot(ctx, "admins")
@@ -427,7 +428,7 @@ func TestIntegrationConcurrentAdmins(t *testing.T) {
 		}
 	}
 	check("force-release", "the claim changed meanwhile", both(func(e *engine.Engine) error {
-		_, err := e.ForceRelease(ctx, "admins", "admins-1")
+		_, err := e.ForceRelease(ctx, "admins", claimed.Member)
 		return err
 	}))
 	check("resize", "changed by someone else meanwhile", both(func(e *engine.Engine) error {
