@@ -114,6 +114,12 @@ func (r *claimRound) fast(ctx context.Context) (ClaimResult, bool, error) {
 		switch row.State {
 		case StateReady, StateStarting, StateStopped:
 			free = append(free, &Member{Name: row.Name, Pool: r.pool, Index: idx, State: row.State})
+		case StateUnschedulable:
+			// Recorded before its PVC was bound or a node had room: it may
+			// be free by now. Tried after every member recorded free (the
+			// fresh read after its Lease is won says), so that an elastic
+			// pool does not grow past a desktop that is ready.
+			free = append(free, &Member{Name: row.Name, Pool: r.pool, Index: idx, State: row.State})
 		}
 	}
 	sortFree(free)

@@ -80,13 +80,16 @@ func sortFree(free []*Member) {
 func freeRank(m *Member) int {
 	k := 0
 	switch m.State {
+	case StateReady:
 	case StateStarting:
 		k = 1
 	case StateStopped:
 		k = 2
+	default: // recorded not free, perhaps free by now (claimRound.fast)
+		k = 3
 	}
 	if m.NodeDown != "" {
-		k += 3
+		k += 4
 	}
 	return k
 }

@@ -206,3 +206,29 @@ func TestElasticDecisionNeverOverwritesANewerOne(t *testing.T) {
 		t.Fatalf("recorded size %d, want 5 (3 claimed, spare 2)", got)
 	}
 }
+
+// An elastic pool whose status was recorded while its members waited for
+// their PVCs (Unschedulable) and that are Ready by now: a claim takes one of
+// them rather than growing the pool past a desktop that is ready.
+func TestClaimTakesAMemberRecordedUnschedulableThatIsFreeNow(t *testing.T) {
+	spec := elasticSpec(3, 0, 40, 3)
+	e, f := newEngine()
+	cm := BuildConfigMap(testNS, "el", spec)
+	st := Status{Desired: 3, Observed: 3, Unschedulable: 3, Source: spec.SourceHash(), Elastic: &ElasticStatus{Size: 3, From: 3}}
+	for n := 1; n <= 3; n++ {
+		st.Members = append(st.Members, MemberRow{Name: MemberName("el", n), State: StateUnschedulable})
+	}
+	cm.Data[KeyStatus] = st.Encode()
+	f.add(cm)
+	for n := 1; n <= 3; n++ {
+		p, c := readyMember("el", n, spec)
+		f.add(p, c)
+	}
+	res, err := e.Claim(context.Background(), "el", "alice@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if idx, _ := MemberIndex("el", res.Member); idx < 1 || idx > 3 || res.Grew {
+		t.Fatalf("claim got %s (grew %v), want one of the three Ready members", res.Member, res.Grew)
+	}
+}
