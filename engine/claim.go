@@ -102,11 +102,9 @@ func (r *claimRound) fast(ctx context.Context) (ClaimResult, bool, error) {
 	r.spec, r.cm, r.fromStatus = spec, cm, true
 	var free []*Member
 	rows := map[string]bool{}
-	claimedRow := map[string]bool{}
 	for i := range st.Members {
 		row := &st.Members[i]
 		rows[row.Name] = true
-		claimedRow[row.Name] = row.Holder != "" || row.Maintenance
 		idx, ok := MemberIndex(r.pool, row.Name)
 		if !ok || idx > size || row.Holder != "" || row.Maintenance || row.Drift || row.AboveSize || row.Blocked != "" {
 			continue
@@ -123,7 +121,7 @@ func (r *claimRound) fast(ctx context.Context) (ClaimResult, bool, error) {
 		}
 	}
 	sortFree(free)
-	freePick := claimPicker{identity: r.identity, candidates: free}
+	freePick := claimPicker{identity: r.identity, candidates: free, window: packWindow(spec)}
 	if got, done, err := r.try(ctx, &freePick, false); done {
 		if got.Existing {
 			return ClaimResult{}, false, nil
@@ -132,32 +130,20 @@ func (r *claimRound) fast(ctx context.Context) (ClaimResult, bool, error) {
 	}
 	if spec.Elastic() {
 		// The status does not know the members claimed above the size
-		// since it was written: the pool's Leases do. They also tell a
-		// claim that lost races of its crowd: the claims made since the
-		// status was written; its window of growth starts that wide
-		// (a claim that lost none takes the first member above the size).
-		crowd := 0
-		if leases, err := e.Cluster.ListLabelledLeases(ctx, r.pool, ""); err == nil {
-			for _, l := range leases {
-				if name, ok := MemberFromLeaseName(l.Name); ok {
-					freePick.taken(name)
-					if !claimedRow[name] {
-						crowd++
-					}
-				}
-			}
-		}
-		window := 1
-		if r.lost > 0 {
-			window = max(crowd, 1)
-		}
+		// since it was written: the pool's Leases do. The claim tries the
+		// first member above the size untaken; a race lost there widens
+		// its window to the crowd's (claimPicker.lostIn). Races lost on
+		// the members the status called free do not: they tell of a stale
+		// status as much as of a crowd (claims one after the other, with
+		// no reconcile between, lose them too).
+		r.relist(ctx, &freePick)
 		var above []*Member
 		for idx := size + 1; idx <= spec.MaxSize; idx++ {
 			if name := MemberName(r.pool, idx); !rows[name] {
 				above = append(above, &Member{Name: name, Pool: r.pool, Index: idx, State: StateMissing, AboveSize: true})
 			}
 		}
-		if got, done, err := r.try(ctx, &claimPicker{identity: r.identity, candidates: above, window: window, gone: r.taken, lost: r.lost}, true); done {
+		if got, done, err := r.try(ctx, &claimPicker{identity: r.identity, candidates: above, window: 1, gone: freePick.gone, lost: r.lost}, true); done {
 			if got.Existing {
 				return ClaimResult{}, false, nil
 			}
@@ -168,6 +154,21 @@ func (r *claimRound) fast(ctx context.Context) (ClaimResult, bool, error) {
 		}
 	}
 	return ClaimResult{}, false, nil
+}
+
+// packWindow is the window a claim's picks among the free members start
+// with: none for a fixed pool (its claimants spread over every free member
+// of the best state), 1 for an elastic pool, whose claims must stay at its
+// lowest members so that it can shrink back once they go: a claim alone
+// takes the first free member, a crowd spreads only as wide as it is
+// (claimPicker.lostIn). (Spread over all its free members, the last claims
+// of a burst took the highest of the spare members a concurrent reconciler
+// had just added, and the pool kept the members below them free.)
+func packWindow(spec Spec) int {
+	if spec.Elastic() {
+		return 1
+	}
+	return 0
 }
 
 // read claims on a read of the whole pool.
@@ -209,7 +210,7 @@ func (r *claimRound) read(ctx context.Context) (res ClaimResult, err error) {
 		}
 	}
 	sortFree(free)
-	freePick := claimPicker{identity: identity, candidates: free, gone: r.taken, lost: r.lost}
+	freePick := claimPicker{identity: identity, candidates: free, window: packWindow(spec), gone: r.taken, lost: r.lost}
 	if got, done, err := r.try(ctx, &freePick, false); done {
 		return got, err
 	}
@@ -219,9 +220,9 @@ func (r *claimRound) read(ctx context.Context) (res ClaimResult, err error) {
 	// reconciler then takes the size up to it. So a burst larger than the
 	// spare waits for no reconcile, only for its desktops to start.
 	// A claim alone takes the first member above the size; the claimants of
-	// a burst spread over a window of the first ones that doubles with each
-	// race lost (those lost for the free members too), so growth stays at
-	// the lowest indices while a crowd still spreads.
+	// a burst spread over a window of the first ones as wide as the crowd
+	// still contending (claimPicker.lostIn), so growth stays at the lowest
+	// indices while a crowd still spreads.
 	if spec.Elastic() {
 		var above []*Member
 		for idx := view.Size + 1; idx <= spec.MaxSize; idx++ {
@@ -267,16 +268,24 @@ func (r *claimRound) try(ctx context.Context, pick *claimPicker, grow bool) (Cla
 			// member claimed since this claim's first read.
 			pick.lost++
 			r.lost = pick.lost
-			if leases, err := r.e.Cluster.ListLabelledLeases(ctx, r.pool, ""); err == nil {
-				for _, l := range leases {
-					if name, ok := MemberFromLeaseName(l.Name); ok {
-						pick.taken(name)
-					}
-				}
-			}
+			r.relist(ctx, pick)
+			pick.lostIn()
 		}
 	}
 	return ClaimResult{}, false, nil
+}
+
+// relist reads the pool's Leases: their members are taken for pick.
+func (r *claimRound) relist(ctx context.Context, pick *claimPicker) {
+	leases, err := r.e.Cluster.ListLabelledLeases(ctx, r.pool, "")
+	if err != nil {
+		return
+	}
+	for _, l := range leases {
+		if name, ok := MemberFromLeaseName(l.Name); ok {
+			pick.taken(name)
+		}
+	}
 }
 
 // claimOutcome is what one attempt on a member came to.
@@ -340,8 +349,15 @@ func (r *claimRound) claimMember(ctx context.Context, m *Member, grow bool) (cla
 	if warn == "" && r.cm != nil {
 		fresh := r.observe(cur)
 		switch {
-		case grow && (cur.Exists() || fresh.Blocked != ""):
+		case grow && fresh.Blocked != "":
 			return giveBack(claimGone, fmt.Errorf("%s is no longer empty", m.Name))
+		case grow && cur.Exists() && !builtFree(fresh):
+			return giveBack(claimGone, fmt.Errorf("%s is no longer empty", m.Name))
+		case grow && cur.Exists():
+			// Built since the claim's read, free: a spare member a
+			// reconciler added while the claim ran (the size it read is
+			// behind). The claim takes it, as it would any free member:
+			// passed over, it stays free below the claims above it.
 		case !grow && !fresh.Free && !(fresh.State == StateMissing && !fresh.AboveSize && fresh.Blocked == ""):
 			// (a member within the size that lost its objects since is
 			// built for the claim, as reconcile would build it)
@@ -361,6 +377,19 @@ func (r *claimRound) claimMember(ctx context.Context, m *Member, grow bool) (cla
 		res.Started = true
 	}
 	return claimDone, res, nil
+}
+
+// builtFree tells whether m, observed by claimRound.observe above the size
+// the claim read, is a member a reconciler just built: the pool's, of the
+// current definition, unblocked, starting or started (Unschedulable too: a
+// member just built waits for its PVC to bind, and one built for the claim
+// would wait as long).
+func builtFree(m Member) bool {
+	switch m.State {
+	case StateReady, StateStarting, StateStopped, StateUnschedulable:
+		return m.Index > 0 && m.Blocked == "" && m.Source != "" && !m.Drift
+	}
+	return false
 }
 
 // observe is the member with objects cur as Observe sees it under the

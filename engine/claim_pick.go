@@ -5,6 +5,7 @@ package engine
 
 import (
 	"hash/fnv"
+	"math"
 	"sort"
 )
 
@@ -15,15 +16,18 @@ import (
 // over the list instead of all trying its first member. The same identity
 // picks the same member first: its concurrent claims meet on one member.
 //
-// A window (elastic growth) limits the picks to the first window untaken
-// candidates, doubled after each lost race: growth stays at the lowest
-// indices while a crowd still spreads.
+// A window (an elastic pool's claims: packWindow) limits the picks to the
+// first window untaken candidates: as wide as the crowd still contending
+// for them, so that a crowd spreads while its claims stay at the lowest
+// members, and a claim alone takes the first (see lostIn).
 type claimPicker struct {
 	identity   string
 	candidates []*Member // in preference order
 	gone       map[string]bool
-	window     int // 0: no window
-	lost       int // races lost so far
+	window     int       // 0: no window
+	last       []*Member // the window of the last pick
+	full       int       // windows found full in a row
+	lost       int       // races lost so far
 }
 
 func (p *claimPicker) taken(name string) {
@@ -35,10 +39,7 @@ func (p *claimPicker) taken(name string) {
 
 // next returns the next member to try, or nil when none is left.
 func (p *claimPicker) next() *Member {
-	limit := 0
-	if p.window > 0 {
-		limit = p.window << min(p.lost, 20)
-	}
+	limit := p.window
 	var left []*Member
 	for _, m := range p.candidates {
 		if p.gone[m.Name] {
@@ -55,7 +56,53 @@ func (p *claimPicker) next() *Member {
 	if len(left) == 0 {
 		return nil
 	}
-	return left[claimSpread(p.identity, p.lost)%uint64(len(left))]
+	p.last = left
+	i := claimSpread(p.identity, p.lost) % uint64(len(left))
+	if p.window > 0 {
+		// Of two points, the lower: a window wider than the crowd left
+		// in it (the last claimants of a burst) is filled from below,
+		// leaving fewer members free under the claims.
+		i = min(i, claimSpread(p.identity, p.lost+1<<15)%uint64(len(left)))
+	}
+	return left[i]
+}
+
+// lostIn sets the window after a race lost in it, once the Leases were read
+// again (taken marks every member claimed since).
+//
+// When every member of the last window was taken, the crowd was at least as
+// large as the window: the next window is the same width over the members
+// still untaken, and doubles when that one is found full too. (Doubling at
+// once, the last claimants of a burst went on to windows far wider than
+// the few of them left, and took members high above the rest.)
+//
+// Otherwise the part of the window taken tells how many claimed in it: m
+// claimants picking at random among w members leave a part e^(-m/w)
+// untaken, so m is about -w ln(untaken/w); the m - taken of them that lost
+// (this one among them) try again, over a window that wide (never wider
+// than the last: the estimate grows without bound as the window fills).
+// The crowd thins as it is served and the window with it, down to the
+// first member untaken: a claim alone takes the first.
+func (p *claimPicker) lostIn() {
+	if p.window == 0 {
+		return
+	}
+	w, t := len(p.last), 0
+	for _, m := range p.last {
+		if p.gone[m.Name] {
+			t++
+		}
+	}
+	if w == 0 || t >= w {
+		p.full++
+		if p.full%2 == 0 {
+			p.window = 2 * max(w, 1)
+		}
+		return
+	}
+	p.full = 0
+	m := -float64(w) * math.Log(float64(w-t)/float64(w))
+	p.window = min(w, max(1, int(math.Ceil(m))-t))
 }
 
 // claimSpread is the point of a list where identity starts its attempt'th

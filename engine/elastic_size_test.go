@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 )
 
@@ -230,5 +231,91 @@ func TestClaimTakesAMemberRecordedUnschedulableThatIsFreeNow(t *testing.T) {
 	}
 	if idx, _ := MemberIndex("el", res.Member); idx < 1 || idx > 3 || res.Grew {
 		t.Fatalf("claim got %s (grew %v), want one of the three Ready members", res.Member, res.Grew)
+	}
+}
+
+// Claims one after the other on an elastic pool whose recorded status was
+// written before any of them (no reconcile between): the first take the
+// members the status calls free, losing races to the claims before them
+// (the status is stale, no one else is claiming), and the rest grow the
+// pool one member each. None of them saw a claim made while it ran, so each
+// takes the first member above the size: the pool ends at exactly the
+// claims, and the reconcile takes it to the claims plus the spare. (With a
+// window widened by races lost on a stale status, five claims from three
+// free members reached member 10 of a ceiling of 10.)
+func TestSequentialClaimsGrowAnElasticPoolByOneEach(t *testing.T) {
+	for _, users := range []int{5, 12} {
+		t.Run(fmt.Sprintf("%d claims", users), func(t *testing.T) {
+			spec := elasticSpec(3, 0, 20, 2)
+			e, f := newEngine()
+			seedPool(f, "el", spec, 3)
+			if _, err := e.Reconcile(context.Background(), "el"); err != nil {
+				t.Fatal(err)
+			}
+			got := map[int]bool{}
+			for u := range users {
+				res, err := e.Claim(context.Background(), "el", fmt.Sprintf("u%d@example.com", u))
+				if err != nil {
+					t.Fatal(err)
+				}
+				// An elastic pool's claims stay at its lowest members
+				// (packWindow): alone, each takes the first free one.
+				idx, _ := MemberIndex("el", res.Member)
+				if idx != u+1 || idx > 3 && !res.Grew || idx <= 3 && res.Grew {
+					t.Errorf("u%d got %s, grew %v; want el-%d", u, res.Member, res.Grew, u+1)
+				}
+				got[idx] = true
+			}
+			for i := 1; i <= users; i++ {
+				if !got[i] {
+					t.Fatalf("the claims took %v, want members 1 to %d", sortedInts(got), users)
+				}
+			}
+			if _, err := e.Reconcile(context.Background(), "el"); err != nil {
+				t.Fatal(err)
+			}
+			if n := recordedSize(t, f); n != users+2 {
+				t.Fatalf("recorded size %d, want %d (%d claimed, spare 2)", n, users+2, users)
+			}
+		})
+	}
+}
+
+func sortedInts(set map[int]bool) []int {
+	var out []int
+	for i := range set {
+		out = append(out, i)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// A claim that grows an elastic pool from a status written before a
+// reconciler added spare members takes the first such member (built, free)
+// rather than passing it over for an empty one above: passed over, it
+// stayed free below the claims for the rest of the day.
+func TestGrowingClaimTakesASpareMemberBuiltSinceTheStatus(t *testing.T) {
+	spec := elasticSpec(3, 0, 20, 1)
+	e, f := newEngine()
+	seedPool(f, "el", spec, 3)
+	if _, err := e.Reconcile(context.Background(), "el"); err != nil {
+		t.Fatal(err)
+	}
+	// Three claims since, and a reconciler's spare member 4, built but not
+	// yet in the recorded status.
+	for n := 1; n <= 3; n++ {
+		f.add(claimAt("el", MemberName("el", n), fmt.Sprintf("u%d@example.com", n), testNow))
+	}
+	p, c := readyMember("el", 4, spec)
+	f.add(p, c)
+	res, err := e.Claim(context.Background(), "el", "alice@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Member != "el-4" || res.Started {
+		t.Fatalf("claim = %+v, want el-4, already built (not started)", res)
+	}
+	if f.pod("el-5") != nil {
+		t.Fatal("the claim built el-5")
 	}
 }

@@ -218,8 +218,14 @@ func TestIntegrationElasticBurst(t *testing.T) {
 		fig.size, fig.free, fig.grew, pct(fig.answered, 0.5), pct(fig.answered, 0.95), pct(fig.claimants, 0.5), pct(fig.claimants, 0.95), fig.claimants[len(fig.claimants)-1], fig.memberStart,
 		pct(fig.batchStart, 0.5), pct(fig.batchStart, 0.95))
 	t.Logf("highest claim %d: %d members below it left free by the burst's spread", fig.top, max(0, fig.top-20))
-	if fig.size != max(fig.top, 23) {
-		t.Fatalf("size %d after 20 claims with spare 3 (highest claim %d), want %d", fig.size, fig.top, max(fig.top, 23))
+	// The burst grows the pool by its claims: its window is as wide as the
+	// crowd still contending, down to the first member untaken at its end,
+	// so it leaves few members free below its highest claim, and those
+	// count as the spare. Measured over 22 runs: the highest claim 21-24,
+	// once 27 (a window that only widened: 33-35, every run); the bound
+	// leaves room for such a tail.
+	if fig.size != max(fig.top, 23) || fig.top > 30 {
+		t.Fatalf("size %d after 20 claims with spare 3 (highest claim %d), want 23, or the highest claim if it is above (and at most 30)", fig.size, fig.top)
 	}
 }
 

@@ -5,7 +5,9 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -192,19 +194,26 @@ func TestIntegrationElasticSizeInstructions(t *testing.T) {
 	t.Run("--max-size=0 keeps the effective size", func(t *testing.T) {
 		run(exitOK, append([]string{"apply", "eoff", "--max-size", "10", "--size", "3", "--spare", "2"}, smallMember...)...)
 		waitFree(t, env, run, "eoff", 3)
-		// Five users: three take the free members, two grow the pool; the
-		// reconcile takes the size up to them and the spare. (With no
-		// reconcile between them, the last two claims find the recorded
-		// status outdated by the first three and grow over a window of
-		// that crowd: the size is at least 7, 5 claimed and a spare of 2.)
+		// Five users one after the other: three take the free members, two
+		// grow the pool by one each (no reconcile between: the last two
+		// find the recorded status stale, which is no crowd); the reconcile
+		// takes the size up to them and the spare.
+		got := map[string]bool{}
 		for _, u := range []string{"u1", "u2", "u3", "u4", "u5"} {
-			run(exitOK, "claim", "eoff", u+"@example.com")
+			out, _ := run(exitOK, "claim", "eoff", u+"@example.com")
+			got[strings.TrimSpace(out)] = true
+		}
+		for i := 1; i <= 5; i++ {
+			if !got[engine.MemberName("eoff", i)] {
+				t.Fatalf("five claims one after the other took %v, want eoff-1 to eoff-5", slices.Sorted(maps.Keys(got)))
+			}
 		}
 		run(exitOK, "reconcile", "eoff")
+		waitFree(t, env, run, "eoff", 2)
 		st := poolStatus(t, run, "eoff")
 		size := st.Size
-		if size < 7 || st.Claimed != 5 || st.Free < 2 {
-			t.Fatalf("effective size %d with %d claimed and %d free, want at least 7, 5 and 2", size, st.Claimed, st.Free)
+		if size != 7 || st.Claimed != 5 || st.Free != 2 {
+			t.Fatalf("effective size %d with %d claimed and %d free, want 7, 5 and 2", size, st.Claimed, st.Free)
 		}
 		uids := map[string]types.UID{}
 		for i := 1; i <= size; i++ {
