@@ -121,7 +121,7 @@ func (r *claimRound) fast(ctx context.Context) (ClaimResult, bool, error) {
 		}
 	}
 	sortFree(free)
-	freePick := claimPicker{identity: r.identity, candidates: free, window: packWindow(spec)}
+	freePick := claimPicker{identity: r.identity, candidates: free}
 	if got, done, err := r.try(ctx, &freePick, false); done {
 		if got.Existing {
 			return ClaimResult{}, false, nil
@@ -135,7 +135,8 @@ func (r *claimRound) fast(ctx context.Context) (ClaimResult, bool, error) {
 		// its window to the crowd's (claimPicker.lostIn). Races lost on
 		// the members the status called free do not: they tell of a stale
 		// status as much as of a crowd (claims one after the other, with
-		// no reconcile between, lose them too).
+		// no reconcile between, lose them too), and a race lost leaves no
+		// trace to count the crowd by.
 		r.relist(ctx, &freePick)
 		var above []*Member
 		for idx := size + 1; idx <= spec.MaxSize; idx++ {
@@ -154,21 +155,6 @@ func (r *claimRound) fast(ctx context.Context) (ClaimResult, bool, error) {
 		}
 	}
 	return ClaimResult{}, false, nil
-}
-
-// packWindow is the window a claim's picks among the free members start
-// with: none for a fixed pool (its claimants spread over every free member
-// of the best state), 1 for an elastic pool, whose claims must stay at its
-// lowest members so that it can shrink back once they go: a claim alone
-// takes the first free member, a crowd spreads only as wide as it is
-// (claimPicker.lostIn). (Spread over all its free members, the last claims
-// of a burst took the highest of the spare members a concurrent reconciler
-// had just added, and the pool kept the members below them free.)
-func packWindow(spec Spec) int {
-	if spec.Elastic() {
-		return 1
-	}
-	return 0
 }
 
 // read claims on a read of the whole pool.
@@ -210,7 +196,7 @@ func (r *claimRound) read(ctx context.Context) (res ClaimResult, err error) {
 		}
 	}
 	sortFree(free)
-	freePick := claimPicker{identity: identity, candidates: free, window: packWindow(spec), gone: r.taken, lost: r.lost}
+	freePick := claimPicker{identity: identity, candidates: free, gone: r.taken, lost: r.lost}
 	if got, done, err := r.try(ctx, &freePick, false); done {
 		return got, err
 	}

@@ -16,17 +16,16 @@ import (
 // over the list instead of all trying its first member. The same identity
 // picks the same member first: its concurrent claims meet on one member.
 //
-// A window (an elastic pool's claims: packWindow) limits the picks to the
-// first window untaken candidates: as wide as the crowd still contending
-// for them, so that a crowd spreads while its claims stay at the lowest
-// members, and a claim alone takes the first (see lostIn).
+// A window (an elastic pool's growth) limits the picks to the first window
+// untaken candidates: as wide as the crowd still contending for them, so
+// that a crowd spreads while growth stays at the lowest members, and a
+// claim alone takes the first (see lostIn).
 type claimPicker struct {
 	identity   string
 	candidates []*Member // in preference order
 	gone       map[string]bool
 	window     int       // 0: no window
 	last       []*Member // the window of the last pick
-	full       int       // windows found full in a row
 	lost       int       // races lost so far
 }
 
@@ -71,10 +70,7 @@ func (p *claimPicker) next() *Member {
 // again (taken marks every member claimed since).
 //
 // When every member of the last window was taken, the crowd was at least as
-// large as the window: the next window is the same width over the members
-// still untaken, and doubles when that one is found full too. (Doubling at
-// once, the last claimants of a burst went on to windows far wider than
-// the few of them left, and took members high above the rest.)
+// large as the window: it doubles.
 //
 // Otherwise the part of the window taken tells how many claimed in it: m
 // claimants picking at random among w members leave a part e^(-m/w)
@@ -94,13 +90,9 @@ func (p *claimPicker) lostIn() {
 		}
 	}
 	if w == 0 || t >= w {
-		p.full++
-		if p.full%2 == 0 {
-			p.window = 2 * max(w, 1)
-		}
+		p.window = 2 * max(w, 1)
 		return
 	}
-	p.full = 0
 	m := -float64(w) * math.Log(float64(w-t)/float64(w))
 	p.window = min(w, max(1, int(math.Ceil(m))-t))
 }
