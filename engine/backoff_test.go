@@ -234,3 +234,28 @@ func TestParseStatusBackoff(t *testing.T) {
 		t.Fatalf("odd backoff: %+v, %v", st, err)
 	}
 }
+
+// TestDiagnoseBackoff: a failing member's diagnosis names its crash loop,
+// the Pod's own cause (the container's last exit) and its backoff.
+func TestDiagnoseBackoff(t *testing.T) {
+	p, c := readyMember("desk", 1, baseSpec(1))
+	p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: ContainerName,
+		State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off 40s"}},
+		LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Error", ExitCode: 127, Message: "exec: not found"}}}}
+	f := newFake(testNS)
+	f.add(BuildConfigMap(testNS, "desk", baseSpec(1)), p, c)
+	recordBackoff(t, f, "desk-1", &Backoff{Failures: 3, RetryAt: testNow.Add(2 * time.Minute)})
+	v := Observe(mustSnapshot(t, f), testNow)
+	d := Diagnose(v.Member("desk-1"), nil, nil, nil)
+	for _, want := range []string{"keeps crashing (failure 3 in a row)"} {
+		if !strings.Contains(d.Reason, want) {
+			t.Errorf("reason %q, want %q in it", d.Reason, want)
+		}
+	}
+	if want := "container " + ContainerName + " last exited (Error, exit code 127): exec: not found"; !strings.Contains(d.Evidence, want) {
+		t.Errorf("evidence %q, want %q in it", d.Evidence, want)
+	}
+	if want := "builds it again after 2025-06-01T12:02:00Z"; !strings.Contains(d.Fix, want) {
+		t.Errorf("fix %q, want %q in it", d.Fix, want)
+	}
+}
