@@ -2,7 +2,9 @@ package engine
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -155,7 +157,18 @@ func diagnosePod(m *Member, ev *corev1.Event, nodes []*corev1.Node, claimID stri
 	case StateUnschedulable:
 		return diagnoseUnschedulable(pod, m.Message, nodes, backend, claimID), true
 	case StateFailed:
-		return diagnoseFailed(pod, m.Message, ev, claimID), true
+		r := diagnoseFailed(pod, m.Message, ev, claimID)
+		if exit := lastExit(pod); exit != "" {
+			r.Evidence = joinWords("; ", r.Evidence, exit)
+		}
+		if b := m.Backoff; b != nil && !m.Claimed {
+			// The crash loop the reconciler holds back: named with its
+			// count, and when the member is built again.
+			r.Reason = fmt.Sprintf("%s (failure %d in a row)", r.Reason, b.Failures)
+			r.Fix = fmt.Sprintf("%s; kept for its logs: the reconciler builds it again after %s (the wait doubles with each failure, at most %s; Ready starts it again)",
+				r.Fix, b.RetryAt.UTC().Format(time.RFC3339), BackoffMax)
+		}
+		return r, true
 	case StateStarting:
 		r := Diagnosis{ClaimID: claimID, Reason: "starting"}
 		if pod.Spec.NodeName == "" {
@@ -417,4 +430,35 @@ func podBackend(pod *corev1.Pod) string {
 func warmKey(pod *corev1.Pod) string {
 	a := pod.Annotations
 	return fmt.Sprintf("(template %s, net %s, size %s)", orDefault(a[SandboxdAnnotationTemplate], "-"), orDefault(a[SandboxdAnnotationNet], "default"), orDefault(a[SandboxdAnnotationSize], "default"))
+}
+
+// lastExit is how the Pod's failing container last ended, in the Pod's own
+// words: its terminated reason, exit code and message ("" when no
+// container has ended). A crash loop's waiting message says only that it
+// backs off; this is why.
+func lastExit(pod *corev1.Pod) string {
+	for _, list := range [][]corev1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
+		for _, cs := range list {
+			t := cs.State.Terminated
+			if t == nil {
+				t = cs.LastTerminationState.Terminated
+			}
+			if t == nil || (t.ExitCode == 0 && t.Reason == "Completed" && cs.State.Waiting == nil) {
+				continue
+			}
+			return joinWords(": ", "container "+cs.Name+" last exited ("+joinWords(", ", t.Reason, "exit code "+strconv.Itoa(int(t.ExitCode)))+")", t.Message)
+		}
+	}
+	return ""
+}
+
+// joinWords joins the parts that are not empty with sep.
+func joinWords(sep string, parts ...string) string {
+	out := parts[:0:0]
+	for _, p := range parts {
+		if p != "" {
+			out = append(out, p)
+		}
+	}
+	return strings.Join(out, sep)
 }

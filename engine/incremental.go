@@ -2,6 +2,7 @@ package engine
 
 import (
 	"container/heap"
+	"fmt"
 	"math"
 	"sort"
 	"time"
@@ -214,9 +215,10 @@ func (s *PoolState) Update(u PoolUpdate, now time.Time) ([]MemberChange, bool) {
 	s.pods, s.pvcs = pods, pvcs
 	if u.Definition {
 		// A block the status records (an object no snapshot shows) is
-		// part of its member's observation: the members whose recorded
-		// block changed are observed again.
-		was, is := recordedBlocks(&v.Recorded), recordedBlocks(&def.Recorded)
+		// part of its member's observation, and so is a recorded backoff:
+		// the members whose recorded block or backoff changed are observed
+		// again.
+		was, is := recordedFacts(&v.Recorded), recordedFacts(&def.Recorded)
 		for _, name := range sortedUnion(was, is) {
 			if was[name] == is[name] {
 				continue
@@ -421,4 +423,18 @@ func sortedUnion(a, b map[string]string) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// recordedFacts are what a recorded status says of each member that is part
+// of its observation (its block and its backoff), by member, in words that
+// differ when the facts do.
+func recordedFacts(st *Status) map[string]string {
+	facts := recordedBlocks(st)
+	for name, b := range recordedBackoffs(st) {
+		if facts == nil {
+			facts = map[string]string{}
+		}
+		facts[name] += fmt.Sprintf("\x00%d %s %s", b.Failures, b.RetryAt.Format(time.RFC3339Nano), b.By)
+	}
+	return facts
 }

@@ -271,9 +271,9 @@ func TestReconcileNodeDown(t *testing.T) {
 		{"drifted, nodes unknown: replaced", 1, driftedSpec(3), nil, "node-b", nil, true, false, ""},
 		{"drifted, another node down: replaced", 1, driftedSpec(3), nil, "node-a", down, true, false, ""},
 		{"crash loop, node down: waits", 2, spec, crashing, "node-b", down, false, false, "node node-b is down: replaced once it is back"},
-		{"crash loop, nodes unknown: replaced", 2, spec, crashing, "node-b", nil, true, false, ""},
+		{"crash loop, nodes unknown: replaced (its backoff ended)", 2, spec, crashing, "node-b", nil, true, false, ""},
 		{"Pod failed, node down: waits", 2, spec, failed, "node-b", down, false, false, "node node-b is down: replaced once it is back"},
-		{"Pod failed, no node down: replaced", 2, spec, failed, "node-b", map[string]string{}, true, false, ""},
+		{"Pod failed, no node down: replaced (its backoff ended)", 2, spec, failed, "node-b", map[string]string{}, true, false, ""},
 		{"not ready, node down: not failed, left alone", 3, spec, notReady, "node-b", down, false, false, ""},
 		{"not ready, nodes unknown: left alone", 3, spec, notReady, "node-b", nil, false, false, ""},
 		{"above the size, node down: deleted (the size, not the node)", 4, spec, nil, "node-b", down, false, true, ""},
@@ -298,6 +298,11 @@ func TestReconcileNodeDown(t *testing.T) {
 				}
 			}
 			f.nodeDown = c.nodeDown
+			if c.member == 2 && c.replaced {
+				// A failing member is replaced once its backoff ends
+				// (TestReconcileBacksOffFailingMembers).
+				recordBackoff(t, f, name, &Backoff{Failures: 1, RetryAt: testNow})
+			}
 			v := Observe(mustSnapshot(t, f), testNow)
 			if got := NeedsWork(v); got != (c.replaced || c.deleted) {
 				t.Errorf("NeedsWork = %v, want %v", got, c.replaced || c.deleted)

@@ -145,7 +145,7 @@ func memberRow(m *Member) MemberRow {
 	return MemberRow{
 		Name: m.Name, State: m.State, Holder: m.Holder(),
 		ClaimExpired: m.Claimed && m.Claim.Expired, Maintenance: m.InMaintenance(),
-		Drift: m.Drift, AboveSize: m.AboveSize, Message: m.Message, Blocked: m.Blocked,
+		Drift: m.Drift, AboveSize: m.AboveSize, Message: m.Message, Blocked: m.Blocked, Backoff: m.Backoff,
 	}
 }
 
@@ -167,6 +167,9 @@ type observer struct {
 	seen   map[string]time.Time
 	// blocked are the blocks the last reconcile recorded, by member.
 	blocked map[string]string
+	// backoffs are the replacement backoffs the last reconcile recorded,
+	// by member.
+	backoffs map[string]*Backoff
 	// records caches recordProblem: the members of a pool share few records.
 	records map[[2]string]string
 	// nodeDown is Snapshot.NodeDown.
@@ -178,7 +181,7 @@ type observer struct {
 // nodes: Observe and PoolState.Update both make theirs here, so that a
 // member is observed alike by either.
 func newObserver(v *PoolView, size int, now time.Time, seen map[string]time.Time, nodeDown map[string]string) observer {
-	return observer{pool: v.Name, size: size, source: v.Source, now: now, seen: seen, nodeDown: nodeDown, blocked: recordedBlocks(&v.Recorded)}
+	return observer{pool: v.Name, size: size, source: v.Source, now: now, seen: seen, nodeDown: nodeDown, blocked: recordedBlocks(&v.Recorded), backoffs: recordedBackoffs(&v.Recorded)}
 }
 
 // recordedBlocks are the blocks a recorded status names, by member (nil when
@@ -291,6 +294,9 @@ func (ob *observer) member(m *Member, name string, idx int, ok bool, o MemberObj
 	}
 	m.Free = ok && o.Lease == nil && m.Blocked == "" && !m.AboveSize && source != "" && !m.Drift &&
 		(m.State == StateReady || m.State == StateStarting || m.State == StateStopped)
+	if b := ob.backoffs[name]; b != nil && keepsBackoff(m) {
+		m.Backoff = b
+	}
 }
 
 // memberState applies the decision table.

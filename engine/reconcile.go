@@ -128,8 +128,9 @@ func (r ReconcileResult) Done() int {
 
 // Reconcile brings a pool in line with its definition: create or repair an
 // isolated pool's NetworkPolicy, create missing members, start stopped
-// ones, replace unclaimed drifted or failed ones, delete unclaimed ones
-// above the size, record the status. It takes the member Lease
+// ones, replace unclaimed drifted or failed ones (a failing one only once
+// its backoff ends: planBackoff), delete unclaimed ones above the size,
+// record the status. It takes the member Lease
 // as the reconciler before each create, replace or delete and never touches a
 // claimed member. It returns a *StepError when any step failed.
 func (e *Engine) Reconcile(ctx context.Context, pool string) (ReconcileResult, error) {
@@ -202,6 +203,7 @@ func (e *Engine) reconcileWith(ctx context.Context, snap Snapshot, spec Spec, si
 	now := e.Now()
 	view := Observe(withSize(snap, spec), now)
 	e.recheckBlocked(ctx, &view)
+	backoffs := e.planBackoff(&view, now)
 	var res ReconcileResult
 	res.Errors = append(res.Errors, pre...)
 	var mu sync.Mutex
@@ -236,6 +238,14 @@ func (e *Engine) reconcileWith(ctx context.Context, snap Snapshot, spec Spec, si
 	}
 	p.claimedCreates, p.claimedStarts = e.stillClaimed(ctx, snap.Pool, p.claimedCreates, p.claimedStarts, add)
 	e.runPlan(ctx, snap, spec, p, add, timeStep)
+	for _, a := range res.Actions {
+		// A failing member replaced (or whose replace was tried: it may
+		// have destroyed the member before it failed) counts its new build
+		// as the next failure until it is Ready.
+		if b := backoffs[a.Member]; a.Step == StepReplace && a.Skipped == "" && b != nil && backedOff(view.Member(a.Member)) {
+			backoffs[a.Member] = e.afterReplace(b, e.Now())
+		}
+	}
 	sort.Slice(res.Actions, func(i, j int) bool {
 		a, b := res.Actions[i], res.Actions[j]
 		if a.Step != b.Step {
@@ -245,7 +255,7 @@ func (e *Engine) reconcileWith(ctx context.Context, snap Snapshot, spec Spec, si
 	})
 	sort.Strings(res.Errors)
 
-	e.recordStatus(ctx, snap, spec, view, blocked, &res, elasticRecord(orig, el))
+	e.recordStatus(ctx, snap, spec, view, blocked, backoffs, &res, elasticRecord(orig, el))
 	if len(res.Errors) > 0 {
 		return res, &StepError{Errors: res.Errors}
 	}
@@ -321,6 +331,8 @@ func planReconcile(view *PoolView, blocked map[string]string, add func(MemberAct
 			p.unlocks = append(p.unlocks, m)
 		case workWaitNode:
 			add(MemberAction{Step: StepReplace, Member: m.Name, Skipped: "node " + m.Node + " is down: replaced once it is back"})
+		case workBackoff:
+			add(MemberAction{Step: StepReplace, Member: m.Name, Skipped: backoffSkip(m.Backoff, view.ObservedAt)})
 		}
 	}
 	return p
@@ -407,6 +419,9 @@ const (
 	// Nothing while the member's node is down (Member.NodeDown): a
 	// replace waits for the node, and the reconcile says so.
 	workWaitNode
+	// Nothing while a failing member's backoff runs (planBackoff): it is
+	// kept for its logs, and the reconcile says so.
+	workBackoff
 )
 
 // memberWork decides what a reconcile does with m (the steps of the
@@ -434,6 +449,8 @@ func memberWork(m *Member) work {
 		// (A member above the size still goes: that is the pool's size,
 		// not the node.)
 		return workWaitNode
+	case m.backoffWait:
+		return workBackoff
 	case m.Drift || m.State == StateFailed:
 		return workReplace
 	case m.State == StateStopped:
@@ -459,7 +476,7 @@ func NeedsWork(v PoolView) bool {
 	for i := range v.Members {
 		m := &v.Members[i]
 		switch w := memberWork(m); {
-		case w == workNone, w == workWaitNode:
+		case w == workNone, w == workWaitNode, w == workBackoff:
 		case w == workStart && keepStopped[m.Name]:
 		case w == workClaimedCreate || w == workClaimedStart:
 			return true

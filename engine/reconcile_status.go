@@ -14,10 +14,11 @@ import (
 // decision and the history.
 
 // recordStatus is step 5: it computes the pool's status into res (with the
-// members in blocked marked) and writes it when it changed. It re-reads the
+// members in blocked marked, and the failing members' backoffs) and writes
+// it when it changed. It re-reads the
 // pool only when something was done (or a create found a member blocked: it
 // may have made the member's PVC); view is the pool as the steps started.
-func (e *Engine) recordStatus(ctx context.Context, snap Snapshot, spec Spec, view PoolView, blocked map[string]string, res *ReconcileResult, el func(*Status)) {
+func (e *Engine) recordStatus(ctx context.Context, snap Snapshot, spec Spec, view PoolView, blocked map[string]string, backoffs map[string]*Backoff, res *ReconcileResult, el func(*Status)) {
 	statusStart := e.Now()
 	final := view
 	newlyBlocked := false
@@ -35,6 +36,7 @@ func (e *Engine) recordStatus(ctx context.Context, snap Snapshot, spec Spec, vie
 		}
 	}
 	st := final.Status
+	recordBackoffs(&st, &final, backoffs)
 	if len(blocked) > 0 {
 		st = blockStatus(st, &final, blocked)
 		for name, why := range blocked {

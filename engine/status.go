@@ -65,6 +65,11 @@ type MemberRow struct {
 	// Blocked names the object that holds the member's name but is not
 	// this pool's member (Member.Blocked).
 	Blocked string `json:"blocked,omitempty"`
+	// Backoff is the member's replacement backoff (Member.Backoff). It is
+	// recorded apart from the row, under the status's key "backoff", which
+	// a reader of an earlier release ignores, as it ignores every key it
+	// does not know; a row of that release's compact form would not parse.
+	Backoff *Backoff `json:"-"`
 	// MessageLike: Message is another member's message in the same words but
 	// for its numbers (node counts): the status's message table was full.
 	MessageLike bool `json:"-"`
@@ -113,6 +118,13 @@ func ParseStatus(data string) (Status, error) {
 	if len(s.Members) == 0 {
 		s.Members = nil
 	}
+	for i := range s.Members {
+		// An entry of no row is dropped; one that fails to say when the
+		// member may be replaced is no backoff (the member starts again).
+		if b := w.Backoff[s.Members[i].Name]; b != nil && !b.RetryAt.IsZero() {
+			s.Members[i].Backoff = b
+		}
+	}
 	return s, nil
 }
 
@@ -122,7 +134,14 @@ type wireStatus struct {
 	Status
 	Messages []string  `json:"messages,omitempty"`
 	Members  []wireRow `json:"members,omitempty"`
+	// Backoff holds the rows' backoffs (MemberRow.Backoff) by member, one
+	// line of JSON (a YAML flow mapping). A status of an earlier release
+	// has none.
+	Backoff map[string]*Backoff `json:"backoff,omitempty"`
 }
+
+// keyBackoff is the status's key of the members' backoffs.
+const keyBackoff = "backoff"
 
 // wireRow is one recorded row: a compact string or an object.
 type wireRow struct {
@@ -317,6 +336,28 @@ func (s Status) encode(rows []MemberRow, cut int) (string, []int) {
 		b.WriteByte('\n')
 	}
 	lines := make([]int, len(rows))
+	// The backoffs of the rows kept, in the rows' order; each entry's
+	// length counts with its row's, so that cutting rows cuts them too.
+	first := true
+	for i, r := range rows {
+		if r.Backoff == nil {
+			continue
+		}
+		if first {
+			b.WriteString(keyBackoff + ": {")
+			first = false
+		} else {
+			b.WriteByte(',')
+		}
+		start := b.Len()
+		writeJSON(&b, r.Name)
+		b.WriteByte(':')
+		writeJSON(&b, r.Backoff)
+		lines[i] += b.Len() - start + 1
+	}
+	if !first {
+		b.WriteString("}\n")
+	}
 	var body strings.Builder
 	messagesCut := s.MessagesCut
 	for i, r := range rows {
@@ -338,7 +379,7 @@ func (s Status) encode(rows []MemberRow, cut int) (string, []int) {
 			writeJSONLine(&body, r)
 		}
 		body.WriteByte('\n')
-		lines[i] = body.Len() - start
+		lines[i] += body.Len() - start
 	}
 	if n := s.RowsCut + cut; n > 0 {
 		num("rowsCut", n)
@@ -431,11 +472,15 @@ func yamlEscaped(r rune) bool {
 
 // writeJSONLine writes the row as a one-line JSON object (a YAML flow
 // mapping), with what YAML does not allow as it is escaped.
-func writeJSONLine(b *strings.Builder, r MemberRow) {
+func writeJSONLine(b *strings.Builder, r MemberRow) { writeJSON(b, r) }
+
+// writeJSON writes v as one line of JSON (valid YAML in a flow), with what
+// YAML does not allow as it is escaped.
+func writeJSON(b *strings.Builder, v any) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(r); err != nil {
+	if err := enc.Encode(v); err != nil {
 		b.WriteString("{}")
 		return
 	}

@@ -151,6 +151,13 @@ type Member struct {
 	Message string
 	// Problems are malformed or surprising facts about this member's objects.
 	Problems []string
+	// Backoff is the replacement backoff the pool's recorded status holds
+	// for this member (nil when none, and for a member that is Ready,
+	// drifted or above the size: its count starts again).
+	Backoff *Backoff
+	// backoffWait: a reconcile leaves this failing member alone until its
+	// backoff ends (planBackoff).
+	backoffWait bool
 }
 
 // Holder returns the claim holder, or "" when the member is not claimed by a user.

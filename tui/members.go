@@ -365,6 +365,11 @@ func (l *membersView) view(ctx viewContext) string {
 // row renders one member's line: render's row of the member, styled.
 func (l *membersView) row(ctx viewContext, cols []column, mm *engine.Member, selected bool) string {
 	r := memberCells{Row: render.MemberRow(mm, ctx.now), message: render.Reason(l.data, mm, ctx.nodes)}
+	if r.Retry != "" {
+		// A failing member's backoff leads its message: when the
+		// reconciler builds it again is what the admin reads it for.
+		r.message = r.Retry + " · " + r.message
+	}
 	line := memberLine(cols, &r)
 	if selected {
 		return ctx.st.Selected.Render(render.GlyphCursor + " " + line)

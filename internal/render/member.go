@@ -20,6 +20,9 @@ type Row struct {
 	Marks  Marks
 	Node   string
 	Age    string // since the member was created ("" unknown)
+	// Retry is a failing member's replacement backoff: "retry in 4m",
+	// "retry due" once it ended ("" when the member has none).
+	Retry string
 	// Level is the worse of the member's own (MemberLevel) and its claim's.
 	Level Level
 }
@@ -34,7 +37,21 @@ func MemberRow(mm *engine.Member, now time.Time) Row {
 		r.Age = Duration(now.Sub(mm.Created))
 	}
 	r.Level = max(r.Level, r.Claim.Level)
+	r.Retry = RetryOf(mm, now)
 	return r
+}
+
+// RetryOf is mm's replacement backoff at now, in words: "retry in 4m", or
+// "retry due" once its wait ended (the next reconcile rebuilds it); "" when
+// the member is not failing under a backoff.
+func RetryOf(mm *engine.Member, now time.Time) string {
+	if mm.Backoff == nil || mm.State != engine.StateFailed || mm.Claimed {
+		return ""
+	}
+	if left := mm.Backoff.RetryAt.Sub(now); left > 0 {
+		return "retry in " + Duration(left)
+	}
+	return "retry due"
 }
 
 // SearchText is what a filter matches, lower-cased once per snapshot.

@@ -266,3 +266,33 @@ func TestOnceTableUsesMemberRow(t *testing.T) {
 		t.Errorf("JSON holder = %q", got)
 	}
 }
+
+// TestRetryOf: a failing member's backoff reads "retry in 4m" in its row
+// and in the --once JSON, "retry due" once it ended, and nothing for a
+// member that is not failing or is claimed.
+func TestRetryOf(t *testing.T) {
+	now := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+	b := &engine.Backoff{Failures: 3, RetryAt: now.Add(4 * time.Minute)}
+	cases := []struct {
+		name string
+		mm   engine.Member
+		want string
+	}{
+		{"failing", engine.Member{Name: "desk-1", State: engine.StateFailed, Backoff: b}, "retry in 4m"},
+		{"due", engine.Member{Name: "desk-1", State: engine.StateFailed, Backoff: &engine.Backoff{Failures: 1, RetryAt: now}}, "retry due"},
+		{"starting after a replacement", engine.Member{Name: "desk-1", State: engine.StateStarting, Backoff: b}, ""},
+		{"claimed", engine.Member{Name: "desk-1", State: engine.StateFailed, Backoff: b, Claimed: true, Claim: &engine.Claim{Holder: "a"}}, ""},
+		{"no backoff", engine.Member{Name: "desk-1", State: engine.StateFailed}, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := MemberRow(&c.mm, now).Retry; got != c.want {
+				t.Errorf("Retry = %q, want %q", got, c.want)
+			}
+			om := onceMember(&c.mm, now)
+			if (om.Backoff != nil) != (c.want != "") || om.Backoff != nil && (om.Backoff.Retry != c.want || om.Backoff.Failures != c.mm.Backoff.Failures) {
+				t.Errorf("JSON backoff %+v, want %q", om.Backoff, c.want)
+			}
+		})
+	}
+}

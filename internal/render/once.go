@@ -137,6 +137,17 @@ type OnceMember struct {
 	Problems []string   `json:"problems,omitempty"`
 	// Diagnosis is why a member that is not Ready and fine is so, and the fix.
 	Diagnosis *OnceDiagnosis `json:"diagnosis,omitempty"`
+	// Backoff is a failing member's replacement backoff, as the pool's
+	// status records it (absent when it has none).
+	Backoff *OnceBackoff `json:"backoff,omitempty"`
+}
+
+// OnceBackoff is a failing member's replacement backoff: its failures in a
+// row, when the reconciler may build it again, and that in words.
+type OnceBackoff struct {
+	Failures int       `json:"failures"`
+	RetryAt  time.Time `json:"retryAt"`
+	Retry    string    `json:"retry"`
 }
 
 // OnceDiagnosis is engine.Diagnose's reason and fix.
@@ -230,6 +241,9 @@ func onceMember(mm *engine.Member, now time.Time) OnceMember {
 	}
 	if len(mm.Problems) > 0 {
 		o.Problems = cleanAll(mm.Problems)
+	}
+	if b := mm.Backoff; b != nil && o.row.Retry != "" {
+		o.Backoff = &OnceBackoff{Failures: b.Failures, RetryAt: b.RetryAt, Retry: o.row.Retry}
 	}
 	if mm.Claim != nil {
 		c := mm.Claim
@@ -405,6 +419,9 @@ func memberCells(m OnceMember, wide bool) []string {
 	diagnosis := ""
 	if m.Diagnosis != nil {
 		diagnosis = m.Diagnosis.Reason
+	}
+	if m.row.Retry != "" {
+		diagnosis = strings.TrimSuffix(m.row.Retry+"; "+diagnosis, "; ")
 	}
 	msg := m.headline
 	if wide {
