@@ -34,9 +34,14 @@ func explainMember(v *engine.PoolView, mm *engine.Member, now time.Time, hints k
 	switch mm.State {
 	case engine.StateFailed:
 		p := "failed" + msg("no reason given")
-		if mm.Claimed {
+		switch {
+		case mm.Claimed:
 			p += "; " + claimedBy + ", so it stays until released" + hint(hints.forceRelease)
-		} else {
+		case mm.Backoff != nil && !mm.Drift && now.Before(mm.Backoff.RetryAt):
+			// A reconcile now would skip it: its backoff holds it.
+			p += fmt.Sprintf("; kept for its logs (failure %d in a row): a reconcile replaces it in %s",
+				mm.Backoff.Failures, render.Duration(mm.Backoff.RetryAt.Sub(now)))
+		default:
 			p += "; the next reconcile replaces it" + hint(hints.reconcile)
 		}
 		parts = append(parts, p)

@@ -41,6 +41,8 @@ func TestGoldenScreens(t *testing.T) {
 		{name: "hostile_wall_80x24", cluster: fixture.Hostile, width: 80, height: 24, readOnly: true},
 		{name: "node_down_members_120x40", cluster: fixture.NodeDown, width: 120, height: 40, keys: []string{"enter"}},
 		{name: "node_down_detail_120x40", cluster: fixture.NodeDown, width: 120, height: 40, keys: []string{"enter", "enter"}, events: true},
+		{name: "backoff_members_120x40", cluster: fixture.Backoff, width: 120, height: 40, keys: []string{"enter"}},
+		{name: "backoff_detail_120x40", cluster: fixture.Backoff, width: 120, height: 40, keys: []string{"enter", "down", "enter"}, events: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
