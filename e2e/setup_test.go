@@ -40,6 +40,13 @@ func setupPool(t *testing.T) *kubetest.Env {
 	env.WaitFor(t, 60*time.Second, "both members of desk Ready", func() (bool, error) {
 		return strings.Contains(ctl(t, env, "status", "desk", "-o", "json"), `"ready": 2,`), nil
 	})
+	// A claim works from the recorded status: the one apply recorded may
+	// show the members still waiting for their PVCs, and a claim prefers a
+	// member recorded Starting to one recorded Unschedulable, whichever
+	// member that is. Record the pool as it is now (both Ready), as the
+	// in-cluster reconciler would, so that alice's claim is decided by her
+	// identity alone: desk-1.
+	ctl(t, env, "reconcile", "desk")
 	if got := strings.TrimSpace(ctl(t, env, "claim", "desk", "alice@example.com")); got != "desk-1" {
 		t.Fatalf("claim gave %q, want desk-1", got)
 	}
