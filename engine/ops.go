@@ -152,7 +152,7 @@ func (e *Engine) ApplyWith(ctx context.Context, pool string, edit SpecEdit, opts
 	} else {
 		var status *string
 		if opts.SizeGiven {
-			status = sizeInstruction(view.Recorded.Elastic, snap.ConfigMap.Data[KeyStatus], spec, e.Now(), "apply --size")
+			status = sizeInstruction(view.Recorded.Elastic, snap.ConfigMap.Data[KeyStatus], spec, e.Now(), "apply --size", false)
 		}
 		if snap.ConfigMap.Data[KeySpec] != spec.Encode() || snap.ConfigMap.Labels[LabelPool] != pool || status != nil {
 			if err := e.writeDefinition(ctx, snap, spec, status); err != nil {
@@ -189,7 +189,12 @@ func (e *Engine) Resize(ctx context.Context, pool string, size int) (res Reconci
 		return res, err
 	}
 	status := snap.ConfigMap.Data[KeyStatus]
-	if err := e.writeDefinition(ctx, snap, spec, sizeInstruction(RecordedElastic(status), status, spec, e.Now(), "a resize")); err != nil {
+	// A resize writes its instruction even when the record already names
+	// the size: a reconcile that read the pool before it and decided
+	// another size then finds the record changed under it (its decision
+	// is compared with the record it read: writeElasticStatus) and gives
+	// way, instead of undoing the resize a moment after it.
+	if err := e.writeDefinition(ctx, snap, spec, sizeInstruction(RecordedElastic(status), status, spec, e.Now(), "a resize", true)); err != nil {
 		return res, fmt.Errorf("resize %s: %w", pool, err)
 	}
 	return e.Reconcile(ctx, pool)
@@ -200,12 +205,12 @@ func (e *Engine) Resize(ctx context.Context, pool string, size int) (res Reconci
 // record set to that size, decided from that definition, so that reconcile
 // starts from it even when the stored size field does not change (an
 // elastic pool's recorded size moves away from its definition's). nil for
-// a fixed pool, and when the record already says so.
-func sizeInstruction(rec *ElasticStatus, status string, spec Spec, now time.Time, by string) *string {
+// a fixed pool, and (unless always) when the record already says so.
+func sizeInstruction(rec *ElasticStatus, status string, spec Spec, now time.Time, by string, always bool) *string {
 	if !spec.Elastic() {
 		return nil
 	}
-	if rec != nil && rec.Size == spec.Size && rec.From == spec.Size {
+	if !always && rec != nil && rec.Size == spec.Size && rec.From == spec.Size {
 		return nil
 	}
 	el := ElasticStatus{Size: spec.Size, From: spec.Size, Reason: fmt.Sprintf("set to %d by %s", spec.Size, by), ChangedAt: &now}
