@@ -66,6 +66,9 @@ type claimRound struct {
 	lost               int // races lost
 	blocked            []string
 	fromStatus         bool // the candidates come from the recorded status: no objects read yet
+	// old: the candidates are members of an earlier source that serve
+	// (Member.Serving), tried when none is free.
+	old bool
 }
 
 // fast claims from the recorded status (see Claim); done is false when the
@@ -199,6 +202,25 @@ func (r *claimRound) read(ctx context.Context) (res ClaimResult, err error) {
 	freePick := claimPicker{identity: identity, candidates: free, gone: r.taken, lost: r.lost}
 	if got, done, err := r.try(ctx, &freePick, false); done {
 		return got, err
+	}
+	// A rollout's members still on an earlier source keep serving: when no
+	// member of the current source is free, a claim takes one of them (it
+	// stays marked drift, and its release rebuilds it from the current
+	// source), before an elastic pool grows for it (a build takes a while;
+	// they are Ready now).
+	var serving []*Member
+	for i := range view.Members {
+		if m := &view.Members[i]; m.Serving && !r.taken[m.Name] {
+			serving = append(serving, m)
+		}
+	}
+	if len(serving) > 0 {
+		r.old = true
+		got, done, err := r.try(ctx, &claimPicker{identity: identity, candidates: serving, gone: r.taken, lost: r.lost}, false)
+		r.old = false
+		if done {
+			return got, err
+		}
 	}
 	// An elastic pool below its ceiling grows for the claim at once: the
 	// claim takes a member above the size that has no objects and no
@@ -344,7 +366,7 @@ func (r *claimRound) claimMember(ctx context.Context, m *Member, grow bool) (cla
 			// reconciler added while the claim ran (the size it read is
 			// behind). The claim takes it, as it would any free member:
 			// passed over, it stays free below the claims above it.
-		case !grow && !fresh.Free && !(fresh.State == StateMissing && !fresh.AboveSize && fresh.Blocked == ""):
+		case !grow && !fresh.Free && !(r.old && fresh.Serving) && !(fresh.State == StateMissing && !fresh.AboveSize && fresh.Blocked == ""):
 			// (a member within the size that lost its objects since is
 			// built for the claim, as reconcile would build it)
 			return giveBack(claimGone, fmt.Errorf("%s is no longer free (%s)", m.Name, fresh.State))

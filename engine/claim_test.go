@@ -181,11 +181,19 @@ func TestClaimNoFreeMembers(t *testing.T) {
 			seedMember(f, 3, spec, StateStarting)
 			f.add(claimAt("desk", "desk-1", "bob", testNow), claimAt("desk", "desk-3", "carol", testNow))
 		}, "pool has no free members (desired 3, claimed 2, unschedulable 1)"},
-		{"only Missing, Failed and drifted members", 3, func(f *fakeCluster) {
+		{"only Missing, Failed and drifted members that do not serve", 3, func(f *fakeCluster) {
 			seedMember(f, 2, spec, StateFailed)
+			// of an earlier source, but not Ready: a rollout's old
+			// member serves only while Ready
 			p, c := readyMember("desk", 3, driftedSpec(3))
+			p.Status.Conditions = nil
 			f.add(p, c)
 		}, "pool has no free members (desired 3, claimed 0, unschedulable 0)"},
+		{"a drifted member whose release did not finish", 1, func(f *fakeCluster) {
+			p, c := readyMember("desk", 1, driftedSpec(1))
+			c.Annotations = map[string]string{AnnotationReleased: "bob"}
+			f.add(p, c)
+		}, "pool has no free members (desired 1, claimed 0, unschedulable 0)"},
 		{"size zero", 0, func(f *fakeCluster) { seedMember(f, 1, spec, StateReady) }, "pool has no free members (desired 0, claimed 0, unschedulable 0)"},
 		{"every member under maintenance", 1, func(f *fakeCluster) {
 			seedMember(f, 1, spec, StateReady)

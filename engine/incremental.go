@@ -268,7 +268,7 @@ func (s *PoolState) Update(u PoolUpdate, now time.Time) ([]MemberChange, bool) {
 	if len(s.due) > 4*len(v.Members)+64 {
 		s.compactDue(now)
 	}
-	v.Status.Exhausted = s.size > 0 && v.Status.Free == 0
+	v.Status.Exhausted = s.size > 0 && v.Status.Free == 0 && v.Status.Serving == 0
 	v.ObservedAt = now
 	return changes, true
 }

@@ -111,7 +111,7 @@ func Observe(snap Snapshot, now time.Time) PoolView {
 		st.count(m, 1)
 		st.Members = append(st.Members, memberRow(m))
 	}
-	st.Exhausted = size > 0 && st.Free == 0
+	st.Exhausted = size > 0 && st.Free == 0 && st.Serving == 0
 	v.Status = st
 	return v
 }
@@ -134,6 +134,9 @@ func (st *Status) count(m *Member, sign int) {
 	}
 	if m.Free {
 		st.Free += sign
+	}
+	if m.Serving {
+		st.Serving += sign
 	}
 	if m.Drift {
 		st.Drifted += sign
@@ -255,16 +258,17 @@ func (ob *observer) member(m *Member, name string, idx int, ok bool, o MemberObj
 		}
 	}
 	m.Drift = source != "" && m.Exists() && m.Source != source
+	m.OldSource = m.Drift
 	switch {
 	case o.PVC != nil && o.PVC.Annotations[AnnotationReleased] != "" && o.PVC.DeletionTimestamp == nil:
-		m.Drift = true
+		m.Drift, m.OldSource = true, false
 		m.Problems = append(m.Problems, "a release of this member did not finish: its data is rebuilt, never reused")
 	case o.PVC != nil && o.PVC.DeletionTimestamp != nil && m.State != StateTerminating:
 		// A Pod still runs on a data PVC that is being deleted (a Pod
 		// created while a release destroyed the member keeps the PVC
 		// Terminating): that data is going, so the member is never free and
 		// is rebuilt when unclaimed.
-		m.Drift = true
+		m.Drift, m.OldSource = true, false
 		m.Problems = append(m.Problems, "its data PVC "+o.PVC.Name+" is being deleted while a Pod still uses it: the member is rebuilt, never handed out")
 	}
 
@@ -280,7 +284,7 @@ func (ob *observer) member(m *Member, name string, idx int, ok bool, o MemberObj
 			read.Maintenance = true
 			m.Hold = read
 			if _, releasing := o.Lease.Annotations[AnnotationReleasing]; releasing && m.Exists() && !m.Drift {
-				m.Drift = true
+				m.Drift, m.OldSource = true, false
 				m.Problems = append(m.Problems, "a release of this member did not finish: its data is rebuilt, never reused")
 			}
 		default:
@@ -294,6 +298,8 @@ func (ob *observer) member(m *Member, name string, idx int, ok bool, o MemberObj
 	}
 	m.Free = ok && o.Lease == nil && m.Blocked == "" && !m.AboveSize && source != "" && !m.Drift &&
 		(m.State == StateReady || m.State == StateStarting || m.State == StateStopped)
+	m.Serving = ok && m.OldSource && o.Lease == nil && m.Blocked == "" && !m.AboveSize && m.State == StateReady &&
+		m.NodeDown == "" && o.Pod != nil && o.PVC != nil
 	if b := ob.backoffs[name]; b != nil && keepsBackoff(m) {
 		m.Backoff = b
 	}

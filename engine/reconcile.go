@@ -88,6 +88,11 @@ func (e *Engine) reconcileWith(ctx context.Context, snap Snapshot, spec Spec, si
 	view := Observe(withSize(snap, spec), now)
 	e.recheckBlocked(ctx, &view)
 	backoffs := e.planBackoff(&view, now)
+	var resume string
+	if snap.ConfigMap != nil {
+		resume = snap.ConfigMap.Data[KeyRolloutResume]
+	}
+	roll := planRollout(orig, &view, resume, e.serverNow())
 	var res ReconcileResult
 	res.Errors = append(res.Errors, pre...)
 	var mu sync.Mutex
@@ -113,7 +118,7 @@ func (e *Engine) reconcileWith(ctx context.Context, snap Snapshot, spec Spec, si
 		mu.Unlock()
 	}
 
-	p := planReconcile(&view, blocked, add)
+	p := planReconcile(&view, blocked, roll.hold, add)
 	if el != nil && orig.PowerPolicy() == PowerStopped {
 		var keep map[string]bool
 		p.stops, keep = stopPlan(orig.SpareTarget(), &view)
@@ -130,6 +135,8 @@ func (e *Engine) reconcileWith(ctx context.Context, snap Snapshot, spec Spec, si
 			backoffs[a.Member] = e.afterReplace(b, e.Now())
 		}
 	}
+	roll.countWave(&view, res.Actions, e.serverNow())
+	res.Rollout = roll.rec
 	sort.Slice(res.Actions, func(i, j int) bool {
 		a, b := res.Actions[i], res.Actions[j]
 		if a.Step != b.Step {
@@ -189,9 +196,10 @@ func stoppedCreates(spare int, v *PoolView, p reconcilePlan) map[string]bool {
 }
 
 // planReconcile sorts the members of view into the steps (memberWork). It
-// adds the members already blocked to blocked and reports a replace that
-// waits for a down node as skipped (add).
-func planReconcile(view *PoolView, blocked map[string]string, add func(MemberAction)) reconcilePlan {
+// adds the members already blocked to blocked and reports as skipped (add)
+// a replace that waits for a down node, for a backoff, or for the
+// rollout (hold: why a member of an earlier source waits).
+func planReconcile(view *PoolView, blocked, hold map[string]string, add func(MemberAction)) reconcilePlan {
 	var p reconcilePlan
 	for i := range view.Members {
 		m := &view.Members[i]
@@ -208,6 +216,10 @@ func planReconcile(view *PoolView, blocked map[string]string, add func(MemberAct
 		case workCreate:
 			p.creates = append(p.creates, m)
 		case workReplace:
+			if why := hold[m.Name]; why != "" && m.OldSource {
+				add(MemberAction{Step: StepReplace, Member: m.Name, Skipped: why})
+				continue
+			}
 			p.replaces = append(p.replaces, m)
 		case workStart:
 			p.starts = append(p.starts, m)

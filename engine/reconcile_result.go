@@ -69,6 +69,9 @@ type ReconcileResult struct {
 	// Isolation is what the reconcile found and did of an isolated pool's
 	// NetworkPolicy (nil for a pool that is not isolated).
 	Isolation *IsolationView
+	// Rollout is the pool's rollout as this reconcile recorded it (nil:
+	// none).
+	Rollout *RolloutStatus
 	// Timings are how long each step that ran took, in the order they ran
 	// (read, create, start, replace, delete, status), measured with the
 	// engine's clock. A step with no member to work on does not appear.

@@ -45,6 +45,7 @@ func (e *Engine) recordStatus(ctx context.Context, snap Snapshot, spec Spec, vie
 		sort.Strings(res.Errors)
 	}
 	st.Errors = res.Errors
+	st.Rollout = res.Rollout
 	if el != nil {
 		el(&st)
 		if !sameElastic(final.Recorded.Elastic, view.Recorded.Elastic) {
@@ -128,6 +129,6 @@ func blockStatus(st Status, v *PoolView, blocked map[string]string) Status {
 			}
 		}
 	}
-	st.Exhausted = st.Desired > 0 && st.Free == 0
+	st.Exhausted = st.Desired > 0 && st.Free == 0 && st.Serving == 0
 	return st
 }

@@ -28,6 +28,7 @@ func TestReconcileStepsInOrder(t *testing.T) {
 	// desk-1 Missing, desk-2 Stopped, desk-3 drifted, desk-4 Ready, desk-5 above size.
 	f.add(BuildPVC(testNS, "desk", 2, spec))
 	p3, c3 := readyMember("desk", 3, driftedSpec(4))
+	p3.Status.Conditions = nil // Starting: it serves no claim, so no rollout budget holds it
 	p4, c4 := readyMember("desk", 4, spec)
 	p5, c5 := readyMember("desk", 5, spec)
 	f.add(p3, c3, p4, c4, p5, c5)
@@ -269,6 +270,7 @@ func TestReconcileStepFailures(t *testing.T) {
 			e, f := newEngine()
 			f.add(BuildConfigMap(testNS, "desk", spec), BuildPVC(testNS, "desk", 2, spec))
 			p3, c3 := readyMember("desk", 3, driftedSpec(3))
+			p3.Status.Conditions = nil // Starting: no rollout budget holds it
 			p4, c4 := readyMember("desk", 4, spec)
 			f.add(p3, c3, p4, c4)
 			f.fail(tt.verb, tt.kind, tt.target, errBoom, 0)
@@ -673,6 +675,7 @@ func TestReconcileTimings(t *testing.T) {
 				spec := baseSpec(4)
 				f.add(BuildConfigMap(testNS, "desk", spec), BuildPVC(testNS, "desk", 2, spec))
 				p3, c3 := readyMember("desk", 3, driftedSpec(4))
+				p3.Status.Conditions = nil // Starting: no rollout budget holds it
 				p4, c4 := readyMember("desk", 4, spec)
 				p5, c5 := readyMember("desk", 5, spec)
 				f.add(p3, c3, p4, c4, p5, c5)

@@ -84,12 +84,22 @@ type Spec struct {
 	// default) or are stopped (Pod deleted, PVC kept); Settle is how long
 	// the pool stays above its spare before it shrinks (default
 	// DefaultSettle). None is a source field.
-	MinSize int      `json:"minSize,omitempty"`
-	MaxSize int      `json:"maxSize,omitempty"`
-	Spare   *int     `json:"spare,omitempty"`
-	Power   string   `json:"power,omitempty"`
-	Settle  string   `json:"settle,omitempty"`
-	Runtime *Runtime `json:"runtime,omitempty"`
+	MinSize int    `json:"minSize,omitempty"`
+	MaxSize int    `json:"maxSize,omitempty"`
+	Spare   *int   `json:"spare,omitempty"`
+	Power   string `json:"power,omitempty"`
+	Settle  string `json:"settle,omitempty"`
+	// MaxUnavailable bounds a rollout (rollout.go): at most this many of
+	// the pool's members out of service at once while drifted members are
+	// replaced, a count ("3") or a percentage of the size ("25%", the
+	// default DefaultMaxUnavailable, at least 1). RolloutDeadline is how
+	// long a new member may take to become Ready before it counts as a
+	// failure of the rollout (default DefaultRolloutDeadline). Neither is
+	// a source field; both are written only when given, so that a pool
+	// that leaves them out stays readable by a release that knows neither.
+	MaxUnavailable  string   `json:"maxUnavailable,omitempty"`
+	RolloutDeadline string   `json:"rolloutDeadline,omitempty"`
+	Runtime         *Runtime `json:"runtime,omitempty"`
 }
 
 // ParseSpec decodes a spec from YAML (or JSON). Unknown fields and malformed
@@ -277,6 +287,9 @@ func (s *Spec) Validate() error {
 		return &InvalidError{Field: "size", Value: fmt.Sprint(s.Size), Reason: fmt.Sprintf("must be at most %d", MaxPoolSize)}
 	}
 	if err := s.validateElastic(); err != nil {
+		return err
+	}
+	if err := s.validateRollout(); err != nil {
 		return err
 	}
 	if s.Runtime != nil {

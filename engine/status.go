@@ -13,11 +13,15 @@ import (
 
 // Status is the pool status, stored as YAML under the key "status" of the pool ConfigMap.
 type Status struct {
-	Desired       int  `json:"desired"`
-	Observed      int  `json:"observed"`
-	Ready         int  `json:"ready"`
-	Claimed       int  `json:"claimed"`
-	Free          int  `json:"free"`
+	Desired  int `json:"desired"`
+	Observed int `json:"observed"`
+	Ready    int `json:"ready"`
+	Claimed  int `json:"claimed"`
+	Free     int `json:"free"`
+	// Serving counts the unclaimed Ready members of an earlier source that
+	// a claim takes when none is free (Member.Serving): a rollout's old
+	// members.
+	Serving       int  `json:"serving,omitempty"`
 	Unschedulable int  `json:"unschedulable"`
 	Drifted       int  `json:"drifted"`
 	Failed        int  `json:"failed"`
@@ -27,6 +31,8 @@ type Status struct {
 	// Elastic is an elastic pool's effective size and why it last changed
 	// (nil for a fixed pool).
 	Elastic *ElasticStatus `json:"elastic,omitempty"`
+	// Rollout is the pool's rollout (rollout.go), nil when none.
+	Rollout *RolloutStatus `json:"rollout,omitempty"`
 	// History is the pool's recent counts, a sample per HistoryInterval
 	// slot over HistoryWindow (recordHistory: a slot is written when the
 	// counts changed, or at least once per HistoryHeartbeat).
@@ -312,6 +318,9 @@ func (s Status) encode(rows []MemberRow, cut int) (string, []int) {
 	num("ready", s.Ready)
 	num("claimed", s.Claimed)
 	num("free", s.Free)
+	if s.Serving > 0 {
+		num("serving", s.Serving)
+	}
 	num("unschedulable", s.Unschedulable)
 	num("drifted", s.Drifted)
 	num("failed", s.Failed)
@@ -327,6 +336,12 @@ func (s Status) encode(rows []MemberRow, cut int) (string, []int) {
 		el, _ := json.Marshal(s.Elastic) // ints, strings and times: cannot fail
 		b.WriteString(keyElastic + ": ")
 		b.Write(el)
+		b.WriteByte('\n')
+	}
+	if s.Rollout != nil {
+		ro, _ := json.Marshal(s.Rollout) // strings, ints and times: cannot fail
+		b.WriteString("rollout: ")
+		b.Write(ro)
 		b.WriteByte('\n')
 	}
 	if s.History != nil && len(s.History.Samples) > 0 {

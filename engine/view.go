@@ -137,6 +137,16 @@ type Member struct {
 	Drift     bool
 	AboveSize bool
 	Free      bool
+	// OldSource: the member is drifted only because it was built from an
+	// earlier source of the pool (a rollout's work), not because its data
+	// must never be reused (a release that did not finish).
+	OldSource bool
+	// Serving: an unclaimed Ready member of an earlier source, with no
+	// Lease, on a node that is up. It is not free (a free member has the
+	// current source), but a claim takes it when no member is free: a
+	// rollout's members still on the old source keep serving until it
+	// replaces them (rollout.go).
+	Serving bool
 
 	Source string // the member's source label
 	Node   string
