@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -23,6 +24,7 @@ type applyFlags struct {
 	pullSecrets, ingress, egress              []string
 	minSize, maxSize, spare                   int
 	power, settle                             string
+	maxUnavailable, rolloutDeadline           string
 }
 
 func (f *applyFlags) register(c *cobra.Command) {
@@ -34,6 +36,8 @@ func (f *applyFlags) register(c *cobra.Command) {
 	fs.IntVar(&f.spare, "spare", engine.DefaultSpare, "elastic pools: free members kept ready; claims that eat them grow the pool at once")
 	fs.StringVar(&f.power, "power", engine.PowerRunning, "elastic pools: the free members beyond the spare keep running (running) or are stopped, their PVC kept (stopped)")
 	fs.StringVar(&f.settle, "settle", engine.DefaultSettle.String(), "elastic pools: how long the pool has more free members than its spare before it shrinks")
+	fs.StringVar(&f.maxUnavailable, "max-unavailable", engine.DefaultMaxUnavailable, "rollouts: at most this many members out of service at once while members of an earlier image are replaced, a count (3) or a percentage of the size (25%), at least 1; the free Ready members never drop below the spare (1 for a fixed pool) meanwhile")
+	fs.StringVar(&f.rolloutDeadline, "rollout-deadline", engine.DefaultRolloutDeadline.String(), "rollouts: a new member not Ready within this counts as failed; 2 failed (or the whole first wave) halt the rollout")
 	fs.StringVar(&f.cpu, "cpu", engine.DefaultCPU, "CPU of each member (request and limit)")
 	fs.StringVar(&f.mem, "mem", engine.DefaultMemory, "memory of each member (request and limit)")
 	fs.StringVar(&f.mem, "memory", engine.DefaultMemory, "alias of --mem")
@@ -98,6 +102,7 @@ func (f *applyFlags) spec(c *cobra.Command, cur *engine.Spec) (engine.Spec, erro
 		s.Size = f.size
 	}
 	f.setElastic(c, &s)
+	f.setRollout(c, &s)
 	if err := f.setPodSecurity(c, &s); err != nil {
 		return s, err
 	}
@@ -242,5 +247,24 @@ func (f *applyFlags) setElastic(c *cobra.Command, s *engine.Spec) {
 	}
 	if s.Elastic() && !wasElastic && !set("size") && s.MinSize <= s.MaxSize {
 		s.Size = min(max(s.SpareTarget(), s.MinSize), s.MaxSize)
+	}
+}
+
+// setRollout merges the rollout flags given onto s; a default is written as
+// nothing, so that the pool stays readable by a release that knows neither
+// field.
+func (f *applyFlags) setRollout(c *cobra.Command, s *engine.Spec) {
+	set := c.Flags().Changed
+	if set("max-unavailable") {
+		s.MaxUnavailable = f.maxUnavailable
+		if f.maxUnavailable == engine.DefaultMaxUnavailable {
+			s.MaxUnavailable = "" // the default is written as nothing
+		}
+	}
+	if set("rollout-deadline") {
+		s.RolloutDeadline = f.rolloutDeadline
+		if d, err := time.ParseDuration(f.rolloutDeadline); err == nil && d == engine.DefaultRolloutDeadline {
+			s.RolloutDeadline = ""
+		}
 	}
 }

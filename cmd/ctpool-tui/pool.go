@@ -10,6 +10,7 @@ import (
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
 	"github.com/ctpool-tui/ctpool-tui/internal/render"
+	"github.com/ctpool-tui/ctpool-tui/internal/sanitize"
 )
 
 // opErr wraps an operation error for exit code 1 (bad input is a usage error).
@@ -150,7 +151,7 @@ func printReconcile(w io.Writer, r engine.ReconcileResult) {
 		}
 	}
 	if skipped > 0 {
-		parts = append(parts, fmt.Sprintf("%d skipped (claimed or under maintenance)", skipped))
+		parts = append(parts, fmt.Sprintf("%d skipped (claimed, under maintenance, backing off or waiting for the rollout)", skipped))
 	}
 	if len(r.Errors) > 0 {
 		parts = append(parts, fmt.Sprintf("%d failed", len(r.Errors)))
@@ -167,6 +168,20 @@ func printReconcile(w io.Writer, r engine.ReconcileResult) {
 	if iv := r.Isolation; iv != nil {
 		fmt.Fprintf(w, "isolation: NetworkPolicy %s %s\n", iv.Policy, render.IsolationText(*iv))
 	}
+	if ro := r.Rollout; ro != nil {
+		fmt.Fprintf(w, "rollout: %s\n", sanitize.Sanitize(reconcileRolloutText(ro)))
+	}
+}
+
+// reconcileRolloutText is the rollout a reconcile recorded, in one line.
+func reconcileRolloutText(ro *engine.RolloutStatus) string {
+	switch {
+	case ro.Halted != "":
+		return ro.Halted
+	case ro.Done != nil:
+		return fmt.Sprintf("%s rolled out in %s (%d waves)", ro.Image, ro.Took(*ro.Done), ro.Waves)
+	}
+	return fmt.Sprintf("rolling to %s: %d replaced in %d waves so far", ro.Image, ro.Replaced, ro.Waves)
 }
 
 func pastTense(s engine.Step) string {

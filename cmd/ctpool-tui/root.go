@@ -149,7 +149,7 @@ The namespace is -n, else the kubeconfig context's namespace, else "corral".`,
 	f.BoolVar(&df.allContexts, "all-contexts", false, "the pools of every context of the kubeconfig (a CONTEXT column and each cluster's state; --context a,b,c: of these)")
 
 	root.AddCommand(newApplyCmd(e), newReconcileCmd(e), newStatusCmd(e), newClaimCmd(e), newReleaseCmd(e), newDeleteCmd(e), newRBACCmd(e), newManifestsCmd(e), newAlertsCmd(e))
-	root.AddCommand(newConsoleCmd(e), newVersionCmd(e))
+	root.AddCommand(newConsoleCmd(e), newVersionCmd(e), newRolloutCmd(e))
 	setupCompletion(root, e)
 	for _, c := range root.Commands() {
 		c.SilenceUsage, c.SilenceErrors = true, true

@@ -99,6 +99,9 @@ type OncePool struct {
 	// Elastic is an elastic pool's bounds and why its size last changed
 	// (absent for a fixed pool; Size is then its effective size).
 	Elastic *OnceElastic `json:"elastic,omitempty"`
+	// Rollout is the pool's rollout of a new source (absent when none is
+	// recorded for its current definition).
+	Rollout *OnceRollout `json:"rollout,omitempty"`
 	// Trend is the pool's recorded history and what follows from it
 	// (absent when the reconciler has recorded none).
 	Trend   *OnceTrend   `json:"trend,omitempty"`
@@ -157,10 +160,13 @@ type OnceDiagnosis struct {
 }
 
 // onceStatus is a pool's STATUS word and whether it needs attention.
-func onceStatus(v *engine.PoolView, iv *engine.IsolationView) (string, bool) {
+func onceStatus(v *engine.PoolView, iv *engine.IsolationView, ro *OnceRollout) (string, bool) {
 	switch {
 	case len(v.Problems) > 0:
 		return "problem", true
+	case ro != nil && ro.State == RolloutHalted:
+		// The members still on the old image serve; the new image fails.
+		return RolloutShort(ro), true
 	case ExhaustedAlarm(v):
 		// A fixed pool's, or an elastic pool's at its ceiling; below its
 		// ceiling a claim grows it at once ("growing", below).
@@ -171,6 +177,8 @@ func onceStatus(v *engine.PoolView, iv *engine.IsolationView) (string, bool) {
 		return "errors", true
 	case ExhaustedGrowing(v):
 		return "growing", false
+	case ro != nil && ro.State == RolloutRolling:
+		return RolloutShort(ro), false
 	}
 	return "ok", false
 }
@@ -193,7 +201,8 @@ func Report(views []engine.PoolView, opts OnceOptions) (OnceReport, int) {
 			continue
 		}
 		iv := v.Isolation()
-		status, bad := onceStatus(v, iv)
+		ro := Rollout(v, now)
+		status, bad := onceStatus(v, iv, ro)
 		if bad {
 			code = ExitAttention
 		}
@@ -205,8 +214,8 @@ func Report(views []engine.PoolView, opts OnceOptions) (OnceReport, int) {
 			Name: clean(v.Name), Defined: v.Defined, Backend: clean(backend), Image: clean(v.Spec.Image), Size: v.Size,
 			Ready: v.Status.Ready, Claimed: v.Status.Claimed, Free: v.Status.Free, Unschedulable: v.Status.Unschedulable,
 			Drifted: v.Status.Drifted, Failed: v.Status.Failed, Exhausted: v.Status.Exhausted, Status: status,
-			LastReconcile: v.Recorded.UpdatedAt,
-			Errors:        cleanAll(RecordedErrors(v)), Problems: cleanAll(v.Problems),
+			LastReconcile: v.Recorded.UpdatedAt, Rollout: ro,
+			Errors: cleanAll(RecordedErrors(v)), Problems: cleanAll(v.Problems),
 			Members: make([]OnceMember, 0, len(v.Members)),
 		}
 		if iv != nil {
@@ -386,6 +395,9 @@ func writePool(w io.Writer, p OncePool, fleet, clusters, wide bool) {
 	}
 	if p.elasticLine != "" {
 		fmt.Fprintf(w, "  %s\n", sanitize.Sanitize(p.elasticLine))
+	}
+	if p.Rollout != nil {
+		fmt.Fprintf(w, "  rollout: %s\n", sanitize.Sanitize(RolloutText(p.Name, p.Rollout)))
 	}
 	if p.trendLine != "" {
 		fmt.Fprintf(w, "  trend: %s\n", p.trendLine) // sparkline gaps are spaces: not collapsed

@@ -161,3 +161,60 @@ func TestRenderOnceJSONCarriesMessageAndDiagnosis(t *testing.T) {
 		t.Errorf("diagnosis %+v, want its own reason and fix", m.Diagnosis)
 	}
 }
+
+// A rolling pool and a halted one: the table's STATUS and rollout line, the
+// JSON document's rollout, and the attention exit code of the halt.
+func TestRenderOnceRollout(t *testing.T) {
+	views := fixture.Rollout().Views()
+	for _, format := range []string{"table", "json"} {
+		t.Run(format, func(t *testing.T) {
+			var b bytes.Buffer
+			code := render.RenderOnce(&b, views, render.OnceOptions{Format: format, Namespace: ns, Now: t0})
+			if code != render.ExitAttention {
+				t.Errorf("exit %d, want %d (a halted rollout needs attention)", code, render.ExitAttention)
+			}
+			out := b.String()
+			golden(t, "once_rollout_"+format, out)
+			if strings.Contains(out, "\x1b") {
+				t.Error("an escape sequence reached the output")
+			}
+			if format == "table" {
+				lines := strings.Split(out, "\n")
+				for i, want := range []string{"desk  standard  8     6      1        4     0        4      0       rolling 4/8 ", "lab   standard  4     2      0        0     0        2      2       rollout halted "} {
+					if !strings.HasPrefix(lines[i+1], want) {
+						t.Errorf("pool row %q, want it to start %q", lines[i+1], want)
+					}
+				}
+				for _, want := range []string{
+					"rollout: rolling to ghcr.io/example/desktop:2: 4 of 8 updated, 2 in flight, wave 2 (3m0s a wave), at most 2 out of service, 1 claimed on the old image",
+					"rollout: rollout of registry.invalid/lab:9 halted: 2 of 2 new members failed",
+					"; resume: ctpool-tui rollout resume lab, or apply an image",
+				} {
+					if !strings.Contains(out, want) {
+						t.Errorf("the table does not say %q", want)
+					}
+				}
+				return
+			}
+			var r render.OnceReport
+			if err := json.Unmarshal(b.Bytes(), &r); err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]*render.OnceRollout{}
+			for _, p := range r.Pools {
+				got[p.Name] = p.Rollout
+			}
+			if d := got["desk"]; d == nil || d.State != render.RolloutRolling || d.Updated != 4 || d.Old != 3 || d.OldClaimed != 1 || d.InFlight != 2 || d.Budget != 2 || d.Waves != 2 {
+				t.Errorf("desk rollout %+v", d)
+			}
+			if l := got["lab"]; l == nil || l.State != render.RolloutHalted || !strings.Contains(l.Halted, "ImagePullBackOff") || l.Old != 2 {
+				t.Errorf("lab rollout %+v", l)
+			}
+		})
+	}
+	// Without the halt, the rolling pool alone exits 0.
+	var b bytes.Buffer
+	if code := render.RenderOnce(&b, views[:1], render.OnceOptions{Namespace: ns, Now: t0}); code != render.ExitOK || views[0].Name != "desk" {
+		t.Errorf("a rolling pool alone: exit %d (%s)", code, views[0].Name)
+	}
+}
