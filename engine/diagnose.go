@@ -104,6 +104,10 @@ func diagnoseLifecycle(m *Member, reconcileErrors []string, h Hints, claimID str
 	}
 	switch m.State {
 	case StateReady:
+		if m.Serving {
+			// A rollout's work: replaced in its turn, within the budget.
+			return Diagnosis{Reason: "drifted from the pool definition", Fix: "on an earlier image, it serves claims until the rollout replaces it (ctpool-tui rollout status), or its release rebuilds it", ClaimID: claimID}, true
+		}
 		if m.Drift {
 			return Diagnosis{Reason: "drifted from the pool definition", Fix: "replaced by the next reconcile when unclaimed, or at release", ClaimID: claimID}, true
 		}

@@ -32,6 +32,10 @@ type action struct {
 	// on: the screens whose short help lists it (its key works wherever a
 	// pool is selected; the full help lists every action).
 	on listing
+	// listed, when set, says whether the short help lists it for the
+	// selected pool (v, nil when none): an action that only some states
+	// have (a halted rollout's resume) takes no room in the others.
+	listed func(v *engine.PoolView) bool
 	// scope is what it acts on: the selected member (needed), the pool's
 	// members or the pool.
 	scope actionScope

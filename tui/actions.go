@@ -136,6 +136,35 @@ var actionTable = []action{
 		describe: func(r actionRequest) string { return "reconcile " + r.pool },
 	},
 	{
+		// A halted rollout stops replacing members until an apply or this:
+		// the reconcile permission (it writes the pool's ConfigMap and
+		// reconciles), audited as a reconcile.
+		name: "resume rollout", kind: engine.ActionReconcile, keys: []string{"R"}, help: "resume rollout", write: true,
+		on: actsOn(screenPools, screenMembers, screenDetail), scope: scopePool,
+		listed: func(v *engine.PoolView) bool {
+			if v == nil {
+				return false
+			}
+			ro := v.Rollout()
+			return ro != nil && ro.Halted != ""
+		},
+		prepare: func(t target, _ *actionRequest) (string, int) {
+			if t.pool == nil {
+				return refused(t.title + " is not in the snapshot")
+			}
+			if ro := t.pool.Rollout(); ro == nil || ro.Halted == "" {
+				return t.title + " has no halted rollout: nothing to resume", levelWarn
+			}
+			return "", levelNone
+		},
+		dialog: resumeDialog,
+		run: func(ctx context.Context, a Actions, pool string, _ actionRequest) (string, error) {
+			res, err := a.ResumeRollout(ctx, pool)
+			return "rollout resumed; " + reconcileText(res), err
+		},
+		describe: func(r actionRequest) string { return "resume the rollout of " + r.pool },
+	},
+	{
 		name: "resize", kind: engine.ActionResize, keys: []string{"s"}, help: "resize", write: true,
 		on: actsOn(screenPools, screenMembers), scope: scopePool,
 		prepare: func(t target, r *actionRequest) (string, int) {
@@ -427,4 +456,16 @@ func releaseText(req actionRequest, r engine.ReleaseResult) string {
 		return fmt.Sprintf("released from %s, rebuilt from the current image", render.OrWord(r.PreviousHolder, req.holder))
 	}
 	return fmt.Sprintf("released from %s, not rebuilt (above the size)", render.OrWord(r.PreviousHolder, req.holder))
+}
+
+// resumeDialog confirms the resume of a halted rollout: why it halted, in
+// the failing members' own words, and what resuming does.
+func resumeDialog(t target, r actionRequest) dialogStep {
+	ro := t.pool.Rollout()
+	return dialogStep{title: fmt.Sprintf("Resume the rollout of %s on %s?", ro.Image, t.title), confirm: "Resume", danger: true,
+		lines: []string{
+			ro.Halted,
+			fmt.Sprintf("%d members are still on the old image, serving; resumed, the rollout replaces them at most %d at a time.", ro.Old, ro.Budget),
+			"New members that fail halt it again. To roll back instead, apply the old image. Audited.",
+		}}
 }

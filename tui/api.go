@@ -40,6 +40,8 @@ type Actions interface {
 	// Claim gives a free member of pool to identity, or renews identity's
 	// expired claim (the action table's claim and renew).
 	Claim(ctx context.Context, pool, identity string) (engine.ClaimResult, error)
+	// ResumeRollout resumes a pool's halted rollout and reconciles once.
+	ResumeRollout(ctx context.Context, pool string) (engine.ReconcileResult, error)
 }
 
 // ConsoleRunner runs an interactive shell in a member's desktop container on

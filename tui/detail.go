@@ -153,7 +153,7 @@ func (d *detailView) about(ctx viewContext) (engine.PoolRef, *engine.Member) {
 // help is the member's actions, esc, ? and q.
 func (d *detailView) help(ctx viewContext) []key.Binding {
 	k := ctx.keys
-	return append(k.actionsOn(screenDetail), k.Back, k.Help, k.Quit)
+	return append(k.actionsOn(screenDetail, ctx.pool(d.pool)), k.Back, k.Help, k.Quit)
 }
 
 // update takes the answer to an Events read, and esc; any other key may be
@@ -224,6 +224,13 @@ func (d *detailView) view(ctx viewContext) string {
 	add("PVC", pvcLine(mm))
 	add("Lease", leaseLine(mm, ctx.now))
 	add("Source", sourceLine(v, mm))
+	if ro := render.Rollout(v, ctx.now); ro != nil && ro.State != render.RolloutDone {
+		level := levelInfo
+		if ro.State == render.RolloutHalted {
+			level = levelError
+		}
+		addStyled("Rollout", st.ColumnHeader, ctx.level(level), render.RolloutText(v.Name, ro))
+	}
 	if marks := marksText(mm); marks != "" {
 		add("Marks", marks)
 	}
@@ -433,6 +440,10 @@ func sourceLine(v *engine.PoolView, mm *engine.Member) string {
 		return src + " (the pool has no valid definition to compare with)"
 	case mm.Drift && mm.Claimed:
 		return src + " (pool is " + abbrevHash(v.Source) + " " + render.GlyphDrift + " drifted: replaced when released)"
+	case mm.OldSource && v.Recorded.Rollout != nil && v.Recorded.Rollout.Source == v.Source && v.Recorded.Rollout.Halted != "":
+		return src + " (pool is " + abbrevHash(v.Source) + " " + render.GlyphDrift + " drifted: kept, serving, while the rollout is halted)"
+	case mm.OldSource:
+		return src + " (pool is " + abbrevHash(v.Source) + " " + render.GlyphDrift + " drifted: serving until the rollout replaces it)"
 	case mm.Drift:
 		return src + " (pool is " + abbrevHash(v.Source) + " " + render.GlyphDrift + " drifted: replaced at the next reconcile)"
 	}

@@ -82,7 +82,7 @@ func explainMember(v *engine.PoolView, mm *engine.Member, now time.Time, hints k
 		if mm.Claimed {
 			parts = append(parts, "drifted from the pool definition: rebuilt from the new source when released")
 		} else {
-			parts = append(parts, "drifted from the pool definition: the next reconcile replaces it")
+			parts = append(parts, driftWhy(v, mm))
 		}
 	}
 	if mm.AboveSize && (v == nil || v.Defined) {
@@ -122,4 +122,17 @@ func podProgress(p *corev1.Pod) string {
 		}
 	}
 	return "Pod " + render.OrWord(string(p.Status.Phase), "Pending") + ", not Ready yet"
+}
+
+// driftWhy says what becomes of an unclaimed drifted member: a rollout's
+// old member serves until the rollout replaces it (or, halted, keeps it);
+// any other is replaced by the next reconcile.
+func driftWhy(v *engine.PoolView, mm *engine.Member) string {
+	if !mm.OldSource || v == nil {
+		return "drifted from the pool definition: the next reconcile replaces it"
+	}
+	if ro := v.Rollout(); ro != nil && ro.Halted != "" {
+		return "on an earlier image: kept, serving claims, while the rollout is halted"
+	}
+	return "on an earlier image: serves claims until the rollout replaces it, at most " + fmt.Sprint(v.Spec.RolloutBudget(v.Size)) + " members at a time"
 }

@@ -109,6 +109,9 @@ func (f *fakeActions) Resize(_ context.Context, pool string, size int) (engine.R
 	err := f.record(call{op: "resize", pool: pool, size: size})
 	return engine.ReconcileResult{}, err
 }
+func (f *fakeActions) ResumeRollout(_ context.Context, pool string) (engine.ReconcileResult, error) {
+	return engine.ReconcileResult{}, f.record(call{op: "resume", pool: pool})
+}
 func (f *fakeActions) Delete(_ context.Context, pool string) (engine.DeleteResult, error) {
 	return engine.DeleteResult{}, f.record(call{op: "delete", pool: pool})
 }

@@ -43,6 +43,12 @@ func TestGoldenScreens(t *testing.T) {
 		{name: "node_down_detail_120x40", cluster: fixture.NodeDown, width: 120, height: 40, keys: []string{"enter", "enter"}, events: true},
 		{name: "backoff_members_120x40", cluster: fixture.Backoff, width: 120, height: 40, keys: []string{"enter"}},
 		{name: "backoff_detail_120x40", cluster: fixture.Backoff, width: 120, height: 40, keys: []string{"enter", "down", "enter"}, events: true},
+		{name: "rollout_pools_120x40", cluster: fixture.Rollout, width: 120, height: 40},
+		{name: "rollout_halted_pools_120x40", cluster: fixture.Rollout, width: 120, height: 40, keys: []string{"down"}},
+		{name: "rollout_members_120x40", cluster: fixture.Rollout, width: 120, height: 40, keys: []string{"enter"}},
+		{name: "rollout_halted_members_120x40", cluster: fixture.Rollout, width: 120, height: 40, keys: []string{"down", "enter"}},
+		{name: "rollout_halted_detail_120x40", cluster: fixture.Rollout, width: 120, height: 40, keys: []string{"down", "enter", "down", "down", "enter"}, events: true},
+		{name: "rollout_resume_120x40", cluster: fixture.Rollout, width: 120, height: 40, keys: []string{"down", "R"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

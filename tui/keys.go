@@ -3,6 +3,8 @@ package tui
 import (
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/ctpool-tui/ctpool-tui/engine"
 )
 
 // keyMap holds every binding of every view; the actions' come from the
@@ -111,10 +113,10 @@ func (k keyMap) actionKeys() []key.Binding {
 // actionsOn are the bindings of the actions a screen's short help lists,
 // those that act on what it shows first: on the pools screen the pool's
 // actions, then the others; on a member's screens the member's.
-func (k keyMap) actionsOn(s screen) []key.Binding {
+func (k keyMap) actionsOn(s screen, v *engine.PoolView) []key.Binding {
 	var first, then []key.Binding
 	for _, ab := range k.actions {
-		if !ab.act.on.has(s) {
+		if !ab.act.on.has(s) || ab.act.listed != nil && !ab.act.listed(v) {
 			continue
 		}
 		if (ab.act.scope == scopePool) == (s == screenPools) {

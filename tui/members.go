@@ -218,7 +218,7 @@ func (l *membersView) help(ctx viewContext) []key.Binding {
 	if l.filter.typing {
 		return []key.Binding{k.ApplyFilter, k.ClearFilter}
 	}
-	keys := append([]key.Binding{withHelp(k.Open, "details")}, k.actionsOn(screenMembers)...)
+	keys := append([]key.Binding{withHelp(k.Open, "details")}, k.actionsOn(screenMembers, l.data)...)
 	return append(keys, k.Filter, k.Sort, k.Audit, k.Back, k.Help)
 }
 
@@ -316,6 +316,14 @@ func (l *membersView) view(ctx viewContext) string {
 		title += " " + st.Error.Render(fmt.Sprintf("%s EXHAUSTED at ceiling %d", render.GlyphWarn, v.Spec.MaxSize))
 	case status.Exhausted:
 		title += " " + st.Error.Render(render.GlyphWarn+" EXHAUSTED")
+	}
+	if ro := render.Rollout(v, ctx.now); ro != nil {
+		switch ro.State {
+		case render.RolloutHalted:
+			title += " " + st.Error.Render(render.GlyphWarn+" ROLLOUT HALTED")
+		case render.RolloutRolling:
+			title += " " + st.Warn.Render(render.GlyphDrift+" "+render.RolloutShort(ro))
+		}
 	}
 	if len(v.Problems) > 0 {
 		title += " " + st.Error.Render(render.GlyphBad+" "+sanitize.Sanitize(strings.Join(v.Problems, "; ")))

@@ -89,7 +89,7 @@ func (p *poolsView) help(ctx viewContext) []key.Binding {
 	if p.filter.typing {
 		return []key.Binding{k.ApplyFilter, k.ClearFilter}
 	}
-	keys := append([]key.Binding{withHelp(k.Open, "members")}, k.actionsOn(screenPools)...)
+	keys := append([]key.Binding{withHelp(k.Open, "members")}, k.actionsOn(screenPools, ctx.pool(p.selected))...)
 	return append(keys, k.Filter, k.Wall, k.Log, k.Help, k.Quit)
 }
 
@@ -246,7 +246,7 @@ func poolRow(ctx viewContext, cols []column, v *engine.PoolView, selected bool, 
 	vals := map[string]string{
 		"CONTEXT": v.Context, "NAMESPACE": v.Namespace, "POOL": v.Name, "BACKEND": v.Spec.BackendName(), "IMAGE": v.Spec.Image,
 		"SIZE": fmt.Sprint(v.Size), "READY": fmt.Sprint(st.Ready), "CLAIMED": fmt.Sprint(st.Claimed),
-		"FREE": free, "UNSCHED": fmt.Sprint(st.Unschedulable), "DRIFT": fmt.Sprint(st.Drifted),
+		"FREE": free, "UNSCHED": fmt.Sprint(st.Unschedulable), "DRIFT": driftCell(v),
 		"FAILED": fmt.Sprint(st.Failed), "LAST RECONCILE": lastReconcile(v, ctx.now),
 	}
 	if trend != trendNone {
@@ -346,10 +346,30 @@ func poolExplanation(v *engine.PoolView) string {
 	if len(v.Recorded.Errors) > 0 {
 		parts = append(parts, fmt.Sprintf("%s last reconcile: %s", render.GlyphBad, strings.Join(recordedErrors(v), "; ")))
 	}
-	if st.Drifted > 0 {
+	switch ro := render.Rollout(v, v.ObservedAt); {
+	case ro != nil && ro.State == render.RolloutHalted:
+		parts = append(parts, render.GlyphWarn+" "+ro.Halted+" (R resumes; apply an image to roll back)")
+	case ro != nil && ro.State == render.RolloutRolling:
+		parts = append(parts, render.GlyphDrift+" "+render.RolloutText(v.Name, ro))
+	case st.Drifted > 0:
 		parts = append(parts, fmt.Sprintf("%s %d drifted (replaced when free)", render.GlyphDrift, st.Drifted))
 	}
 	return strings.Join(parts, " · ")
+}
+
+// driftCell is the DRIFT column: the drifted members, marked while a
+// rollout replaces them (⟳) or is halted (⚠).
+func driftCell(v *engine.PoolView) string {
+	n := fmt.Sprint(v.Status.Drifted)
+	if ro := v.Rollout(); ro != nil {
+		switch {
+		case ro.Halted != "":
+			return n + " " + render.GlyphWarn
+		case ro.Done == nil:
+			return n + " " + render.GlyphDrift
+		}
+	}
+	return n
 }
 
 // busyParts lists why members are not free: claimed, unschedulable (with the
@@ -370,10 +390,13 @@ func busyParts(v *engine.PoolView) []string {
 	if st.Failed > 0 {
 		parts = append(parts, fmt.Sprintf("%d failed", st.Failed))
 	}
+	if st.Serving > 0 {
+		parts = append(parts, fmt.Sprintf("%d on the old image, serving", st.Serving))
+	}
 	other := 0
 	for i := range v.Members {
 		mm := &v.Members[i]
-		if !mm.Free && !mm.Claimed && mm.State != engine.StateUnschedulable && mm.State != engine.StateFailed {
+		if !mm.Free && !mm.Claimed && !mm.Serving && mm.State != engine.StateUnschedulable && mm.State != engine.StateFailed {
 			other++
 		}
 	}
