@@ -28,7 +28,7 @@ type metrics struct {
 	// Elastic pools and the forecast (elasticMetrics).
 	atCeiling, minMembers, maxMembers, spareMembers *prometheus.GaugeVec
 	forecastEmpty, forecastCeiling                  *prometheus.GaugeVec
-	lastSuccess                                     *prometheus.GaugeVec
+	lastSuccess, rolloutHalted                      *prometheus.GaugeVec
 	// deprecated are the gauges of one state each, by state, that
 	// MetricPoolMembers replaces, and deprecatedDesired the one
 	// MetricPoolDesiredMembers replaces: ctpool_pool_<state> and
@@ -82,6 +82,7 @@ func newMetrics(c *Controller) *metrics {
 	m.spareMembers = r.gaugeVec(MetricPoolSpareMembers, "Elastic pools only: the free members the reconciler keeps ready (the spare target).", poolLabels...)
 	m.forecastEmpty = r.gaugeVec(MetricPoolExhaustionForecast, "Seconds until no member is free at the pool's current size, at the recent claim rate (engine.ForecastFrom on the recorded history); present only while that rate exhausts the pool within 24 hours.", poolLabels...)
 	m.forecastCeiling = r.gaugeVec(MetricPoolCeilingForecast, "Elastic pools only: seconds until the claims reach maxSize at the recent claim rate; present only while that rate reaches it within 24 hours.", poolLabels...)
+	m.rolloutHalted = r.gaugeVec(MetricPoolRolloutHalted, "1 while the pool's rollout of a new source is halted: its new members failed or were not Ready within the deadline, and no further member is replaced until an apply or a resume.", poolLabels...)
 	m.lastSuccess = r.gaugeVec(MetricReconcileLastSuccess, "Unix time of the pool's last reconcile that ended without an error.", poolLabels...)
 	for _, ms := range memberStates(engine.Status{}) {
 		m.deprecated[ms.state] = r.deprecatedGaugeVec(deprecatedStatePrefix+ms.state, MetricPoolMembers+`{`+MetricLabelState+`="`+ms.state+`"}`)
@@ -170,6 +171,15 @@ func (m *metrics) record(k engine.PoolRef, res engine.ReconcileResult, err error
 		}
 	}
 	m.members.WithLabelValues(k.Namespace, k.Name, MembersMaintenanceStale).Set(float64(stale))
+	// The rollout as this reconcile recorded it (it may have just halted
+	// it), else as the pool's status holds it for its definition.
+	halted := false
+	if ro := res.Rollout; ro != nil {
+		halted = ro.Halted != ""
+	} else if ro := v.Rollout(); ro != nil {
+		halted = ro.Halted != ""
+	}
+	m.rolloutHalted.WithLabelValues(k.Namespace, k.Name).Set(b2f(halted))
 	if err == nil {
 		m.lastSuccess.WithLabelValues(k.Namespace, k.Name).Set(float64(now.UnixNano()) / 1e9)
 	}
@@ -236,7 +246,7 @@ func ClaimsExpiring(v engine.PoolView, now time.Time) int {
 func (m *metrics) forget(k engine.PoolRef) {
 	l := prometheus.Labels{MetricLabelNamespace: k.Namespace, MetricLabelPool: k.Name}
 	gauges := []*prometheus.GaugeVec{m.members, m.desired, m.exhaust, m.expiring, m.deprecatedDesired,
-		m.atCeiling, m.minMembers, m.maxMembers, m.spareMembers, m.forecastEmpty, m.forecastCeiling, m.lastSuccess}
+		m.atCeiling, m.minMembers, m.maxMembers, m.spareMembers, m.forecastEmpty, m.forecastCeiling, m.lastSuccess, m.rolloutHalted}
 	for _, g := range append(gauges, slices.Collect(maps.Values(m.deprecated))...) {
 		g.DeletePartialMatch(l)
 	}

@@ -23,6 +23,7 @@ const (
 	MetricPoolSpareMembers       = "ctpool_pool_spare_members"
 	MetricPoolExhaustionForecast = "ctpool_pool_exhaustion_forecast_seconds"
 	MetricPoolCeilingForecast    = "ctpool_pool_ceiling_forecast_seconds"
+	MetricPoolRolloutHalted      = "ctpool_pool_rollout_halted"
 	MetricReconcileLastSuccess   = "ctpool_reconcile_last_success_timestamp_seconds"
 	MetricReconcileDuration      = "ctpool_reconcile_duration_seconds"
 	MetricReconcileStepDuration  = "ctpool_reconcile_step_duration_seconds"

@@ -449,3 +449,47 @@ func TestMetricsElasticAndForecast(t *testing.T) {
 		}
 	}
 }
+
+// ctpool_pool_rollout_halted follows the rollout a reconcile recorded, and
+// the pool's recorded one when the reconcile recorded none; a rollout of an
+// earlier definition is no halt of this one.
+func TestMetricsRolloutHalted(t *testing.T) {
+	m := newMetrics(&Controller{})
+	k := engine.PoolRef{Namespace: testNS, Name: "lab"}
+	spec := engine.Spec{Image: "img:2", Size: 4}
+	spec.Default()
+	halted := &engine.RolloutStatus{Source: spec.SourceHash(), Image: spec.Image, Halted: "rollout of img:2 halted: ...", HaltedAt: &testNow}
+	value := func() float64 {
+		mfs, err := m.reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() == "ctpool_pool_rollout_halted" {
+				return mf.GetMetric()[0].GetGauge().GetValue()
+			}
+		}
+		t.Fatal("no ctpool_pool_rollout_halted series")
+		return 0
+	}
+	snapWith := func(rec *engine.RolloutStatus) *engine.Snapshot {
+		cm := engine.BuildConfigMap(testNS, "lab", spec)
+		cm.Data[engine.KeyStatus] = engine.Status{Desired: 4, Rollout: rec}.Encode()
+		return &engine.Snapshot{Namespace: testNS, Pool: "lab", ConfigMap: cm}
+	}
+	for _, tc := range []struct {
+		name     string
+		res, rec *engine.RolloutStatus
+		want     float64
+	}{
+		{"halted by this reconcile", halted, nil, 1},
+		{"recorded halted, nothing recorded now", nil, halted, 1},
+		{"resumed by this reconcile", &engine.RolloutStatus{Source: spec.SourceHash()}, halted, 0},
+		{"the halt of an earlier definition", nil, &engine.RolloutStatus{Source: "earlier", Halted: "x"}, 0},
+	} {
+		m.record(k, engine.ReconcileResult{Rollout: tc.res}, nil, snapWith(tc.rec), nil, testNow, time.Millisecond)
+		if got := value(); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

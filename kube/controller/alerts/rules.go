@@ -168,6 +168,16 @@ func alertRules(af Thresholds, ns string) []alertRule {
 			"runbook":     apply + " --max-size N raises its ceiling before it is reached; " + dash + "and press enter to see who holds its members.",
 		},
 	}, {
+		Alert:  "CtpoolRolloutHalted",
+		Expr:   byPool(controller.MetricPoolRolloutHalted) + " == 1",
+		For:    "1m",
+		Labels: warn,
+		Annotations: map[string]string{
+			"summary":     "The rollout of pool " + pool + " halted",
+			"description": "The rollout of a new source (image) in " + pool + " halted itself: its new members failed or were not Ready within the pool's rolloutDeadline. No further member is replaced; the members still on the old image keep serving claims.",
+			"runbook":     dash + "and press enter: the failing members say why (l shows a log); apply a fixed image, or the old one to roll back, or press R to resume the rollout.",
+		},
+	}, {
 		Alert:  "CtpoolMembersUnschedulable",
 		Expr:   byPool(members(controller.MembersUnschedulable)) + " > 0",
 		For:    promDuration(af.UnschedulableFor),

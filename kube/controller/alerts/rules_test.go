@@ -80,7 +80,7 @@ func TestAlertsPrometheusRule(t *testing.T) {
 		}
 	}
 	want := []string{"CtpoolPoolExhausted", "CtpoolPoolExhaustedAtCeiling", "CtpoolPoolExhaustionForecast", "CtpoolPoolCeilingForecast",
-		"CtpoolMembersUnschedulable", "CtpoolReleaseStuckInMaintenance", "CtpoolReconcilerNotReconciling", "CtpoolPoolNotReconciled", "CtpoolPoolNeverReconciled"}
+		"CtpoolRolloutHalted", "CtpoolMembersUnschedulable", "CtpoolReleaseStuckInMaintenance", "CtpoolReconcilerNotReconciling", "CtpoolPoolNotReconciled", "CtpoolPoolNeverReconciled"}
 	if !slices.Equal(names, want) {
 		t.Errorf("alerts %v, want %v", names, want)
 	}
