@@ -369,10 +369,15 @@ func NeedsWork(v PoolView) bool {
 	if work {
 		return true
 	}
+	ro := v.Rollout()
+	halted := ro != nil && ro.Halted != ""
 	for i := range v.Members {
 		m := &v.Members[i]
 		switch w := memberWork(m); {
 		case w == workNone, w == workWaitNode, w == workBackoff:
+		case w == workReplace && halted && m.OldSource:
+			// a halted rollout keeps it (a resume is a change the
+			// reconcile reads wherever it reads)
 		case w == workStart && keepStopped[m.Name]:
 		case w == workClaimedCreate || w == workClaimedStart:
 			return true

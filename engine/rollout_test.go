@@ -438,3 +438,19 @@ func TestReconcileHaltsABadImageAndResumes(t *testing.T) {
 		t.Fatalf("after the roll back: %d members on the old image, rollout %+v", ready, res.Rollout)
 	}
 }
+
+// NeedsWork says no for the old members a halted rollout keeps (the
+// controller then reads its cache), and yes while the rollout runs.
+func TestNeedsWorkOfARollout(t *testing.T) {
+	spec := baseSpec(4)
+	members := []rolloutMember{{old: true}, {old: true}, {old: true}, {old: true}}
+	rec := &RolloutStatus{Source: spec.SourceHash(), Started: testNow.Add(-time.Hour), Waves: 1, FirstWave: 1, Replaced: 1}
+	if v := rolloutView(spec, members, rec); !NeedsWork(v) {
+		t.Error("a running rollout with old members: no work")
+	}
+	halted := *rec
+	halted.Halted, halted.HaltedAt = "rollout of x halted", &testNow
+	if v := rolloutView(spec, members, &halted); NeedsWork(v) {
+		t.Error("a halted rollout: work")
+	}
+}
