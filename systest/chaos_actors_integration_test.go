@@ -70,10 +70,12 @@ type chaosActors struct {
 	// (of the batch ends in a row that did), on the wall clock.
 	driftSince map[string]time.Time
 	generation int // the administrator's applies so far
+	// halts: the rollout halts seen, by their stamp, with their reason.
+	halts map[string]string
 }
 
 func (a *chaosActors) init() {
-	a.brokerHeld, a.brokerBusy, a.driftSince = map[string]*brokerClaim{}, map[string]bool{}, map[string]time.Time{}
+	a.brokerHeld, a.brokerBusy, a.driftSince, a.halts = map[string]*brokerClaim{}, map[string]bool{}, map[string]time.Time{}, map[string]string{}
 }
 
 // askRelease records, before a release (or a give-back) of member is sent,
@@ -368,10 +370,24 @@ func (h *chaosHarness) adminApply(ctx context.Context, rng *rand.Rand) {
 // checkDrift: an unclaimed member of the size, not in maintenance, converges
 // to the pool's source: it fails once it has stayed drifted with no change
 // of its objects for deadline (h.mu held).
+//
+// A rollout halted by new members that failed or were not Ready in time
+// keeps the old ones, by rule: they are not drift that fails to converge,
+// and the next apply starts a new rollout (h.actors.halts counts the halts
+// seen).
 func (h *chaosHarness) checkDrift(ctx context.Context, v engine.PoolView, now time.Time, deadline time.Duration) {
+	halted := false
+	if ro := v.Rollout(); ro != nil && ro.Halted != "" {
+		halted = true
+		if h.actors.halts[ro.HaltStamp()] == "" {
+			h.actors.halts[ro.HaltStamp()] = ro.Halted
+			h.t.Logf("the rollout of %s halted: %s", v.Name, ro.Halted)
+		}
+	}
 	for i := range v.Members {
 		m := &v.Members[i]
-		if !m.Drift || m.Lease != nil || m.AboveSize || h.failed[m.Name] != nil || h.vanished[m.Name] != nil || h.actors.brokerHeld[m.Name] != nil {
+		if !m.Drift || m.Lease != nil || m.AboveSize || h.failed[m.Name] != nil || h.vanished[m.Name] != nil || h.actors.brokerHeld[m.Name] != nil ||
+			halted && m.OldSource {
 			delete(h.actors.driftSince, m.Name)
 			continue
 		}
