@@ -361,6 +361,13 @@ func (r *claimRound) claimMember(ctx context.Context, m *Member, grow bool) (cla
 			return claimDone, res, err
 		}
 		res.Started = true
+	} else if !ClaimMarked(cur.Pod) {
+		// One write: the pool's PodDisruptionBudget now covers the
+		// desktop. Should it fail, the claim stands and the next
+		// reconcile marks the Pod (repairClaimMarks).
+		if err := e.setClaimMarks(ctx, cur.Pod, true); err != nil {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("claim marks on Pod %s (protection from eviction, until a reconcile sets them): %v", cur.Pod.Name, err))
+		}
 	}
 	return claimDone, res, nil
 }

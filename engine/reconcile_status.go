@@ -45,6 +45,7 @@ func (e *Engine) recordStatus(ctx context.Context, snap Snapshot, spec Spec, vie
 		sort.Strings(res.Errors)
 	}
 	st.Errors = res.Errors
+	st.Unprotected = res.Unprotected
 	if el != nil {
 		el(&st)
 		if !sameElastic(final.Recorded.Elastic, view.Recorded.Elastic) {

@@ -167,6 +167,9 @@ func printReconcile(w io.Writer, r engine.ReconcileResult) {
 	if iv := r.Isolation; iv != nil {
 		fmt.Fprintf(w, "isolation: NetworkPolicy %s %s\n", iv.Policy, render.IsolationText(*iv))
 	}
+	if p := r.Protection; p != nil && p.Protected() && p.Detail != "" {
+		fmt.Fprintf(w, "protection: PodDisruptionBudget %s %s\n", p.Budget, p.Detail)
+	}
 }
 
 func pastTense(s engine.Step) string {
@@ -183,6 +186,8 @@ func pastTense(s engine.Step) string {
 		return "unlocked (stale lease removed)"
 	case engine.StepStop:
 		return "stopped (free beyond the spare)"
+	case engine.StepMark:
+		return "re-marked (claim marks of a Pod set or removed)"
 	}
 	return s.String()
 }

@@ -81,7 +81,7 @@ func keyOf(obj any) (engine.PoolRef, bool) { return kube.PoolOf(obj) }
 // while they have not synced).
 func (s *informerSet) snapshot(ctx context.Context, k engine.PoolRef) (engine.Snapshot, error) {
 	snap, err := s.Snapshot(ctx, k)
-	snap.NodeDown = s.nodes.Down()
+	snap.NodeDown, snap.NodeCordoned = s.nodes.Down(), s.nodes.Cordoned()
 	return snap, err
 }
 
