@@ -43,6 +43,9 @@ func TestGoldenScreens(t *testing.T) {
 		{name: "node_down_detail_120x40", cluster: fixture.NodeDown, width: 120, height: 40, keys: []string{"enter", "enter"}, events: true},
 		{name: "backoff_members_120x40", cluster: fixture.Backoff, width: 120, height: 40, keys: []string{"enter"}},
 		{name: "backoff_detail_120x40", cluster: fixture.Backoff, width: 120, height: 40, keys: []string{"enter", "down", "enter"}, events: true},
+		{name: "drain_pools_120x40", cluster: fixture.Drain, width: 120, height: 40},
+		{name: "drain_members_120x40", cluster: fixture.Drain, width: 120, height: 40, keys: []string{"enter"}},
+		{name: "drain_detail_120x40", cluster: fixture.Drain, width: 120, height: 40, keys: []string{"enter", "enter"}, events: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
