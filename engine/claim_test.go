@@ -74,7 +74,8 @@ func TestClaimPicksAFreeMember(t *testing.T) {
 			if res.Started {
 				want = append(want, "create Pod "+tt.want)
 			} else {
-				want = append(want, "patch Pod "+tt.want) // its claim marks
+				// its claim marks first
+				want = []string{want[0], "patch Pod " + tt.want, want[1]}
 			}
 			assertActs(t, f.writes(), wantActs(want...))
 			l := f.lease(LeaseName(tt.want))
@@ -257,7 +258,7 @@ func TestClaimLosesTheRace(t *testing.T) {
 			if err != nil || res.Member != other {
 				t.Fatalf("Claim = %+v, %v; want %s", res, err, other)
 			}
-			assertActs(t, f.writes(), wantActs("create Lease "+LeaseName(first), "create Lease "+LeaseName(other), "patch PersistentVolumeClaim "+PVCName(other), "patch Pod "+other))
+			assertActs(t, f.writes(), wantActs("create Lease "+LeaseName(first), "create Lease "+LeaseName(other), "patch Pod "+other, "patch PersistentVolumeClaim "+PVCName(other)))
 		})
 	}
 

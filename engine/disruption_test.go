@@ -78,6 +78,35 @@ func TestClaimMarkFailureKeepsTheClaim(t *testing.T) {
 	}
 }
 
+// TestClaimOfAPodEvictedMeanwhile: a Pod evicted between the claim's read
+// of the member and its marks is started again for the claim, marked, on
+// the member's data.
+func TestClaimOfAPodEvictedMeanwhile(t *testing.T) {
+	e, f := newEngine()
+	seedPool(f, "desk", baseSpec(1), 1)
+	old := f.pod("desk-1")
+	pvc := f.pvc("desk-1-data")
+	f.hook = func(a act) {
+		if a == (act{"patch", kPod, "desk-1"}) {
+			f.hook = nil
+			f.mu.Lock()
+			delete(f.pods, "desk-1") // evicted
+			f.mu.Unlock()
+		}
+	}
+	res, err := e.Claim(context.Background(), "desk", "alice")
+	if err != nil || res.Member != "desk-1" || !res.Started {
+		t.Fatalf("Claim = %+v, %v; want desk-1 started again", res, err)
+	}
+	p := f.pod("desk-1")
+	if p == nil || p.UID == old.UID || !ClaimMarked(p) {
+		t.Fatalf("desk-1's Pod after the claim: %+v; want a new, marked Pod", p)
+	}
+	if c := f.pvc("desk-1-data"); c == nil || c.UID != pvc.UID {
+		t.Fatal("the member's data changed")
+	}
+}
+
 // TestReleaseRebuildsAnUnmarkedPod: the Pod a release builds for the next
 // user carries neither claim mark.
 func TestReleaseRebuildsAnUnmarkedPod(t *testing.T) {
