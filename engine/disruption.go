@@ -173,8 +173,11 @@ const (
 	// ProtectionForeign: a budget of that name exists that is not the
 	// pool's (no pool label): the engine leaves it alone.
 	ProtectionForeign = "foreign"
-	// ProtectionUnknown: the budget could not be read (permission).
+	// ProtectionUnknown: the budget could not be read here (permission).
 	ProtectionUnknown = "unknown"
+	// ProtectionNone: a reconcile could not read or write the budget
+	// (permission, a failed write): the claimed desktops are not protected.
+	ProtectionNone = "unprotected"
 )
 
 // NotProtected is how the status, the diagnosis and apply say that the
@@ -195,8 +198,11 @@ func (p ProtectionView) Protected() bool { return p.State == ProtectionEnforced 
 // Text is the one line the status and apply print for p: "" when the
 // claimed desktops are protected.
 func (p ProtectionView) Text() string {
-	if p.Protected() {
+	switch p.State {
+	case ProtectionEnforced:
 		return ""
+	case ProtectionUnknown:
+		return "cannot tell whether claimed desktops are protected from eviction: " + p.Detail
 	}
 	return NotProtected + ": " + p.Detail
 }
@@ -250,7 +256,7 @@ func ObserveProtection(pool string, pdb *policyv1.PodDisruptionBudget) Protectio
 // rights the view says so (unknown); it never fails the reconcile: the
 // members are served all the same, only a drain may take a claimed one.
 func (e *Engine) ensureProtection(ctx context.Context, pool string) ProtectionView {
-	v := ProtectionView{Budget: DisruptionBudgetName(pool), State: ProtectionUnknown}
+	v := ProtectionView{Budget: DisruptionBudgetName(pool), State: ProtectionNone}
 	pdb, err := e.Cluster.GetPodDisruptionBudget(ctx, v.Budget)
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		v.Detail = readFailure("poddisruptionbudgets", err)
@@ -280,10 +286,7 @@ func (e *Engine) ensureProtection(ctx context.Context, pool string) ProtectionVi
 		}
 	}
 	if err != nil {
-		if errors.Is(err, ErrForbidden) {
-			v.State = ProtectionUnknown
-		}
-		v.Detail = fmt.Sprintf("write PodDisruptionBudget %s: %v", v.Budget, err)
+		v.State, v.Detail = ProtectionNone, fmt.Sprintf("write PodDisruptionBudget %s: %v", v.Budget, err)
 		return v
 	}
 	if v.State == ProtectionMissing {
@@ -342,7 +345,7 @@ func (v *PoolView) Protection() *ProtectionView {
 		if p.Detail != "" {
 			p.Detail += "; "
 		}
-		p.Detail += "the last reconcile said: " + u
+		p.State, p.Detail = ProtectionNone, p.Detail+"the last reconcile said: "+u
 		return &p
 	}
 	if v.budget != nil {

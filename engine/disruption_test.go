@@ -291,8 +291,8 @@ func TestReconcileProtection(t *testing.T) {
 		{name: "changed by hand: put back", seed: changed, wantActs: []string{"get", "update"}, wantState: ProtectionEnforced, wantDetail: "put back", protected: true},
 		{name: "foreign: left alone and reported", seed: foreign, wantActs: []string{"get"}, wantState: ProtectionForeign, wantDetail: "not this pool's"},
 		{name: "being deleted: created by a later reconcile", seed: terminating, wantActs: []string{"get"}, wantState: ProtectionMissing, wantDetail: "being deleted"},
-		{name: "no right to read", fail: "get", wantActs: []string{"get"}, wantState: ProtectionUnknown, wantDetail: "no permission to get poddisruptionbudgets"},
-		{name: "no right to create", fail: "create", wantActs: []string{"get", "create"}, wantState: ProtectionUnknown, wantDetail: "forbidden"},
+		{name: "no right to read", fail: "get", wantActs: []string{"get"}, wantState: ProtectionNone, wantDetail: "no permission to get poddisruptionbudgets"},
+		{name: "no right to create", fail: "create", wantActs: []string{"get", "create"}, wantState: ProtectionNone, wantDetail: "forbidden"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e, f := newEngine()

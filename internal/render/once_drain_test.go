@@ -50,7 +50,7 @@ func TestRenderOnceDrain(t *testing.T) {
 			} else if len(p.DrainHolds) != 1 || p.DrainHolds[0].Node != "node-a" || p.DrainHolds[0].Claimed != 2 || strings.Join(p.DrainHolds[0].Members, ",") != "desk-1,desk-2" {
 				t.Errorf("drainHolds = %+v, want desk-1 and desk-2 on node-a", p.DrainHolds)
 			}
-			if p.Protection == nil || p.Protection.State != engine.ProtectionUnknown || !strings.Contains(p.Protection.Detail, "no permission to get poddisruptionbudgets") {
+			if p.Protection == nil || p.Protection.State != engine.ProtectionNone || !strings.Contains(p.Protection.Detail, "no permission to get poddisruptionbudgets") {
 				t.Errorf("protection = %+v", p.Protection)
 			}
 
