@@ -298,6 +298,18 @@ func (e *Engine) ensureProtection(ctx context.Context, pool string) ProtectionVi
 	return v
 }
 
+// protect is ensureProtection, unless snap holds the pool's budget as the
+// engine writes it (a controller's cache: kube.BudgetWatch): then nothing
+// is read or written, so that a pool at rest costs no request.
+func (e *Engine) protect(ctx context.Context, snap Snapshot) ProtectionView {
+	if r := snap.DisruptionBudget; r != nil && r.Err == nil && r.Budget != nil {
+		if v := ObserveProtection(snap.Pool, r.Budget); v.Protected() {
+			return v
+		}
+	}
+	return e.ensureProtection(ctx, snap.Pool)
+}
+
 // removeProtection deletes the pool's PodDisruptionBudget when it is the
 // pool's (one of that name without the pool label is left alone). It says
 // whether it deleted one; gone already is success, and so is a budget this

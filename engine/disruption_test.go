@@ -422,3 +422,50 @@ func TestObserveNodeDraining(t *testing.T) {
 		t.Error("nodes unknown: a member reads as draining")
 	}
 }
+
+// TestReconcileReadsACachedBudget: a reconcile whose snapshot holds the
+// pool's budget as written (a controller's cache) reads and writes nothing
+// of it; one that holds it otherwise reads it fresh.
+func TestReconcileReadsACachedBudget(t *testing.T) {
+	changed := BuildDisruptionBudget(testNS, "desk")
+	one := intstr.FromInt32(1)
+	changed.Spec.MaxUnavailable = &one
+	for _, tc := range []struct {
+		name   string
+		cached *DisruptionBudgetRead
+		want   []string
+	}{
+		{"as written: nothing", &DisruptionBudgetRead{Budget: BuildDisruptionBudget(testNS, "desk")}, nil},
+		{"changed: read fresh", &DisruptionBudgetRead{Budget: changed}, []string{"get", "create"}},
+		{"not cached: read fresh", nil, []string{"get", "create"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, f := newEngine()
+			seedPool(f, "desk", baseSpec(1), 1)
+			e.Cluster = budgetCache{f, tc.cached}
+			res, err := e.Reconcile(context.Background(), "desk")
+			if err != nil || res.Protection == nil || !res.Protection.Protected() {
+				t.Fatalf("Reconcile: %v, protection %+v", err, res.Protection)
+			}
+			var verbs []string
+			for _, a := range f.budgetActs() {
+				verbs = append(verbs, a.Verb)
+			}
+			if strings.Join(verbs, " ") != strings.Join(tc.want, " ") {
+				t.Fatalf("calls on the budget %v, want %v", verbs, tc.want)
+			}
+		})
+	}
+}
+
+// budgetCache is a fake whose snapshots carry a cached budget read.
+type budgetCache struct {
+	*fakeCluster
+	read *DisruptionBudgetRead
+}
+
+func (b budgetCache) Snapshot(ctx context.Context, pool string) (Snapshot, error) {
+	s, err := b.fakeCluster.Snapshot(ctx, pool)
+	s.DisruptionBudget = b.read
+	return s, err
+}

@@ -42,7 +42,7 @@ func (e *Engine) Reconcile(ctx context.Context, pool string) (ReconcileResult, e
 			pre.errors = append(pre.errors, err.Error())
 		}
 	}
-	prot := e.ensureProtection(ctx, pool)
+	prot := e.protect(ctx, snap)
 	pre.protection = &prot
 	size := spec.Size
 	var el *ElasticDecision

@@ -160,3 +160,33 @@ func TestNodeStatesCordoned(t *testing.T) {
 		t.Errorf("after uncordon: %v", c)
 	}
 }
+
+// TestBudgetWatch: the controller's cache of budgets hands a pool's budget
+// to its reconcile only when it holds it as the engine writes it, and not at
+// all when it may not list them.
+func TestBudgetWatch(t *testing.T) {
+	changed := engine.BuildDisruptionBudget(ns, "art")
+	one := intstr.FromInt32(1)
+	changed.Spec.MaxUnavailable = &one
+	client := fake.NewClientset(engine.BuildDisruptionBudget(ns, "desk"), changed)
+	b := NewBudgetWatch(client, ns, nil)
+	b.Start(t.Context())
+	poll(t, "the budgets cached", func() bool { return b.Read(ns, "desk") != nil })
+	if r := b.Read(ns, "art"); r != nil {
+		t.Errorf("a changed budget read from the cache: %+v", r)
+	}
+	if r := b.Read(ns, "none"); r != nil {
+		t.Errorf("a missing budget read from the cache: %+v", r)
+	}
+
+	denied := fake.NewClientset(engine.BuildDisruptionBudget(ns, "desk"))
+	denied.PrependReactor("list", "poddisruptionbudgets", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "policy", Resource: "poddisruptionbudgets"}, "", nil)
+	})
+	d := NewBudgetWatch(denied, ns, nil)
+	d.Start(t.Context())
+	poll(t, "the refusal", func() bool { return d.forbidden.Load() })
+	if r := d.Read(ns, "desk"); r != nil {
+		t.Errorf("a forbidden cache read: %+v", r)
+	}
+}
