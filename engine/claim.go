@@ -372,6 +372,19 @@ func (r *claimRound) claimMember(ctx context.Context, m *Member, grow bool) (cla
 			return giveBack(claimGone, fmt.Errorf("%s is no longer free (%s)", m.Name, fresh.State))
 		}
 	}
+	if cur.Pod != nil && !ClaimMarked(cur.Pod) {
+		// One write, the first after the checks: from now on the pool's
+		// PodDisruptionBudget covers the desktop. A Pod gone meanwhile (an
+		// eviction that came before the marks) is started again below, for
+		// the claim and marked. Should the patch fail, the claim stands and
+		// the next reconcile marks the Pod (repairClaimMarks).
+		switch err := e.setClaimMarks(ctx, cur.Pod, true); {
+		case errors.Is(err, ErrNotFound):
+			cur.Pod = nil
+		case err != nil:
+			res.Warnings = append(res.Warnings, fmt.Sprintf("claim marks on Pod %s (protection from eviction, until a reconcile sets them): %v", cur.Pod.Name, err))
+		}
+	}
 	if cur.PVC != nil {
 		who := identity
 		if err := e.Cluster.AnnotatePVC(ctx, cur.PVC.Name, AnnotationAssignedTo, &who); err != nil {

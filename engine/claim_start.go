@@ -43,7 +43,7 @@ var errClaimChanged = errors.New("the claim changed meanwhile")
 // that a changed pool definition never changes a claimed desktop: the member
 // stays drifted until it is released. A PVC this call creates is built from
 // spec, the pool's current source, and carries the holder's display
-// annotation.
+// annotation. The Pod carries the claim marks from its creation.
 func (e *Engine) startClaimed(ctx context.Context, ns, pool string, spec Spec, m *Member, holder string) error {
 	build := spec
 	if m.PVC == nil {
@@ -57,7 +57,9 @@ func (e *Engine) startClaimed(ctx context.Context, ns, pool string, spec Spec, m
 	} else {
 		build = claimedSpec(spec, m.PVC)
 	}
-	pod, err := e.Cluster.CreatePod(ctx, BuildPod(ns, pool, m.Index, build))
+	pod := BuildPod(ns, pool, m.Index, build)
+	markClaimed(pod)
+	pod, err := e.Cluster.CreatePod(ctx, pod)
 	if err != nil {
 		if err = e.createExisting(ctx, err, "pod", pool, m.Name); err != nil {
 			return fmt.Errorf("start %s: create Pod: %w", m.Name, err)

@@ -73,6 +73,9 @@ func TestClaimPicksAFreeMember(t *testing.T) {
 			want := []string{"create Lease " + LeaseName(tt.want), "patch PersistentVolumeClaim " + PVCName(tt.want)}
 			if res.Started {
 				want = append(want, "create Pod "+tt.want)
+			} else {
+				// its claim marks first
+				want = []string{want[0], "patch Pod " + tt.want, want[1]}
 			}
 			assertActs(t, f.writes(), wantActs(want...))
 			l := f.lease(LeaseName(tt.want))
@@ -263,7 +266,7 @@ func TestClaimLosesTheRace(t *testing.T) {
 			if err != nil || res.Member != other {
 				t.Fatalf("Claim = %+v, %v; want %s", res, err, other)
 			}
-			assertActs(t, f.writes(), wantActs("create Lease "+LeaseName(first), "create Lease "+LeaseName(other), "patch PersistentVolumeClaim "+PVCName(other)))
+			assertActs(t, f.writes(), wantActs("create Lease "+LeaseName(first), "create Lease "+LeaseName(other), "patch Pod "+other, "patch PersistentVolumeClaim "+PVCName(other)))
 		})
 	}
 

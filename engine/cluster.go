@@ -93,6 +93,9 @@ type Writer interface {
 	// WaitGone returns when the object is gone (or replaced by one with
 	// another UID), with a watch or polling, honouring ctx.
 	WaitGone(ctx context.Context, kind Kind, name string, uid types.UID) error
+
+	// The pool's PodDisruptionBudget and the claim marks of its Pods.
+	DisruptionBudgetClient
 }
 
 // Cluster is what the operations need.

@@ -128,6 +128,10 @@ func (e *Engine) Delete(ctx context.Context, pool string) (res DeleteResult, err
 	case perr != nil:
 		_, _ = e.removeIsolation(ctx, pool)
 	}
+	// The PodDisruptionBudget too (every member is gone by now).
+	if _, err := e.removeProtection(ctx, pool); err != nil {
+		return res, fmt.Errorf("delete %s: the definition stays: %w; run delete again", pool, err)
+	}
 	if err := e.Cluster.DeleteConfigMap(ctx, snap.ConfigMap.Name, snap.ConfigMap.UID); err != nil && !errors.Is(err, ErrNotFound) {
 		return res, fmt.Errorf("delete %s: definition: %w", pool, err)
 	}

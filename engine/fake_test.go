@@ -12,6 +12,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -23,6 +24,7 @@ const (
 	kPVC   = string(KindPVC)
 	kSvc   = "Service"
 	kLease = "Lease"
+	kPDB   = "PodDisruptionBudget"
 )
 
 // act is one call the fake saw: verb (create, update, patch, delete, wait),
@@ -55,6 +57,7 @@ type fakeCluster struct {
 	pvcs    map[string]*corev1.PersistentVolumeClaim
 	svcs    map[string]bool // name → Terminating
 	leases  map[string]*coordinationv1.Lease
+	pdbs    map[string]*policyv1.PodDisruptionBudget
 	acts    []act
 	fails   map[failKey]*failure
 	changed chan struct{}
@@ -69,6 +72,8 @@ type fakeCluster struct {
 	snapshotErr error
 	// nodeDown is every Snapshot's NodeDown (nil: the nodes are unknown).
 	nodeDown map[string]string
+	// cordoned is every Snapshot's NodeCordoned.
+	cordoned map[string]bool
 	// waits, when set, receives each WaitGone call before it blocks.
 	waits chan act
 	// nsLabels are the namespace's labels (NamespaceLabels); nsErr fails
@@ -122,6 +127,7 @@ func newFake(ns string) *fakeCluster {
 		pvcs:    map[string]*corev1.PersistentVolumeClaim{},
 		svcs:    map[string]bool{},
 		leases:  map[string]*coordinationv1.Lease{},
+		pdbs:    map[string]*policyv1.PodDisruptionBudget{},
 		fails:   map[failKey]*failure{},
 		changed: make(chan struct{}),
 	}
@@ -151,6 +157,10 @@ func (f *fakeCluster) add(objs ...any) {
 			f.leases[c.Name] = c
 		case *corev1.Service:
 			f.svcs[o.Name] = o.DeletionTimestamp != nil
+		case *policyv1.PodDisruptionBudget:
+			c := o.DeepCopy()
+			f.stamp(&c.ObjectMeta)
+			f.pdbs[c.Name] = c
 		default:
 			panic(fmt.Sprintf("fake: cannot add %T", o))
 		}
@@ -216,7 +226,8 @@ func (f *fakeCluster) record(verb, kind, name string) error {
 	return nil
 }
 
-// actions returns every recorded call; writes leaves out waits.
+// actions returns every recorded call; writes leaves out waits, reads and
+// the calls on PodDisruptionBudgets (budgetActs has those).
 func (f *fakeCluster) actions() []act {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -226,7 +237,7 @@ func (f *fakeCluster) actions() []act {
 func (f *fakeCluster) writes() []act {
 	var out []act
 	for _, a := range f.actions() {
-		if a.Verb != "wait" && a.Verb != "list" && a.Verb != "get" {
+		if a.Verb != "wait" && a.Verb != "list" && a.Verb != "get" && a.Kind != kPDB {
 			out = append(out, a)
 		}
 	}
@@ -290,7 +301,7 @@ func (f *fakeCluster) Snapshot(_ context.Context, pool string) (Snapshot, error)
 	if f.snapshotErr != nil {
 		return Snapshot{}, f.snapshotErr
 	}
-	s := Snapshot{Namespace: f.ns, Pool: pool, ConfigMap: f.cms[ConfigMapName(pool)].DeepCopy(), NodeDown: f.nodeDown}
+	s := Snapshot{Namespace: f.ns, Pool: pool, ConfigMap: f.cms[ConfigMapName(pool)].DeepCopy(), NodeDown: f.nodeDown, NodeCordoned: f.cordoned}
 	for _, name := range sortedKeys(f.pods) {
 		if p := f.pods[name]; p.Labels[LabelPool] == pool {
 			s.Pods = append(s.Pods, p.DeepCopy())
@@ -800,4 +811,121 @@ func TestFakeCluster(t *testing.T) {
 	if got := f.writes()[:2]; got[0] != want[0] || got[1] != want[1] {
 		t.Fatalf("recorded %v", got)
 	}
+}
+
+var _ DisruptionBudgetClient = (*fakeCluster)(nil)
+
+// budgetActs are the recorded calls on PodDisruptionBudgets.
+func (f *fakeCluster) budgetActs() []act {
+	var out []act
+	for _, a := range f.actions() {
+		if a.Kind == kPDB {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+func (f *fakeCluster) pdb(name string) *policyv1.PodDisruptionBudget {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.pdbs[name].DeepCopy()
+}
+
+func (f *fakeCluster) GetPodDisruptionBudget(_ context.Context, name string) (*policyv1.PodDisruptionBudget, error) {
+	err := f.record("get", kPDB, name)
+	defer f.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	p := f.pdbs[name]
+	if p == nil {
+		return nil, fmt.Errorf("poddisruptionbudgets %q: %w", name, ErrNotFound)
+	}
+	return p.DeepCopy(), nil
+}
+
+func (f *fakeCluster) CreatePodDisruptionBudget(_ context.Context, pdb *policyv1.PodDisruptionBudget) (*policyv1.PodDisruptionBudget, error) {
+	err := f.record("create", kPDB, pdb.Name)
+	defer f.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	if f.pdbs[pdb.Name] != nil {
+		return nil, fmt.Errorf("poddisruptionbudgets %q: %w", pdb.Name, ErrAlreadyExists)
+	}
+	c := pdb.DeepCopy()
+	f.stamp(&c.ObjectMeta)
+	f.pdbs[c.Name] = c
+	return c.DeepCopy(), nil
+}
+
+func (f *fakeCluster) UpdatePodDisruptionBudget(_ context.Context, pdb *policyv1.PodDisruptionBudget) (*policyv1.PodDisruptionBudget, error) {
+	err := f.record("update", kPDB, pdb.Name)
+	defer f.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	cur := f.pdbs[pdb.Name]
+	switch {
+	case cur == nil:
+		return nil, fmt.Errorf("poddisruptionbudgets %q: %w", pdb.Name, ErrNotFound)
+	case cur.ResourceVersion != pdb.ResourceVersion:
+		return nil, fmt.Errorf("poddisruptionbudgets %q: %w", pdb.Name, ErrConflict)
+	}
+	c := pdb.DeepCopy()
+	c.UID, c.ResourceVersion = cur.UID, f.nextRV()
+	f.pdbs[c.Name] = c
+	return c.DeepCopy(), nil
+}
+
+func (f *fakeCluster) DeletePodDisruptionBudget(_ context.Context, name string, uid types.UID) error {
+	err := f.record("delete", kPDB, name)
+	defer f.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	cur := f.pdbs[name]
+	switch {
+	case cur == nil:
+		return nil
+	case uid != "" && cur.UID != uid:
+		return fmt.Errorf("poddisruptionbudgets %q: %w", name, ErrConflict)
+	}
+	delete(f.pdbs, name)
+	return nil
+}
+
+// PatchPodMeta is recorded as a patch of the Pod.
+func (f *fakeCluster) PatchPodMeta(_ context.Context, name string, uid types.UID, labels, annotations map[string]*string) error {
+	err := f.record("patch", kPod, name)
+	defer f.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	cur := f.pods[name]
+	switch {
+	case cur == nil:
+		return fmt.Errorf("pods %q: %w", name, ErrNotFound)
+	case uid != "" && cur.UID != uid:
+		return fmt.Errorf("pods %q: %w", name, ErrConflict)
+	}
+	set := func(m map[string]string, kv map[string]*string) map[string]string {
+		for k, v := range kv {
+			if v == nil {
+				delete(m, k)
+				continue
+			}
+			if m == nil {
+				m = map[string]string{}
+			}
+			m[k] = *v
+		}
+		return m
+	}
+	cur.Labels = set(cur.Labels, labels)
+	cur.Annotations = set(cur.Annotations, annotations)
+	cur.ResourceVersion = f.nextRV()
+	f.notify()
+	return nil
 }

@@ -67,6 +67,19 @@ func memberWrites(acts []act, member string) []act {
 	return out
 }
 
+// withoutMarks leaves out of acts the patches of member's Pod (the claim
+// marks a reconcile gives a claimed member, which change nothing of the
+// desktop).
+func withoutMarks(acts []act, member string) []act {
+	var out []act
+	for _, a := range acts {
+		if a != (act{"patch", kPod, member}) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
 // acts parses "verb Kind name" lines into act values.
 func wantActs(lines ...string) []act {
 	out := make([]act, len(lines))

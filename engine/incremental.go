@@ -46,6 +46,8 @@ type PoolState struct {
 	// nodeDown is the snapshot's NodeDown: a change of the nodes is no
 	// member's change, and the caller observes the pool whole again.
 	nodeDown map[string]string
+	// cordoned is the snapshot's NodeCordoned, as nodeDown.
+	cordoned map[string]bool
 	// seen is the snapshot's LeaseSeen.
 	seen map[string]time.Time
 	// due holds, per member with a Lease, when its claim next changes with
@@ -84,7 +86,7 @@ type MemberChange struct {
 
 // NewPoolState observes a snapshot whole (Observe) and keeps the result.
 func NewPoolState(snap Snapshot, now time.Time) *PoolState {
-	s := &PoolState{view: Observe(snap, now), pods: len(snap.Pods), pvcs: len(snap.PVCs), nodeDown: snap.NodeDown, seen: snap.LeaseSeen}
+	s := &PoolState{view: Observe(snap, now), pods: len(snap.Pods), pvcs: len(snap.PVCs), nodeDown: snap.NodeDown, cordoned: snap.NodeCordoned, seen: snap.LeaseSeen}
 	s.size, s.source = s.view.Status.Desired, s.view.Source
 	s.odd = !conventional(snap)
 	limit := placementLimit(s.size, s.pods, s.pvcs)
@@ -242,7 +244,7 @@ func (s *PoolState) Update(u PoolUpdate, now time.Time) ([]MemberChange, bool) {
 		}
 	}
 	sort.Slice(todo, func(i, j int) bool { return todo[i].pos < todo[j].pos })
-	ob := newObserver(v, s.size, now, s.seen, s.nodeDown)
+	ob := newObserver(v, s.size, now, s.seen, s.nodeDown, s.cordoned)
 	changes := make([]MemberChange, 0, len(todo))
 	for i, w := range todo {
 		if i > 0 && todo[i-1].pos == w.pos {

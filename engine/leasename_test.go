@@ -229,8 +229,11 @@ func TestUnlabelledClaimLease(t *testing.T) {
 		if _, err := e.Reconcile(ctx, "desk"); err != nil {
 			t.Fatalf("Reconcile: %v", err)
 		}
-		if w := memberWrites(f.writes(), "desk-1"); len(w) != 0 {
+		if w := withoutMarks(memberWrites(f.writes(), "desk-1"), "desk-1"); len(w) != 0 {
 			t.Fatalf("reconcile wrote %v on bob's member", w)
+		}
+		if !ClaimMarked(f.pod("desk-1")) {
+			t.Fatalf("bob's member is not marked claimed: %v %v", f.pod("desk-1").Labels, f.pod("desk-1").Annotations)
 		}
 	})
 

@@ -14,6 +14,7 @@ func Observe(snap Snapshot, now time.Time) PoolView {
 	v := PoolView{Name: snap.Pool, Namespace: snap.Namespace, Context: snap.Context, ObservedAt: now}
 	observeDefinition(&v, snap.ConfigMap)
 	v.policy = snap.NetworkPolicy
+	v.budget = snap.DisruptionBudget
 	size := v.Size
 
 	// Members whose names fit <pool>-<n> go into a slice by index (dense and
@@ -74,7 +75,7 @@ func Observe(snap Snapshot, now time.Time) PoolView {
 
 	// The Lease readings (claims and holds) of all members share one
 	// allocation.
-	ob := newObserver(&v, size, now, snap.LeaseSeen, snap.NodeDown)
+	ob := newObserver(&v, size, now, snap.LeaseSeen, snap.NodeDown, snap.NodeCordoned)
 	ob.reads = make([]Hold, 0, len(snap.Leases))
 	w := 0
 	for n := 1; n < len(slots); n++ {
@@ -177,14 +178,16 @@ type observer struct {
 	records map[[2]string]string
 	// nodeDown is Snapshot.NodeDown.
 	nodeDown map[string]string
+	// cordoned is Snapshot.NodeCordoned.
+	cordoned map[string]bool
 }
 
 // newObserver is the observer of pool view v (its definition observed) at
 // size and now, with the reader's Lease sightings and the snapshot's down
 // nodes: Observe and PoolState.Update both make theirs here, so that a
 // member is observed alike by either.
-func newObserver(v *PoolView, size int, now time.Time, seen map[string]time.Time, nodeDown map[string]string) observer {
-	return observer{pool: v.Name, size: size, source: v.Source, now: now, seen: seen, nodeDown: nodeDown, blocked: recordedBlocks(&v.Recorded), backoffs: recordedBackoffs(&v.Recorded)}
+func newObserver(v *PoolView, size int, now time.Time, seen map[string]time.Time, nodeDown map[string]string, cordoned map[string]bool) observer {
+	return observer{pool: v.Name, size: size, source: v.Source, now: now, seen: seen, nodeDown: nodeDown, cordoned: cordoned, blocked: recordedBlocks(&v.Recorded), backoffs: recordedBackoffs(&v.Recorded)}
 }
 
 // recordedBlocks are the blocks a recorded status names, by member (nil when
@@ -239,6 +242,7 @@ func (ob *observer) member(m *Member, name string, idx int, ok bool, o MemberObj
 		m.Node = o.Pod.Spec.NodeName
 		if m.Node != "" {
 			m.NodeDown = ob.nodeDown[m.Node]
+			m.NodeDraining = ob.cordoned[m.Node]
 		}
 		m.Created = o.Pod.CreationTimestamp.Time
 	case o.PVC != nil:

@@ -170,6 +170,9 @@ func (e *Engine) ApplyWith(ctx context.Context, pool string, edit SpecEdit, opts
 	}
 	rr, err := e.Reconcile(ctx, pool)
 	res.Reconcile, res.Reconciled = rr, true
+	if p := rr.Protection; p != nil && !p.Protected() {
+		res.Warnings = append(res.Warnings, p.Text())
+	}
 	return res, err
 }
 

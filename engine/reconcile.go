@@ -34,14 +34,16 @@ func (e *Engine) Reconcile(ctx context.Context, pool string) (ReconcileResult, e
 		return read, fmt.Errorf("pool %s: %w", pool, err)
 	}
 	var iso *IsolationView
-	var pre []string
+	var pre reconcilePre
 	if spec.Isolate {
 		v, err := e.ensureIsolation(ctx, pool, spec)
 		iso = &v
 		if err != nil {
-			pre = append(pre, err.Error())
+			pre.errors = append(pre.errors, err.Error())
 		}
 	}
+	prot := e.protect(ctx, snap)
+	pre.protection = &prot
 	size := spec.Size
 	var el *ElasticDecision
 	if spec.Elastic() {
@@ -53,6 +55,7 @@ func (e *Engine) Reconcile(ctx context.Context, pool string) (ReconcileResult, e
 	}
 	res, err := e.reconcileWith(ctx, snap, spec, size, pre, el)
 	res.Isolation = iso
+	res.Protection = &prot
 	res.Timings = append(read.Timings, res.Timings...)
 	return res, err
 }
@@ -72,16 +75,24 @@ func (e *Engine) recordSpecError(ctx context.Context, snap Snapshot, specErr err
 
 // reconcile runs the steps for a parsed spec with the given size (Delete uses 0).
 func (e *Engine) reconcile(ctx context.Context, snap Snapshot, spec Spec, size int) (ReconcileResult, error) {
-	return e.reconcileWith(ctx, snap, spec.Fixed(size), size, nil, nil)
+	return e.reconcileWith(ctx, snap, spec.Fixed(size), size, reconcilePre{}, nil)
 }
 
-// reconcileWith is reconcile with errors found before its steps (pre: the
-// pool's NetworkPolicy), recorded in the status with the steps' own. An
+// reconcilePre is what a reconcile found before its steps: the errors of
+// the pool's NetworkPolicy, recorded in the status with the steps' own, and
+// the pool's PodDisruptionBudget (nil: a delete's reconcile, which neither
+// protects the claimed members nor repairs their claim marks).
+type reconcilePre struct {
+	errors     []string
+	protection *ProtectionView
+}
+
+// reconcileWith is reconcile with what was found before its steps (pre). An
 // elastic pool's reconcile passes its decision (el): the steps work on the
 // pool as a fixed pool of the size decided, the power policy stopped
 // stops or keeps stopped the free members beyond the spare, and the
 // decision is recorded in the status.
-func (e *Engine) reconcileWith(ctx context.Context, snap Snapshot, spec Spec, size int, pre []string, el *ElasticDecision) (ReconcileResult, error) {
+func (e *Engine) reconcileWith(ctx context.Context, snap Snapshot, spec Spec, size int, pre reconcilePre, el *ElasticDecision) (ReconcileResult, error) {
 	orig := spec
 	spec = spec.Fixed(size)
 	now := e.Now()
@@ -94,7 +105,10 @@ func (e *Engine) reconcileWith(ctx context.Context, snap Snapshot, spec Spec, si
 	}
 	roll := planRollout(orig, &view, resume, e.serverNow())
 	var res ReconcileResult
-	res.Errors = append(res.Errors, pre...)
+	res.Errors = append(res.Errors, pre.errors...)
+	if p := pre.protection; p != nil && !p.Protected() {
+		res.Unprotected = p.Detail
+	}
 	var mu sync.Mutex
 	blocked := map[string]string{} // members a create found blocked
 	add := func(a MemberAction) {
@@ -127,6 +141,9 @@ func (e *Engine) reconcileWith(ctx context.Context, snap Snapshot, spec Spec, si
 	}
 	p.claimedCreates, p.claimedStarts = e.stillClaimed(ctx, snap.Pool, p.claimedCreates, p.claimedStarts, add)
 	e.runPlan(ctx, snap, spec, p, add, timeStep)
+	if pre.protection != nil {
+		e.repairClaimMarks(ctx, &view, add)
+	}
 	for _, a := range res.Actions {
 		// A failing member replaced (or whose replace was tried: it may
 		// have destroyed the member before it failed) counts its new build
@@ -373,6 +390,9 @@ func NeedsWork(v PoolView) bool {
 	halted := ro != nil && ro.Halted != ""
 	for i := range v.Members {
 		m := &v.Members[i]
+		if markNeeded(m) {
+			return true
+		}
 		switch w := memberWork(m); {
 		case w == workNone, w == workWaitNode, w == workBackoff:
 		case w == workReplace && halted && m.OldSource:

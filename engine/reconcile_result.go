@@ -26,6 +26,9 @@ const (
 	// StepStop deletes the Pod of a free member of an elastic pool beyond
 	// its spare (the power policy stopped); its PVC stays.
 	StepStop
+	// StepMark gives a claimed member's Pod its claim marks, or takes them
+	// from a free member's (repairClaimMarks).
+	StepMark
 )
 
 func (s Step) String() string {
@@ -46,6 +49,8 @@ func (s Step) String() string {
 		return "unlock"
 	case StepStop:
 		return "stop"
+	case StepMark:
+		return "mark"
 	}
 	return fmt.Sprintf("step(%d)", int(s))
 }
@@ -72,6 +77,13 @@ type ReconcileResult struct {
 	// Rollout is the pool's rollout as this reconcile recorded it (nil:
 	// none).
 	Rollout *RolloutStatus
+	// Protection is what the reconcile found and did of the pool's
+	// PodDisruptionBudget (nil for a delete's reconcile).
+	Protection *ProtectionView
+	// Unprotected is Protection's detail when the claimed desktops stay
+	// unprotected (a foreign budget, no permission, a failed write),
+	// recorded in the status (Status.Unprotected).
+	Unprotected string
 	// Timings are how long each step that ran took, in the order they ran
 	// (read, create, start, replace, delete, status), measured with the
 	// engine's clock. A step with no member to work on does not appear.
@@ -113,7 +125,7 @@ func (r ReconcileResult) Counts() (done map[Step]int, skipped int) {
 }
 
 // MemberSteps are the steps that act on members, in their order.
-var MemberSteps = []Step{StepCreate, StepStart, StepReplace, StepDelete, StepUnlock, StepStop}
+var MemberSteps = []Step{StepCreate, StepStart, StepReplace, StepDelete, StepUnlock, StepStop, StepMark}
 
 // Done counts the actions that changed something.
 func (r ReconcileResult) Done() int {

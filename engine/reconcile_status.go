@@ -46,6 +46,7 @@ func (e *Engine) recordStatus(ctx context.Context, snap Snapshot, spec Spec, vie
 	}
 	st.Errors = res.Errors
 	st.Rollout = res.Rollout
+	st.Unprotected = res.Unprotected
 	if el != nil {
 		el(&st)
 		if !sameElastic(final.Recorded.Elastic, view.Recorded.Elastic) {

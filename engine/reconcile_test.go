@@ -38,6 +38,9 @@ func TestReconcileStepsInOrder(t *testing.T) {
 		t.Fatalf("Reconcile: %v", err)
 	}
 	assertActs(t, f.actions(), wantActs(
+		// 0. the pool's PodDisruptionBudget
+		"get PodDisruptionBudget corral-vdi-ctpool-desk",
+		"create PodDisruptionBudget corral-vdi-ctpool-desk",
 		// 1. create missing
 		"create Lease corral-vdi-ct-desk-1",
 		"create PersistentVolumeClaim desk-1-data",
@@ -150,12 +153,12 @@ func TestReconcileNeverDestroysClaimedMembers(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Reconcile: %v", err)
 			}
-			if w := memberWrites(f.writes(), tt.member); len(w) != 0 {
+			if w := withoutMarks(memberWrites(f.writes(), tt.member), tt.member); len(w) != 0 {
 				t.Fatalf("writes on the claimed member: %v", w)
 			}
 			var skipped string
 			for _, a := range res.Actions {
-				if a.Member == tt.member {
+				if a.Member == tt.member && a.Step != StepMark {
 					skipped = a.Skipped
 				}
 			}
@@ -459,7 +462,9 @@ func TestReconcileStatusWrites(t *testing.T) {
 	if err != nil || !res.StatusWritten {
 		t.Fatalf("Reconcile: %v, statusWritten %v", err, res.StatusWritten)
 	}
-	assertActs(t, f.writes(), wantActs("patch ConfigMap corral-vdi-ctpool-desk"))
+	// (and the claim marks of the Pod the claim Lease, written by another
+	// program, did not mark)
+	assertActs(t, f.writes(), wantActs("patch Pod desk-1", "patch ConfigMap corral-vdi-ctpool-desk"))
 	st, _ := ParseStatus(f.cm(ConfigMapName("desk")).Data[KeyStatus])
 	if st.Claimed != 1 || st.Members[0].Holder != "alice" || !st.UpdatedAt.Equal(testNow.Add(time.Minute)) || st.Exhausted != true {
 		t.Fatalf("status %+v", st)
@@ -633,7 +638,7 @@ func TestReconcileObjectsCreatedMeanwhile(t *testing.T) {
 }
 
 func TestStepString(t *testing.T) {
-	want := map[Step]string{StepCreate: "create", StepStart: "start", StepReplace: "replace", StepDelete: "delete", StepStatus: "status", StepRead: "read", Step(9): "step(9)"}
+	want := map[Step]string{StepCreate: "create", StepStart: "start", StepReplace: "replace", StepDelete: "delete", StepStatus: "status", StepRead: "read", StepMark: "mark", Step(10): "step(10)"}
 	for s, w := range want {
 		if s.String() != w {
 			t.Errorf("Step(%d) = %q, want %q", int(s), s.String(), w)

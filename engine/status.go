@@ -42,6 +42,10 @@ type Status struct {
 	// status holds them grouped by cause (GroupErrors), at most
 	// StatusMaxErrorLines lines.
 	Errors []string `json:"errors,omitempty"`
+	// Unprotected says why the last reconcile found the pool's claimed
+	// desktops not protected from eviction (ProtectionView.Detail); empty
+	// when they are, or when it could not tell.
+	Unprotected string `json:"unprotected,omitempty"`
 	// RowsCut is the number of member rows the encoding left out to stay
 	// within StatusMaxBytes (the counts above always cover every member).
 	RowsCut int `json:"rowsCut,omitempty"`
@@ -403,6 +407,11 @@ func (s Status) encode(rows []MemberRow, cut int) (string, []int) {
 	}
 	if s.ErrorsCut > 0 {
 		num("errorsCut", s.ErrorsCut)
+	}
+	if s.Unprotected != "" {
+		b.WriteString("unprotected: ")
+		writeQuoted(&b, cutText(s.Unprotected, StatusMaxMessageBytes))
+		b.WriteByte('\n')
 	}
 	if len(tab.texts) > 0 {
 		b.WriteString("messages:\n")

@@ -67,6 +67,12 @@ type Snapshot struct {
 	// (ReadNetworkPolicy); nil when it was not read (a dashboard's cache
 	// holds none).
 	NetworkPolicy *NetworkPolicyRead
+	// NodeCordoned holds the cordoned nodes (NodeCordoned), by name; nil
+	// when the nodes are unknown.
+	NodeCordoned map[string]bool
+	// DisruptionBudget is the pool's PodDisruptionBudget as a reader read
+	// it (kube.ReadProtection); nil when it was not read.
+	DisruptionBudget *DisruptionBudgetRead
 }
 
 // NetworkPolicyRead is the read of a pool's NetworkPolicy: the policy (nil
@@ -155,7 +161,10 @@ type Member struct {
 	// probes, container states) are then stale: the desktop is probably
 	// fine, and nothing of it is replaced until the node is back.
 	NodeDown string
-	Created  time.Time // Pod creation time (zero without a Pod)
+	// NodeDraining: the node the member's Pod is bound to is cordoned
+	// (Snapshot.NodeCordoned): a drain evicts it unless it is claimed.
+	NodeDraining bool
+	Created      time.Time // Pod creation time (zero without a Pod)
 	// Message is the scheduler's message for Unschedulable, the failure reason
 	// for Failed, and empty otherwise.
 	Message string
@@ -232,6 +241,8 @@ type PoolView struct {
 	ObservedAt time.Time
 	// policy is the snapshot's read of the NetworkPolicy (Isolation).
 	policy *NetworkPolicyRead
+	// budget is the snapshot's read of the PodDisruptionBudget (Protection).
+	budget *DisruptionBudgetRead
 }
 
 // Isolation is what is known of an isolated pool's NetworkPolicy, nil for

@@ -108,14 +108,15 @@ func (c *Cluster) Snapshot(ctx context.Context, pool string) (engine.Snapshot, e
 		return err
 	})
 	var down map[string]string
+	var cordoned map[string]bool
 	g.Go(func() error {
-		down = NodeDown(gctx, c.Client) // optional: nil when unreadable
+		down, cordoned = NodeStates(gctx, c.Client) // optional: nil when unreadable
 		return nil
 	})
 	if err := g.Wait(); err != nil {
 		return engine.Snapshot{Namespace: c.Namespace, Pool: pool}, err
 	}
-	snap.Pods, snap.PVCs, snap.Leases, snap.NodeDown = ptrs(pods.Items), ptrs(pvcs.Items), leases, down
+	snap.Pods, snap.PVCs, snap.Leases, snap.NodeDown, snap.NodeCordoned = ptrs(pods.Items), ptrs(pvcs.Items), leases, down, cordoned
 	return snap, nil
 }
 

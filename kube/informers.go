@@ -278,9 +278,9 @@ func (w *Watcher) Snapshots() []engine.Snapshot {
 		leases, _ := w.leases.Leases(w.namespace).List(labels.Everything()) // claim Leases, labelled or not
 		snaps = engine.GroupByPool(w.namespace, cms, pods, pvcs, leases)
 	}
-	down := w.NodeDown()
+	down, cordoned := w.NodeDown(), w.nodes.Cordoned()
 	for i := range snaps {
-		snaps[i].NodeDown = down
+		snaps[i].NodeDown, snaps[i].NodeCordoned = down, cordoned
 	}
 	return snaps
 }
@@ -306,7 +306,7 @@ func (w *Watcher) nodesChanged() {
 // withNodes gives a snapshot read from the caches the down nodes.
 func (w *Watcher) withNodes(snap engine.Snapshot, err error) (engine.Snapshot, error) {
 	if err == nil {
-		snap.NodeDown = w.NodeDown()
+		snap.NodeDown, snap.NodeCordoned = w.NodeDown(), w.nodes.Cordoned()
 	}
 	return snap, err
 }

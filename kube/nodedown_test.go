@@ -203,7 +203,7 @@ func TestNodeWatchNews(t *testing.T) {
 			n.synced = func() bool { return synced }
 			for _, s := range c.steps {
 				synced = s.synced
-				n.set(s.node, s.why)
+				n.set(s.node, s.why, false)
 			}
 			if calls != c.want {
 				t.Errorf("%d changes told, want %d", calls, c.want)

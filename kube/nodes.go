@@ -43,31 +43,48 @@ func (n *Nodes) Nodes(ctx context.Context) ([]*corev1.Node, error) {
 // healthy node. The list is served from the API server's watch cache
 // (resourceVersion 0): a node's Ready condition a second old is good enough.
 func NodeDown(ctx context.Context, client kubernetes.Interface) map[string]string {
+	down, _ := NodeStates(ctx, client)
+	return down
+}
+
+// NodeStates is NodeDown and the cordoned nodes (engine.NodeCordoned) of
+// the same list; both nil when the nodes cannot be read.
+func NodeStates(ctx context.Context, client kubernetes.Interface) (map[string]string, map[string]bool) {
 	list, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{ResourceVersion: "0"})
 	if err != nil {
-		return nil
+		return nil, nil
 	}
-	out := map[string]string{}
+	out, cordoned := map[string]string{}, map[string]bool{}
 	for i := range list.Items {
 		if why := engine.NodeDown(&list.Items[i]); why != "" {
 			out[list.Items[i].Name] = why
 		}
+		if engine.NodeCordoned(&list.Items[i]) {
+			cordoned[list.Items[i].Name] = true
+		}
 	}
-	return out
+	return out, cordoned
 }
 
 // withNodeDown runs read while the nodes are listed (NodeDown) and gives
 // every snapshot it returns the down nodes.
 func withNodeDown(ctx context.Context, client kubernetes.Interface, read func() ([]engine.Snapshot, error)) ([]engine.Snapshot, error) {
-	done := make(chan map[string]string, 1)
-	go func() { done <- NodeDown(ctx, client) }()
+	type states struct {
+		down     map[string]string
+		cordoned map[string]bool
+	}
+	done := make(chan states, 1)
+	go func() {
+		d, c := NodeStates(ctx, client)
+		done <- states{d, c}
+	}()
 	snaps, err := read()
-	down := <-done
+	nodes := <-done
 	if err != nil {
 		return nil, err
 	}
 	for i := range snaps {
-		snaps[i].NodeDown = down
+		snaps[i].NodeDown, snaps[i].NodeCordoned = nodes.down, nodes.cordoned
 	}
 	return snaps, nil
 }

@@ -862,6 +862,8 @@ type chaosHarness struct {
 	// is the state of the elastic pool's actors.
 	skewed *engine.Engine
 	el     elasticActors
+	// evictor evicts member Pods (chaos_evictor_integration_test.go).
+	evictor evictorActor
 }
 
 func newChaosHarness(t *testing.T, size int) *chaosHarness {
@@ -890,6 +892,7 @@ func newChaosHarness(t *testing.T, size int) *chaosHarness {
 	h.skewed = mkAt("skewed-reconciler", 20*time.Second, func() time.Time { return h.clk.Now().Add(elasticSkew) }, kube.ClockID()+"-slow")
 	h.brokerClient = onRunClock(env.ClientWithAgent(t, "broker"), h.clk)
 	h.actors.init()
+	h.evictor.init(h)
 	h.ctrlClient = onRunClock(env.ClientWithAgent(t, "controller"), h.clk)
 	// Lift every hold before the namespace goes, whatever the outcome.
 	t.Cleanup(func() { h.liftHolds(context.Background(), true) })
@@ -1019,6 +1022,7 @@ var opKinds = []opKind{
 	{"claim", 24}, {"double-claim", 10}, {"release", 14}, {"force-release", 5}, {"failing-release", 4},
 	{"vanish-pod", 6}, {"vanish-member", 2}, {"reconcile", 14}, {"resize", 4},
 	{"broker", 6}, {"admin-apply", 3},
+	{"evict", 8},
 }
 
 // elasticOpKinds are the elastic pool's (chaos_elastic_integration_test.go),
@@ -1108,6 +1112,8 @@ func (h *chaosHarness) runOp(ctx context.Context, rng *rand.Rand, op string) {
 		h.brokerOp(ctx, rng)
 	case "admin-apply":
 		h.adminApply(ctx, rng)
+	case "evict":
+		h.evictOp(ctx, rng)
 	case "elastic-claim":
 		h.elasticClaim(ctx, rng)
 	case "elastic-release":
@@ -1992,8 +1998,10 @@ func runChaos(t *testing.T, ops, restartAt int, restart func(*chaosHarness)) {
 // by default): claims by identities the goroutines share (and the same
 // identity claiming from two places at once), releases and force-releases,
 // releases that fail while destroying, Pods and members that vanish under
-// their claims, resizes and command-line reconciles, with the in-cluster
-// controller reconciling beside them. After every batch: no identity holds
+// their claims, resizes and command-line reconciles, member Pods evicted
+// through the eviction API (no claimed member's Pod is ever evicted:
+// chaos_evictor_integration_test.go), with the in-cluster controller
+// reconciling beside them. After every batch: no identity holds
 // two members; no PVC or Pod was deleted but under the reconciler's Lease (a
 // release or a reconcile), none the test did not delete itself; a release's
 // destruction never went back to its user; reconciler Leases are stamped when

@@ -221,6 +221,13 @@ func (d *detailView) view(ctx viewContext) string {
 		// The node's own words, untrusted: add sanitises them.
 		addStyled("Node", st.ColumnHeader, ctx.level(levelWarn), mm.Node+" is down: "+mm.NodeDown)
 	}
+	if mm.NodeDraining {
+		addStyled("Node", st.ColumnHeader, ctx.level(levelWarn), drainingLine(mm))
+	}
+	for _, h := range v.DrainHolds() {
+		// The pool's claimed desktops on cordoned nodes, by node.
+		addStyled("Drain", st.ColumnHeader, ctx.level(levelWarn), engine.DrainHoldText(h)+" ("+strings.Join(h.Members, ", ")+")")
+	}
 	add("PVC", pvcLine(mm))
 	add("Lease", leaseLine(mm, ctx.now))
 	add("Source", sourceLine(v, mm))
@@ -448,4 +455,12 @@ func sourceLine(v *engine.PoolView, mm *engine.Member) string {
 		return src + " (pool is " + abbrevHash(v.Source) + " " + render.GlyphDrift + " drifted: replaced at the next reconcile)"
 	}
 	return src + " (current)"
+}
+
+// drainingLine says what the drain of a member's cordoned node means for it.
+func drainingLine(mm *engine.Member) string {
+	if mm.Claimed {
+		return mm.Node + " is cordoned (node draining): this claimed desktop is not evicted; the drain waits until its user releases it"
+	}
+	return mm.Node + " is cordoned (node draining): this free desktop may be evicted; a reconcile builds it again on another node"
 }

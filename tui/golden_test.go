@@ -49,6 +49,9 @@ func TestGoldenScreens(t *testing.T) {
 		{name: "rollout_halted_members_120x40", cluster: fixture.Rollout, width: 120, height: 40, keys: []string{"down", "enter"}},
 		{name: "rollout_halted_detail_120x40", cluster: fixture.Rollout, width: 120, height: 40, keys: []string{"down", "enter", "down", "down", "enter"}, events: true},
 		{name: "rollout_resume_120x40", cluster: fixture.Rollout, width: 120, height: 40, keys: []string{"down", "R"}},
+		{name: "drain_pools_120x40", cluster: fixture.Drain, width: 120, height: 40},
+		{name: "drain_members_120x40", cluster: fixture.Drain, width: 120, height: 40, keys: []string{"enter"}},
+		{name: "drain_detail_120x40", cluster: fixture.Drain, width: 120, height: 40, keys: []string{"enter", "enter"}, events: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -328,6 +328,9 @@ func (l *membersView) view(ctx viewContext) string {
 	if len(v.Problems) > 0 {
 		title += " " + st.Error.Render(render.GlyphBad+" "+sanitize.Sanitize(strings.Join(v.Problems, "; ")))
 	}
+	for _, h := range v.DrainHolds() {
+		title += " " + st.Warn.Render(render.GlyphWarn+" "+sanitize.Sanitize(engine.DrainHoldText(h)))
+	}
 	right := st.Muted.Render(fmt.Sprintf("sort: %s ▲", l.sort))
 	if l.filter.active() {
 		right = fmt.Sprintf("%s %s", l.filter.View(), st.Muted.Render(fmt.Sprintf("(%d/%d)", len(l.rows), len(l.all)))) + "  " + right

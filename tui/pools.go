@@ -311,6 +311,7 @@ func (p *poolsView) notes(ctx viewContext, limit int) []string {
 	var out []string
 	if v := ctx.pool(p.selected); v != nil {
 		out = append(out, ctx.st.Bold.Render(render.GlyphCursor+" "+sanitize.Sanitize(ctx.title(v))+": ")+sanitize.Sanitize(poolExplanation(v)))
+		out = append(out, disruptionNotes(ctx, v)...)
 	}
 	for i := range ctx.pools {
 		v := &ctx.pools[i]
@@ -322,6 +323,7 @@ func (p *poolsView) notes(ctx viewContext, limit int) []string {
 		}
 		out = append(out, ctx.st.Error.Render("  "+sanitize.Sanitize(ctx.title(v))+": ")+sanitize.Sanitize(poolExplanation(v)))
 	}
+	out = out[:min(len(out), limit)]
 	for i := range out {
 		out[i] = sanitize.Cut(out[i], ctx.width)
 	}
@@ -404,4 +406,20 @@ func busyParts(v *engine.PoolView) []string {
 		parts = append(parts, fmt.Sprintf("%d other (starting, maintenance, drift, above size)", other))
 	}
 	return parts
+}
+
+// disruptionNotes are the lines under the pools table about the selected
+// pool's voluntary disruptions: the claimed desktops that hold a node's
+// drain, by node, and claimed desktops the last reconcile could not
+// protect from eviction.
+func disruptionNotes(ctx viewContext, v *engine.PoolView) []string {
+	var out []string
+	for _, h := range v.DrainHolds() {
+		out = append(out, "  "+ctx.st.Warn.Render(render.GlyphWarn+" "+sanitize.Sanitize(engine.DrainHoldText(h)))+
+			sanitize.Sanitize(" ("+strings.Join(h.Members, ", ")+"): the drain waits until they are released"))
+	}
+	if pv := v.Protection(); pv != nil && !pv.Protected() {
+		out = append(out, "  "+ctx.st.Warn.Render(render.GlyphWarn+" "+sanitize.Sanitize(pv.Text())))
+	}
+	return out
 }

@@ -84,14 +84,21 @@ func TestIntegrationContractPermissionsAreEnough(t *testing.T) {
 		}
 		return out
 	}
-	run("apply", "cx", "--image", "registry.example/desktop:1", "--size", "1", "--cpu", "10m", "--mem", "32Mi", "--disk", "1Gi")
+	// Without rights on PodDisruptionBudgets, apply says once that claimed
+	// desktops are not protected from eviction, and works.
+	code, out, errOut := runCmd(t, "apply", "cx", "--image", "registry.example/desktop:1", "--size", "1", "--cpu", "10m", "--mem", "32Mi", "--disk", "1Gi")
+	if code != exitOK || strings.Count(out+errOut, engine.NotProtected) != 1 {
+		t.Fatalf("apply without rights on PodDisruptionBudgets: exit %d, want 0 and %q once\nstdout: %s\nstderr: %s", code, engine.NotProtected, out, errOut)
+	}
 	run("apply", "cx", "--size", "2")
 	env.WaitFor(t, convergeTimeout, "a free member", func() (bool, error) {
 		code, _, _ := runCmd(t, "--once", "--pool", "cx")
 		return code == exitOK, nil
 	})
 	run("reconcile", "cx")
-	run("status", "cx")
+	if out := run("status", "cx"); !strings.Contains(out, "protection: "+engine.NotProtected) {
+		t.Fatalf("status without rights on PodDisruptionBudgets does not say %q:\n%s", engine.NotProtected, out)
+	}
 	member := strings.TrimSpace(run("claim", "cx", "alice@example.com"))
 	run("release", "cx", member, "alice@example.com")
 	run("apply", "cx", "--size", "0")

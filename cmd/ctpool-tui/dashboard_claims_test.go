@@ -61,8 +61,8 @@ func TestDashboardClaimsReadTheCache(t *testing.T) {
 	// The Lease create, one fresh List of the pool's Leases (a concurrent
 	// claim by the same identity converges on one member), one fresh read
 	// of the member it won (whether to start it is decided on that, not on
-	// the cache) and the display annotation.
-	want := []string{"create leases", "list leases", "get pods", "get persistentvolumeclaims", "patch persistentvolumeclaims"}
+	// the cache), the Pod's claim marks and the display annotation.
+	want := []string{"create leases", "list leases", "get pods", "get persistentvolumeclaims", "patch pods", "patch persistentvolumeclaims"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("a claim on the cache sent %v, want %v", got, want)
 	}

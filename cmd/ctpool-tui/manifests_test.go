@@ -183,11 +183,12 @@ func TestManifestsAllNamespaces(t *testing.T) {
 	// What the reconciler does, and nothing of the operator's console, logs,
 	// claims or releases.
 	for res, want := range map[string]string{
-		"/pods":                      "create,delete,get,list,watch;",
-		"/persistentvolumeclaims":    "create,delete,get,list,watch;",
-		"/configmaps":                "get,list,patch,watch;",
-		"coordination.k8s.io/leases": "create,delete,get,list,update,watch;create;",
-		"/nodes":                     "list,watch;",
+		"/pods":                       "create,delete,get,list,patch,watch;",
+		"policy/poddisruptionbudgets": "create,get,update;list,watch;",
+		"/persistentvolumeclaims":     "create,delete,get,list,watch;",
+		"/configmaps":                 "get,list,patch,watch;",
+		"coordination.k8s.io/leases":  "create,delete,get,list,update,watch;create;",
+		"/nodes":                      "list,watch;",
 	} {
 		if verbs[res] != want {
 			t.Errorf("%s: verbs %q, want %q", res, verbs[res], want)

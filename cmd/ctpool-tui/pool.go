@@ -171,6 +171,9 @@ func printReconcile(w io.Writer, r engine.ReconcileResult) {
 	if ro := r.Rollout; ro != nil {
 		fmt.Fprintf(w, "rollout: %s\n", sanitize.Sanitize(reconcileRolloutText(ro)))
 	}
+	if p := r.Protection; p != nil && p.Protected() && p.Detail != "" {
+		fmt.Fprintf(w, "protection: PodDisruptionBudget %s %s\n", p.Budget, p.Detail)
+	}
 }
 
 // reconcileRolloutText is the rollout a reconcile recorded, in one line.
@@ -198,6 +201,8 @@ func pastTense(s engine.Step) string {
 		return "unlocked (stale lease removed)"
 	case engine.StepStop:
 		return "stopped (free beyond the spare)"
+	case engine.StepMark:
+		return "re-marked (claim marks of a Pod set or removed)"
 	}
 	return s.String()
 }

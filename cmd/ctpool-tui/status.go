@@ -105,6 +105,7 @@ func onePool(ctx context.Context, cs kubernetes.Interface, ns, pool string) ([]e
 		return nil, fmt.Errorf("%w: %s (no ConfigMap %s in namespace %s)", engine.ErrPoolNotFound, pool, engine.ConfigMapName(pool), ns)
 	}
 	kube.ReadIsolation(ctx, cs, &snap)
+	kube.ReadProtection(ctx, cs, &snap)
 	return []engine.Snapshot{snap}, nil
 }
 
@@ -118,6 +119,7 @@ func fleetPool(ctx context.Context, cs kubernetes.Interface, sc scope, pool stri
 	for _, s := range all {
 		if s.Pool == pool {
 			kube.ReadIsolation(ctx, cs, &s)
+			kube.ReadProtection(ctx, cs, &s)
 			out = append(out, s)
 		}
 	}

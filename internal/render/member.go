@@ -85,6 +85,9 @@ var (
 	markAboveSize  = Mark{Glyph: GlyphAbove, Short: "above size", Long: "above size"}
 	markBlocked    = Mark{Glyph: GlyphProblem, Short: "blocked", Long: "blocked"}
 	markNodeDown   = Mark{Glyph: GlyphBad, Short: "node down", Long: "node down"}
+	// markDraining: the member's node is cordoned (a drain has begun): a
+	// free member is evicted, a claimed one holds the drain.
+	markDraining = Mark{Glyph: GlyphWarn, Short: "node draining", Long: "node draining"}
 )
 
 // problemsMark is the mark of a member with n problems.
@@ -117,6 +120,9 @@ func MarksOf(mm *engine.Member) Marks {
 	}
 	if mm.NodeDown != "" {
 		marks = append(marks, markNodeDown)
+	}
+	if mm.NodeDraining {
+		marks = append(marks, markDraining)
 	}
 	if n := len(mm.Problems); n > 0 {
 		marks = append(marks, problemsMark(n))

@@ -96,6 +96,13 @@ type OncePool struct {
 	// (absent for a pool that is not isolated): state enforced, missing,
 	// changed, foreign or unknown, and what differs or why it is unknown.
 	Isolation *engine.IsolationView `json:"isolation,omitempty"`
+	// Protection is the pool's PodDisruptionBudget when its claimed
+	// desktops are known not to be protected from eviction (absent when
+	// they are, or when it is not known here).
+	Protection *engine.ProtectionView `json:"protection,omitempty"`
+	// DrainHolds are the cordoned nodes that claimed members hold, by node
+	// (absent when none, or when the nodes are unknown).
+	DrainHolds []engine.DrainHold `json:"drainHolds,omitempty"`
 	// Elastic is an elastic pool's bounds and why its size last changed
 	// (absent for a fixed pool; Size is then its effective size).
 	Elastic *OnceElastic `json:"elastic,omitempty"`
@@ -135,9 +142,11 @@ type OnceMember struct {
 	// NodeDown is the evidence that the member's node is down (its Ready
 	// condition, its unreachable or not-ready taint); absent when it is not,
 	// or when the nodes cannot be read.
-	NodeDown string     `json:"nodeDown,omitempty"`
-	Created  *time.Time `json:"created,omitempty"`
-	Problems []string   `json:"problems,omitempty"`
+	NodeDown string `json:"nodeDown,omitempty"`
+	// NodeDraining: the member's node is cordoned (a drain has begun).
+	NodeDraining bool       `json:"nodeDraining,omitempty"`
+	Created      *time.Time `json:"created,omitempty"`
+	Problems     []string   `json:"problems,omitempty"`
 	// Diagnosis is why a member that is not Ready and fine is so, and the fix.
 	Diagnosis *OnceDiagnosis `json:"diagnosis,omitempty"`
 	// Backoff is a failing member's replacement backoff, as the pool's
@@ -221,6 +230,13 @@ func Report(views []engine.PoolView, opts OnceOptions) (OnceReport, int) {
 		if iv != nil {
 			p.Isolation = &engine.IsolationView{Policy: clean(iv.Policy), State: iv.State, Detail: clean(iv.Detail)}
 		}
+		if pv := v.Protection(); pv != nil && !pv.Protected() {
+			p.Protection = &engine.ProtectionView{Budget: clean(pv.Budget), State: pv.State, Detail: clean(pv.Detail)}
+		}
+		for _, h := range v.DrainHolds() {
+			h.Node = clean(h.Node)
+			p.DrainHolds = append(p.DrainHolds, h)
+		}
 		if opts.Fleet {
 			p.Namespace = clean(v.Namespace)
 		}
@@ -246,7 +262,7 @@ func onceMember(mm *engine.Member, now time.Time) OnceMember {
 	o := OnceMember{
 		Name: clean(mm.Name), State: string(mm.State), Free: mm.Free, Holder: clean(mm.Holder()), Maintenance: mm.InMaintenance(),
 		Drift: mm.Drift, AboveSize: mm.AboveSize, Message: clean(mm.Message), Node: clean(mm.Node), NodeDown: clean(mm.NodeDown),
-		headline: clean(engine.FirstSentence(mm.Message)), row: MemberRow(mm, now),
+		NodeDraining: mm.NodeDraining, headline: clean(engine.FirstSentence(mm.Message)), row: MemberRow(mm, now),
 	}
 	if len(mm.Problems) > 0 {
 		o.Problems = cleanAll(mm.Problems)
@@ -392,6 +408,12 @@ func writePool(w io.Writer, p OncePool, fleet, clusters, wide bool) {
 	fmt.Fprintf(w, "\n%s (%s, image %s)\n", sanitize.Sanitize(name), sanitize.Sanitize(OrWord(p.Backend, "no definition")), sanitize.Sanitize(OrWord(p.Image, "-")))
 	if iv := p.Isolation; iv != nil {
 		fmt.Fprintf(w, "  isolation: NetworkPolicy %s %s\n", sanitize.Sanitize(iv.Policy), sanitize.Sanitize(IsolationText(*iv)))
+	}
+	if pv := p.Protection; pv != nil {
+		fmt.Fprintf(w, "  protection: %s\n", sanitize.Sanitize(pv.Text()))
+	}
+	for _, h := range p.DrainHolds {
+		fmt.Fprintf(w, "  drain: %s (%s)\n", sanitize.Sanitize(engine.DrainHoldText(h)), sanitize.Sanitize(strings.Join(h.Members, ", ")))
 	}
 	if p.elasticLine != "" {
 		fmt.Fprintf(w, "  %s\n", sanitize.Sanitize(p.elasticLine))

@@ -29,12 +29,17 @@ type informerSet struct {
 	// snapshot (engine.Snapshot.NodeDown), so that no reconcile replaces a
 	// member because its node is down (nil when nodes may not be read).
 	nodes *kube.NodeWatch
+	// budgets is the optional informer of the pools' PodDisruptionBudgets:
+	// a pool whose budget it holds as written costs its reconcile no read
+	// of it (engine.Snapshot.DisruptionBudget).
+	budgets *kube.BudgetWatch
 }
 
 // Start starts the pool informers and the node informer.
 func (s *informerSet) Start(ctx context.Context) {
 	s.PoolInformers.Start(ctx)
 	s.nodes.Start(ctx)
+	s.budgets.Start(ctx)
 }
 
 // suspectWindow is how long after a failed list, watch or probe the cache is
@@ -56,7 +61,7 @@ func (s *informerSet) watchFailed(at time.Time) { s.lastWatchError.Store(at.Unix
 // (each distinct message once in a row). nodesChanged is called when a node
 // goes down or comes back. Nothing is read until Start.
 func newInformerSet(client kubernetes.Interface, namespace string, h cache.ResourceEventHandler, nodesChanged func(), log *slog.Logger) *informerSet {
-	s := &informerSet{nodes: kube.NewNodeWatch(client, nodesChanged)}
+	s := &informerSet{nodes: kube.NewNodeWatch(client, nodesChanged), budgets: kube.NewBudgetWatch(client, namespace, h)}
 	var mu sync.Mutex
 	last := map[string]string{} // by resource
 	// Instead of cache.DefaultWatchErrorHandler, which only logs through
@@ -81,7 +86,8 @@ func keyOf(obj any) (engine.PoolRef, bool) { return kube.PoolOf(obj) }
 // while they have not synced).
 func (s *informerSet) snapshot(ctx context.Context, k engine.PoolRef) (engine.Snapshot, error) {
 	snap, err := s.Snapshot(ctx, k)
-	snap.NodeDown = s.nodes.Down()
+	snap.NodeDown, snap.NodeCordoned = s.nodes.Down(), s.nodes.Cordoned()
+	snap.DisruptionBudget = s.budgets.Read(k.Namespace, k.Name)
 	return snap, err
 }
 

@@ -246,6 +246,16 @@ func TestNeedsWorkAgreesWithTheEngine(t *testing.T) {
 		}
 		return objs
 	}
+	// marked gives every Pod of objs the claim marks (engine.ClaimMarked).
+	marked := func(objs []runtime.Object) []runtime.Object {
+		for _, o := range objs {
+			if p, ok := o.(*corev1.Pod); ok {
+				p.Labels[engine.LabelClaimed] = "true"
+				p.Annotations[engine.AnnotationSafeToEvict] = "false"
+			}
+		}
+		return objs
+	}
 	cases := []struct {
 		name string
 		objs []runtime.Object
@@ -255,8 +265,12 @@ func TestNeedsWorkAgreesWithTheEngine(t *testing.T) {
 		{"missing member", with(with(base(), "desk-2"), "desk-2-data"), true},
 		{"stopped member", with(base(), "desk-2"), true},
 		{"drifted unclaimed", drifted(), true},
-		{"drifted, all claimed", append(drifted(), claim,
+		{"drifted, all claimed", append(marked(drifted()), claim,
 			engine.ClaimLease(testNS, "desk", "desk-2", "bob", testNow), engine.ClaimLease(testNS, "desk", "desk-3", "carol", testNow)), false},
+		// Claimed by a broker that wrote only the Leases: their Pods get
+		// the claim marks.
+		{"drifted, all claimed, unmarked", append(drifted(), claim,
+			engine.ClaimLease(testNS, "desk", "desk-2", "bob", testNow), engine.ClaimLease(testNS, "desk", "desk-3", "carol", testNow)), true},
 		// A claimed member that lost its Pod is started again for its user.
 		{"claimed member is missing its Pod", append(with(base(), "desk-1"), claim), true},
 		{"above size", append(base(), member("desk", 4, testSpec("registry.example/desktop:1", 3))...), true},
@@ -284,8 +298,9 @@ func TestNeedsWorkAgreesWithTheEngine(t *testing.T) {
 	}
 }
 
-// With the default reads, a pool in line costs no API request at all, and a
-// pool with work is read fresh before the engine acts.
+// With the default reads, a pool in line costs no API request at all (its
+// PodDisruptionBudget too is read from a cache), and a pool with work is
+// read fresh before the engine acts.
 func TestHybridReadsGoFreshOnlyForWork(t *testing.T) {
 	client := fake.NewClientset(append(convergedPool("desk", 2), engine.BuildConfigMap(testNS, "art", testSpec("img:1", 1)))...)
 	c := newTestController(t, client, nil)
@@ -295,7 +310,7 @@ func TestHybridReadsGoFreshOnlyForWork(t *testing.T) {
 	}
 	waitFor(t, 5*time.Second, "the status in the cache", func() bool {
 		s, _ := c.set.snapshot(ctx, engine.PoolRef{Namespace: testNS, Name: "desk"})
-		return s.ConfigMap != nil && s.ConfigMap.Data[engine.KeyStatus] != ""
+		return s.ConfigMap != nil && s.ConfigMap.Data[engine.KeyStatus] != "" && s.DisruptionBudget != nil
 	})
 	client.ClearActions()
 	if _, err := c.sync(ctx, engine.PoolRef{Namespace: testNS, Name: "desk"}); err != nil {

@@ -43,6 +43,10 @@ type ManifestOptions struct {
 // that it waits for a down node instead of replacing its members.
 var NodeRules = []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"list", "watch"}}}
 
+// BudgetRules let the reconciler cache the pools' PodDisruptionBudgets
+// (kube.BudgetWatch), so that a pool at rest costs its reconcile no read.
+var BudgetRules = []rbacv1.PolicyRule{{APIGroups: []string{"policy"}, Resources: []string{"poddisruptionbudgets"}, Verbs: []string{"list", "watch"}}}
+
 // Manifests returns what runs the reconciler in a namespace, in apply order:
 // a ServiceAccount; the operator Role (rules derived from the API calls the
 // operations make, kube.RoleObjects) plus the leader election's rules on its
@@ -77,7 +81,7 @@ func Manifests(o ManifestOptions) ([]runtime.Object, error) {
 		return nil, err
 	}
 	role.Name, role.Labels = AppName, labels
-	role.Rules = append(append(role.Rules, LeaderElectionRules(LeaseName)...), EventRules...)
+	role.Rules = append(append(append(role.Rules, LeaderElectionRules(LeaseName)...), EventRules...), BudgetRules...)
 	binding.Name, binding.Labels, binding.RoleRef.Name = AppName, labels, AppName
 	if !o.AllNamespaces {
 		objs := []runtime.Object{sa, role, binding}
@@ -106,7 +110,7 @@ func Manifests(o ManifestOptions) ([]runtime.Object, error) {
 	crole := &rbacv1.ClusterRole{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
 		ObjectMeta: metav1.ObjectMeta{Name: AppName, Labels: labels},
-		Rules:      append(append(kube.Rules(ps), LeaderElectionRules(LeaseName)...), EventRules...),
+		Rules:      append(append(append(kube.Rules(ps), LeaderElectionRules(LeaseName)...), EventRules...), BudgetRules...),
 	}
 	if !o.NoNodes {
 		crole.Rules = append(crole.Rules, NodeRules...)
