@@ -469,6 +469,16 @@ func (e *Engine) converge(ctx context.Context, pool, identity string, won *coord
 	if first == won {
 		return mine, nil
 	}
+	// The earlier claim may be a racer's that is giving its member back
+	// at this moment (its fresh read found the member not free): answered,
+	// it would hand out a desktop nobody holds. Read it again; gone (or no
+	// longer the identity's), it is no claim, and this one stands.
+	switch cur, err := e.Cluster.GetLease(ctx, first.Name); {
+	case errors.Is(err, ErrNotFound):
+		return mine, nil
+	case err == nil && (cur.UID != first.UID || cur.Spec.HolderIdentity == nil || *cur.Spec.HolderIdentity != identity):
+		return mine, nil
+	}
 	if err := e.unlock(ctx, won); err != nil {
 		return mine, fmt.Errorf("%q already holds another member, but giving %s back failed (%v): %s is yours", identity, mine, err, mine)
 	}

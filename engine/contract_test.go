@@ -205,6 +205,36 @@ func TestConcurrentClaimsConverge(t *testing.T) {
 		}
 	})
 
+	t.Run("an earlier racer's claim given back meanwhile is no answer", func(t *testing.T) {
+		// Another claim of alice's won a member before this one and gives
+		// it back (its fresh read found it not free) between this claim's
+		// list and its answer: this claim keeps its own member, never
+		// answering one whose Lease is gone (a 10,000-operation randomized
+		// run handed such a member to a broker while alice was told it
+		// was hers).
+		first, other := firstPick(t, "alice", 3)
+		e, f := newEngine()
+		seedPool(f, "desk", baseSpec(3), 3)
+		f.hook = func(a act) {
+			switch a {
+			case act{"create", kLease, LeaseName(first)}:
+				f.add(claimAt("desk", other, "alice", testNow))
+			case act{"get", kLease, LeaseName(other)}:
+				f.hook = nil
+				f.mu.Lock()
+				delete(f.leases, LeaseName(other))
+				f.mu.Unlock()
+			}
+		}
+		res, err := e.Claim(context.Background(), "desk", "alice")
+		if err != nil || res.Member != first || res.Existing {
+			t.Fatalf("Claim = %+v, %v; want %s, its own (the earlier claim was given back)", res, err, first)
+		}
+		if f.lease(LeaseName(first)) == nil {
+			t.Fatalf("%s was given back too: alice holds nothing", first)
+		}
+	})
+
 	t.Run("the list fails: the claim stands with a warning", func(t *testing.T) {
 		e, f := newEngine()
 		seedPool(f, "desk", baseSpec(2), 2)
