@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"context"
 	"os/exec"
 	"strings"
 	"testing"
@@ -17,7 +18,8 @@ import (
 // after its first wave; the dashboard shows the halt in the pools table
 // (DRIFT ⚠) and the pool's note with the kubelet's words, the failing
 // member's backoff on its row, and R resumes the rollout after a
-// confirmation: the resume is written and the rollout runs again.
+// confirmation: the resume is written and the rollout runs again. Then a
+// drain of the node: the member a user claimed holds it, on the screen.
 func TestE2ERolloutHaltAndResume(t *testing.T) {
 	env := kubetest.Require(t)
 	env.RequireNode(t)
@@ -64,6 +66,35 @@ func TestE2ERolloutHaltAndResume(t *testing.T) {
 	term.waitScreen("the action logged", keyTimeout, func(rows []string) bool {
 		return rowWith(rows, "rollout resumed") >= 0
 	})
+
+	// A drain of the node: a user's desktop on it holds the drain, and
+	// every member on it is marked.
+	holder := strings.TrimSpace(ctl(t, env, "claim", "roll", "dana@example.com"))
+	nodes := env.Client.CoreV1().Nodes()
+	cordon := func(on bool) error {
+		n, err := nodes.Get(context.Background(), kubetest.RealNode, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		n.Spec.Unschedulable = on
+		_, err = nodes.Update(context.Background(), n, metav1.UpdateOptions{})
+		return err
+	}
+	t.Cleanup(func() {
+		if err := cordon(false); err != nil {
+			t.Errorf("uncordon %s: %v", kubetest.RealNode, err)
+		}
+	})
+	if err := cordon(true); err != nil {
+		t.Fatal(err)
+	}
+	term.waitScreen("the drain held by dana's desktop", keyTimeout, func(rows []string) bool {
+		return rowWith(rows, "1 claimed desktop holds the drain of "+kubetest.RealNode) >= 0 &&
+			rowWith(rows, holder, "dana@example.com", "node draining") >= 0
+	})
+	if err := cordon(false); err != nil {
+		t.Fatal(err)
+	}
 	term.send("q")
 	if err := term.wait(exitTimeout); err != nil {
 		t.Fatalf("the dashboard ended with %v (exit %d); screen:\n%s", err, exitCode(err), dump(term.screen()))

@@ -123,7 +123,8 @@ func TestIntegrationRolloutKeepsDesktopsFree(t *testing.T) {
 
 // An image that cannot be pulled, on the real node: the rollout halts
 // after its first wave (2 members), no other member is replaced however
-// often reconcile runs, the members still on the old image serve a claim,
+// often reconcile runs, the failing new members are kept for their logs
+// (the backoff), the members still on the old image serve a claim,
 // status and rollout status say why with the kubelet's words (exit 3); an
 // apply of the old image rolls the failed members back. Before rollouts,
 // the apply replaced all 4 members with desktops that could not start.
@@ -156,10 +157,32 @@ func TestIntegrationRealNodeRolloutHaltsABadImage(t *testing.T) {
 	if !strings.Contains(ro.Halted, "2 of 2 new members") || !strings.Contains(ro.Halted, "ImagePull") {
 		t.Errorf("halted: %q, want the 2 new members and the kubelet's ImagePull reason", ro.Halted)
 	}
+	halt := podUIDs(t, env, pool)
 	for range 3 {
 		runCmd(t, "-n", ns, "reconcile", pool)
 	}
 	now := podUIDs(t, env, pool)
+	// The failing new members are kept for their logs (the backoff),
+	// not rebuilt by each reconcile; their rows say when they are.
+	_, out, _ := runCmd(t, "-n", ns, "status", pool, "-o", "json")
+	var rep render.OnceReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || len(rep.Pools) != 1 {
+		t.Fatalf("status -o json: %v\n%s", err, out)
+	}
+	backedOff := 0
+	for _, m := range rep.Pools[0].Members {
+		if before[m.Name] != now[m.Name] {
+			if now[m.Name] != halt[m.Name] {
+				t.Errorf("%s, failing on the new image, was rebuilt by the reconciles right after the halt (its logs lost)", m.Name)
+			}
+			if m.Backoff != nil && m.Backoff.Failures >= 1 {
+				backedOff++
+			}
+		}
+	}
+	if backedOff != 2 {
+		t.Errorf("%d failing members with a backoff recorded, want 2:\n%s", backedOff, out)
+	}
 	gone := 0
 	for name, uid := range before {
 		if now[name] != uid {
