@@ -132,7 +132,7 @@ func (e *Engine) reconcileWith(ctx context.Context, snap Snapshot, spec Spec, si
 		mu.Unlock()
 	}
 
-	p := planReconcile(&view, blocked, roll.hold, add)
+	p := planReconcile(&view, blocked, roll.hold, roll.restart, add)
 	if el != nil && orig.PowerPolicy() == PowerStopped {
 		var keep map[string]bool
 		p.stops, keep = stopPlan(orig.SpareTarget(), &view)
@@ -173,6 +173,9 @@ func (e *Engine) reconcileWith(ctx context.Context, snap Snapshot, spec Spec, si
 // reconcilePlan is the members each step of a reconcile works on.
 type reconcilePlan struct {
 	creates, starts, unlocks, replaces, deletes []*Member
+	// oldStarts: old members a halted rollout starts on their recorded
+	// source (rolloutPlan.restart).
+	oldStarts []*Member
 	// stops: free members of an elastic pool beyond its spare whose Pod
 	// goes (the power policy stopped).
 	stops []*Member
@@ -215,8 +218,9 @@ func stoppedCreates(spare int, v *PoolView, p reconcilePlan) map[string]bool {
 // planReconcile sorts the members of view into the steps (memberWork). It
 // adds the members already blocked to blocked and reports as skipped (add)
 // a replace that waits for a down node, for a backoff, or for the
-// rollout (hold: why a member of an earlier source waits).
-func planReconcile(view *PoolView, blocked, hold map[string]string, add func(MemberAction)) reconcilePlan {
+// rollout (hold: why a member of an earlier source waits); the old members a
+// halted rollout starts again (restart) go to oldStarts.
+func planReconcile(view *PoolView, blocked, hold map[string]string, restart map[string]bool, add func(MemberAction)) reconcilePlan {
 	var p reconcilePlan
 	for i := range view.Members {
 		m := &view.Members[i]
@@ -233,6 +237,10 @@ func planReconcile(view *PoolView, blocked, hold map[string]string, add func(Mem
 		case workCreate:
 			p.creates = append(p.creates, m)
 		case workReplace:
+			if restart[m.Name] {
+				p.oldStarts = append(p.oldStarts, m)
+				continue
+			}
 			if why := hold[m.Name]; why != "" && m.OldSource {
 				add(MemberAction{Step: StepReplace, Member: m.Name, Skipped: why})
 				continue
@@ -299,6 +307,10 @@ func (e *Engine) runPlan(ctx context.Context, snap Snapshot, spec Spec, p reconc
 	})
 	claimed(StepCreate, p.claimedCreates, startClaimed)
 	timed(StepStart, p.starts, startPod)
+	timed(StepStart, p.oldStarts, func(ctx context.Context, m *Member) error {
+		_, err := e.Cluster.CreatePod(ctx, BuildPod(ns, snap.Pool, m.Index, claimedSpec(spec, m.PVC)))
+		return e.createExisting(ctx, err, "pod", snap.Pool, m.Name)
+	})
 	claimed(StepStart, p.claimedStarts, startClaimed)
 	timed(StepUnlock, p.unlocks, func(context.Context, *Member) error { return nil })
 	timed(StepReplace, p.replaces, func(ctx context.Context, m *Member) error {
@@ -395,7 +407,7 @@ func NeedsWork(v PoolView) bool {
 		}
 		switch w := memberWork(m); {
 		case w == workNone, w == workWaitNode, w == workBackoff:
-		case w == workReplace && halted && m.OldSource:
+		case w == workReplace && halted && m.OldSource && m.State != StateStopped:
 			// a halted rollout keeps it (a resume is a change the
 			// reconcile reads wherever it reads)
 		case w == workStart && keepStopped[m.Name]:

@@ -212,6 +212,10 @@ type rolloutPlan struct {
 	// hold reports why a member of an earlier source waits ("" when the
 	// reconcile may replace it).
 	hold map[string]string
+	// restart: the old members a halted rollout starts again from the
+	// source their PVC records (their Pod was evicted or deleted): the
+	// old image works, and they serve again.
+	restart map[string]bool
 }
 
 // rollable reports whether m is a rollout's work: an unclaimed member
@@ -294,6 +298,16 @@ func planRollout(orig Spec, v *PoolView, resume string, now time.Time) rolloutPl
 	if rec.Halted != "" {
 		for _, m := range old {
 			p.hold[m.Name] = "rollout halted: " + rec.Halted
+			// A Pod a drain or an eviction took is started again on its
+			// own source, unless the pool's power policy keeps its free
+			// members stopped.
+			if m.State == StateStopped && m.PVC != nil && m.PVC.Annotations[AnnotationSource] != "" &&
+				!(orig.Elastic() && orig.PowerPolicy() == PowerStopped) {
+				if p.restart == nil {
+					p.restart = map[string]bool{}
+				}
+				p.restart[m.Name] = true
+			}
 		}
 		return p
 	}

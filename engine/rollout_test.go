@@ -454,3 +454,41 @@ func TestNeedsWorkOfARollout(t *testing.T) {
 		t.Error("a halted rollout: work")
 	}
 }
+
+// An old member whose Pod an eviction or a drain took during a halt is
+// started again on the source its PVC records, its data kept: the old image
+// works, and it serves again. Before, the halt held it Stopped.
+func TestHaltedRolloutStartsAnEvictedOldMember(t *testing.T) {
+	e, f := newEngine()
+	old := baseSpec(4)
+	seedPool(f, "desk", old, 4)
+	spec := old
+	spec.Image = "registry.invalid/desktop:2"
+	cm := BuildConfigMap(testNS, "desk", spec)
+	cm.Data[KeyStatus] = Status{Desired: 4, Rollout: &RolloutStatus{Source: spec.SourceHash(), Image: spec.Image,
+		Started: testNow.Add(-time.Hour), Waves: 1, FirstWave: 1, Replaced: 1, Halted: "rollout of registry.invalid/desktop:2 halted: ...", HaltedAt: &testNow}}.Encode()
+	f.add(cm)
+	pvc := f.pvc(PVCName("desk-3"))
+	f.mu.Lock()
+	delete(f.pods, "desk-3") // evicted
+	f.mu.Unlock()
+	res, err := e.Reconcile(context.Background(), "desk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := f.pod("desk-3")
+	if p == nil || p.Spec.Containers[0].Image != old.Image {
+		t.Fatalf("desk-3 after the reconcile: %+v; want its Pod started again on %s", p, old.Image)
+	}
+	if c := f.pvc(PVCName("desk-3")); c == nil || c.UID != pvc.UID {
+		t.Fatal("desk-3's data PVC was replaced")
+	}
+	if n, _ := replacedBy(res); n != 0 {
+		t.Fatalf("a halted rollout replaced %d members", n)
+	}
+	for _, name := range []string{"desk-1", "desk-2", "desk-4"} {
+		if p := f.pod(name); p == nil || p.Spec.Containers[0].Image != old.Image {
+			t.Errorf("%s: %v", name, p)
+		}
+	}
+}
