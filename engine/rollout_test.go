@@ -492,3 +492,42 @@ func TestHaltedRolloutStartsAnEvictedOldMember(t *testing.T) {
 		}
 	}
 }
+
+// A member whose data PVC lost its volume (phase Lost: the volume was
+// deleted under it, or, on the test plane's fake provisioner, bound to the
+// PVC of the same name just deleted) is Failed and rebuilt at once, with no
+// backoff, and no rollout counts it as a failure of its image: before, it
+// stayed Unschedulable for ever ("bound to non-existent persistentvolume"),
+// and a rollout halted on it after its deadline.
+func TestLostVolumeIsRebuiltAtOnce(t *testing.T) {
+	e, f := newEngine()
+	spec := baseSpec(2)
+	seedPool(f, "desk", spec, 2)
+	f.mu.Lock()
+	c := f.pvcs[PVCName("desk-2")]
+	c.Status.Phase = corev1.ClaimLost
+	c.Spec.VolumeName = "pvc-gone"
+	p := f.pods["desk-2"]
+	p.Status = corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+		Reason: corev1.PodReasonUnschedulable, Message: `0/5 nodes are available: persistentvolumeclaim "desk-2-data" bound to non-existent persistentvolume "pvc-gone".`}}}
+	p.CreationTimestamp = metav1.NewTime(testNow.Add(-10 * time.Minute))
+	oldPVC := c.UID
+	f.mu.Unlock()
+
+	snap, _ := f.Snapshot(context.Background(), "desk")
+	v := Observe(snap, testNow)
+	m := v.Member("desk-2")
+	if m.State != StateFailed || !strings.Contains(m.Message, "lost its volume") {
+		t.Fatalf("desk-2: %s %q, want Failed, its PVC's volume lost", m.State, m.Message)
+	}
+	rec := &RolloutStatus{Source: spec.SourceHash(), Started: testNow.Add(-time.Hour), Waves: 1, FirstWave: 1, Replaced: 1}
+	if bad := failedNew(&v, rec, time.Minute, testNow); len(bad) != 0 {
+		t.Fatalf("a lost volume counted as a failure of the rollout: %v", bad[0].Name)
+	}
+	if _, err := e.Reconcile(context.Background(), "desk"); err != nil {
+		t.Fatal(err)
+	}
+	if c := f.pvc(PVCName("desk-2")); c == nil || c.UID == oldPVC {
+		t.Fatal("desk-2 was not rebuilt at once")
+	}
+}
