@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"golang.org/x/sync/errgroup"
@@ -58,7 +59,9 @@ func (a *Access) Authorize(ctx context.Context, p engine.Permission) error {
 const ReviewConcurrency = 8
 
 // Capabilities checks every permission of each action (RequiredPermissions,
-// a table derived at build time). Each distinct permission is asked once,
+// a table derived at build time), but for the claim protection's
+// (ProtectionPermission): without them an action still runs, and says that
+// claimed desktops are not protected from eviction. Each distinct permission is asked once,
 // with up to ReviewConcurrency SelfSubjectAccessReviews in flight; the first
 // error ends the others and is returned.
 func (a *Access) Capabilities(ctx context.Context, actions []engine.Action) ([]engine.Capability, error) {
@@ -70,6 +73,7 @@ func (a *Access) Capabilities(ctx context.Context, actions []engine.Action) ([]e
 		if err != nil {
 			return nil, err
 		}
+		perms = slices.DeleteFunc(perms, ProtectionPermission)
 		need[i] = perms
 		for _, p := range perms {
 			if !seen[p] {
@@ -118,4 +122,15 @@ func WhoAmI(ctx context.Context, client kubernetes.Interface) (string, error) {
 		return "", MapError(err)
 	}
 	return r.Status.UserInfo.Username, nil
+}
+
+// ProtectionPermission reports whether p serves only the protection of
+// claimed desktops from eviction: the pools' PodDisruptionBudgets and the
+// claim marks' patch of a Pod. An identity without them keeps every action
+// (apply warns once, the status says the desktops are not protected), so
+// the dashboard does not ask for them before offering one; the roles hold
+// them.
+func ProtectionPermission(p engine.Permission) bool {
+	return p.Group == "policy" && p.Resource == "poddisruptionbudgets" ||
+		p.Group == "" && p.Resource == "pods" && p.Verb == "patch"
 }
