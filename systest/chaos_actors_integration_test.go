@@ -62,6 +62,13 @@ type brokerClaim struct {
 	reported map[string]bool
 }
 
+// haltedMember is an old member unclaimed when a rollout halted: its data
+// PVC and the releases that had ended its claims by then.
+type haltedMember struct {
+	pvc      types.UID
+	releases int
+}
+
 // chaosActors is the state of the broker and the administrator (h.mu held).
 type chaosActors struct {
 	brokerHeld map[string]*brokerClaim // by member
@@ -70,12 +77,13 @@ type chaosActors struct {
 	// (of the batch ends in a row that did), on the wall clock.
 	driftSince map[string]time.Time
 	generation int // the administrator's applies so far
-	// halts: the rollout halts seen, by their stamp, with their reason.
-	halts map[string]string
+	// halts: the rollout halts seen, by their stamp, with the old members
+	// unclaimed at the first sighting (h.mu held).
+	halts map[string]map[string]haltedMember
 }
 
 func (a *chaosActors) init() {
-	a.brokerHeld, a.brokerBusy, a.driftSince, a.halts = map[string]*brokerClaim{}, map[string]bool{}, map[string]time.Time{}, map[string]string{}
+	a.brokerHeld, a.brokerBusy, a.driftSince, a.halts = map[string]*brokerClaim{}, map[string]bool{}, map[string]time.Time{}, map[string]map[string]haltedMember{}
 }
 
 // askRelease records, before a release (or a give-back) of member is sent,
@@ -321,7 +329,11 @@ func (h *chaosHarness) brokersEnd(ctx context.Context) {
 	}
 }
 
-// adminApply applies a new image (and, one time in three, a new disk size) to
+// chaosBadImage is the image the plane cannot pull (testdata/cluster/kwok-stages.yaml).
+const chaosBadImage = "registry.invalid/desktop:bad"
+
+// adminApply applies a new image (one time in four one that cannot be
+// pulled; and, one time in three, a new disk size) to
 // the pool, as an administrator's `apply` while claims are held, and then
 // deletes the Pod of one claimed member.
 func (h *chaosHarness) adminApply(ctx context.Context, rng *rand.Rand) {
@@ -336,6 +348,12 @@ func (h *chaosHarness) adminApply(ctx context.Context, rng *rand.Rand) {
 	h.mu.Lock()
 	h.actors.generation++
 	image := fmt.Sprintf("registry.example/desktop:%d", h.actors.generation+1)
+	if rng.IntN(4) == 0 {
+		// An image that cannot be pulled (the plane's kwok stage keeps its
+		// Pods in ImagePullBackOff): the rollout halts after its first
+		// wave, and the next apply rolls a good image again.
+		image = chaosBadImage
+	}
 	h.mu.Unlock()
 	newDisk := rng.IntN(3) == 0
 	_, err := h.admin.ApplyEdit(ctx, chaosPool, func(stored *engine.Spec) (engine.Spec, error) {
@@ -379,9 +397,30 @@ func (h *chaosHarness) checkDrift(ctx context.Context, v engine.PoolView, now ti
 	halted := false
 	if ro := v.Rollout(); ro != nil && ro.Halted != "" {
 		halted = true
-		if h.actors.halts[ro.HaltStamp()] == "" {
-			h.actors.halts[ro.HaltStamp()] = ro.Halted
+		stamp := ro.HaltStamp()
+		if h.actors.halts[stamp] == nil {
+			h.actors.halts[stamp] = map[string]haltedMember{}
 			h.t.Logf("the rollout of %s halted: %s", v.Name, ro.Halted)
+			for i := range v.Members {
+				// Members 1 to 3 only: the resizes (3 to 6) delete and
+				// build the others again, halted or not.
+				if m := &v.Members[i]; m.OldSource && !m.Claimed && m.PVC != nil && m.Lease == nil && m.Index >= 1 && m.Index <= 3 {
+					h.actors.halts[stamp][m.Name] = haltedMember{pvc: m.PVC.UID, releases: h.releases[m.Name]}
+				}
+			}
+		}
+		// A halted rollout never replaces another member: an old member
+		// unclaimed since the halt keeps its data PVC.
+		for name, hm := range h.actors.halts[stamp] {
+			m := v.Member(name)
+			if m == nil || m.Claimed || h.releases[name] != hm.releases || h.vanished[name] != nil || h.failed[name] != nil {
+				continue
+			}
+			if m.PVC != nil && m.PVC.UID != hm.pvc && !m.Drift {
+				h.violateLocked("%s, on the old image and unclaimed when the rollout halted (%s), was replaced while it stayed halted: PVC %s, now %s%s",
+					name, ro.Halted, shortUID(hm.pvc), shortUID(m.PVC.UID), h.explain(ctx, name))
+				h.actors.halts[stamp][name] = haltedMember{pvc: m.PVC.UID, releases: hm.releases} // once
+			}
 		}
 	}
 	for i := range v.Members {
@@ -406,5 +445,29 @@ func (h *chaosHarness) checkDrift(ctx context.Context, v engine.PoolView, now ti
 		if _, ok := engine.MemberIndex(v.Name, name); ok && v.Member(name) == nil {
 			delete(h.actors.driftSince, name)
 		}
+	}
+}
+
+// rollBackBadImage: a pool left on the image that cannot be pulled cannot
+// converge; the administrator rolls it back to a good one, as an apply of
+// the image before, before the final convergence.
+func (h *chaosHarness) rollBackBadImage(ctx context.Context) {
+	h.mu.Lock()
+	h.actors.generation++
+	image := fmt.Sprintf("registry.example/desktop:%d", h.actors.generation+1)
+	h.mu.Unlock()
+	rolled := false
+	_, err := h.admin.ApplyEdit(ctx, chaosPool, func(stored *engine.Spec) (engine.Spec, error) {
+		if stored == nil {
+			return engine.Spec{}, errors.New("the pool's definition is gone")
+		}
+		s := *stored
+		if s.Image == chaosBadImage {
+			s.Image, rolled = image, true
+		}
+		return s, nil
+	}, false)
+	if rolled || err != nil {
+		h.count("admin roll back of the bad image (final)", err)
 	}
 }

@@ -1817,6 +1817,7 @@ func (h *chaosHarness) converge(ctx context.Context) {
 			}
 		}
 	}
+	h.rollBackBadImage(ctx)
 	stop := h.startController(ctx)
 	// The elastic pool comes to rest beside the fixed pool's convergence:
 	// its settle time runs meanwhile.
