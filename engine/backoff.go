@@ -58,11 +58,10 @@ func keepsBackoff(m *Member) bool {
 // backedOff reports whether m's failure is one the backoff holds back: an
 // unclaimed member of the pool's current source whose own Pod failed (the
 // Pod failed, or a container will not start), on a node that is up. A Pod
-// without its data PVC, or whose PVC lost its volume, is not its Pod's
-// failure: it is replaced at once, as is a drifted member, and a claimed
-// member is never replaced.
+// without its data PVC is not its Pod's failure: it is replaced at once, as
+// is a drifted member, and a claimed member is never replaced.
 func backedOff(m *Member) bool {
-	return m.Index > 0 && m.State == StateFailed && m.Pod != nil && m.PVC != nil && !lostVolume(m.PVC) &&
+	return m.Index > 0 && m.State == StateFailed && m.Pod != nil && m.PVC != nil &&
 		!m.Claimed && !m.Drift && !m.AboveSize && m.NodeDown == "" && m.Blocked == ""
 }
 

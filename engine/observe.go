@@ -261,14 +261,6 @@ func (ob *observer) member(m *Member, name string, idx int, ok bool, o MemberObj
 			m.State, m.Message = StateFailed, "data PVC "+PVCName(name)+" is missing"
 		}
 	}
-	if lostVolume(o.PVC) && m.State != StateTerminating {
-		// The volume under the PVC is gone (deleted, or bound to a PVC of
-		// the same name before this one): its data is gone and no Pod can
-		// use it. An unclaimed member is rebuilt at once, as one that lost
-		// its PVC.
-		m.Problems = append(m.Problems, fmt.Sprintf("data PVC %s lost its volume %s: its data is gone", o.PVC.Name, o.PVC.Spec.VolumeName))
-		m.State, m.Message = StateFailed, "data PVC "+o.PVC.Name+" lost its volume"
-	}
 	m.Drift = source != "" && m.Exists() && m.Source != source
 	m.OldSource = m.Drift
 	switch {
@@ -369,10 +361,4 @@ func joinReason(reason, message, fallback string) string {
 		return message
 	}
 	return fallback
-}
-
-// lostVolume reports whether pvc is Lost: bound to a volume that no longer
-// exists.
-func lostVolume(pvc *corev1.PersistentVolumeClaim) bool {
-	return pvc != nil && pvc.Status.Phase == corev1.ClaimLost
 }

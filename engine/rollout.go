@@ -363,9 +363,6 @@ func failedNew(v *PoolView, rec *RolloutStatus, deadline time.Duration, now time
 		if m.Index == 0 || m.Drift || m.Claimed || m.AboveSize || m.Pod == nil || m.NodeDown != "" || m.Blocked != "" || !built(m) {
 			continue
 		}
-		if lostVolume(m.PVC) {
-			continue // the storage's failure, not the source's: rebuilt at once
-		}
 		switch m.State {
 		case StateFailed:
 			bad = append(bad, m)
