@@ -95,6 +95,7 @@ func TestIntegrationRolloutKeepsDesktopsFree(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the rollout is not done after 2m: %+v", st.Rollout)
 		}
+		repairLostVolumes(t, env, st)
 		if logins < 4 {
 			// A login in the middle of the rollout: never refused.
 			run(exitOK, "claim", pool, fmt.Sprintf("login%d@example.com", logins))
@@ -230,4 +231,21 @@ func rolloutOf(t *testing.T, statusJSON string) *render.OnceRollout {
 		t.Fatalf("status -o json: %v\n%s", err, statusJSON)
 	}
 	return rep.Pools[0].Rollout
+}
+
+// repairLostVolumes deletes the Pod and PVC of a member the plane's fake
+// provisioner left on a volume it lost (it bound the new PVC to the volume
+// of the PVC of the same name just deleted: "bound to non-existent
+// persistentvolume"), as the randomized run's repairPlaneArtifacts does; the
+// next reconcile builds the member again. A real provisioner binds by UID.
+func repairLostVolumes(t *testing.T, env *kubetest.Env, st render.OncePool) {
+	t.Helper()
+	for _, m := range st.Members {
+		if m.State != string(engine.StateUnschedulable) || !strings.Contains(m.Message, "bound to non-existent persistentvolume") || m.Holder != "" {
+			continue
+		}
+		t.Logf("%s: a plane artifact (%s): its Pod and PVC deleted, to be built again", m.Name, m.Message)
+		_ = env.Client.CoreV1().Pods(env.Namespace).Delete(t.Context(), m.Name, metav1.DeleteOptions{})
+		_ = env.Client.CoreV1().PersistentVolumeClaims(env.Namespace).Delete(t.Context(), engine.PVCName(m.Name), metav1.DeleteOptions{})
+	}
 }
