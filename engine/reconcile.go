@@ -398,8 +398,7 @@ func NeedsWork(v PoolView) bool {
 	if work {
 		return true
 	}
-	ro := v.Rollout()
-	halted := ro != nil && ro.Halted != ""
+	halted := v.RolloutHalted()
 	for i := range v.Members {
 		m := &v.Members[i]
 		if markNeeded(m) {

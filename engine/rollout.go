@@ -166,24 +166,33 @@ type RolloutView struct {
 	Budget int
 }
 
-// Rolling reports whether the rollout is in progress (not done, not halted).
-func (r RolloutView) Rolling() bool {
-	return r.RolloutStatus != nil && r.Done == nil && r.Halted == ""
+// RecordedRollout is the rollout the pool's recorded status holds for its
+// current definition, nil when none (a record of an earlier definition is
+// the rollout before: the next reconcile starts a new one). It reads the
+// record alone; Rollout also counts the members.
+func (v *PoolView) RecordedRollout() *RolloutStatus {
+	rec := v.Recorded.Rollout
+	if rec == nil || v.SpecError != nil || rec.Source != v.Source {
+		return nil
+	}
+	return rec
 }
 
-// Rollout is the pool's rollout, nil when its recorded status holds none.
+// RolloutHalted reports whether the pool's rollout is halted (the record
+// alone).
+func (v *PoolView) RolloutHalted() bool {
+	rec := v.RecordedRollout()
+	return rec != nil && rec.Halted != ""
+}
+
+// Rollout is the pool's rollout with its members counted, nil when its
+// recorded status holds none for the current definition.
 func (v *PoolView) Rollout() *RolloutView {
-	rec := v.Recorded.Rollout
-	if rec == nil || v.SpecError != nil {
+	rec := v.RecordedRollout()
+	if rec == nil {
 		return nil
 	}
 	out := RolloutView{RolloutStatus: rec, Budget: v.Spec.RolloutBudget(v.Size)}
-	if rec.Source != v.Source {
-		// The definition changed since: the next reconcile starts a new
-		// rollout; until then the record is the earlier one's.
-		out.RolloutStatus = nil
-		return nil
-	}
 	since := rec.Started
 	for i := range v.Members {
 		m := &v.Members[i]

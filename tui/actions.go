@@ -145,14 +145,13 @@ var actionTable = []action{
 			if v == nil {
 				return false
 			}
-			ro := v.Rollout()
-			return ro != nil && ro.Halted != ""
+			return v.RolloutHalted()
 		},
 		prepare: func(t target, _ *actionRequest) (string, int) {
 			if t.pool == nil {
 				return refused(t.title + " is not in the snapshot")
 			}
-			if ro := t.pool.Rollout(); ro == nil || ro.Halted == "" {
+			if !t.pool.RolloutHalted() {
 				return t.title + " has no halted rollout: nothing to resume", levelWarn
 			}
 			return "", levelNone

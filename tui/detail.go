@@ -447,7 +447,7 @@ func sourceLine(v *engine.PoolView, mm *engine.Member) string {
 		return src + " (the pool has no valid definition to compare with)"
 	case mm.Drift && mm.Claimed:
 		return src + " (pool is " + abbrevHash(v.Source) + " " + render.GlyphDrift + " drifted: replaced when released)"
-	case mm.OldSource && v.Recorded.Rollout != nil && v.Recorded.Rollout.Source == v.Source && v.Recorded.Rollout.Halted != "":
+	case mm.OldSource && v.RolloutHalted():
 		return src + " (pool is " + abbrevHash(v.Source) + " " + render.GlyphDrift + " drifted: kept, serving, while the rollout is halted)"
 	case mm.OldSource:
 		return src + " (pool is " + abbrevHash(v.Source) + " " + render.GlyphDrift + " drifted: serving until the rollout replaces it)"

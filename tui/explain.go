@@ -131,7 +131,7 @@ func driftWhy(v *engine.PoolView, mm *engine.Member) string {
 	if !mm.OldSource || v == nil {
 		return "drifted from the pool definition: the next reconcile replaces it"
 	}
-	if ro := v.Rollout(); ro != nil && ro.Halted != "" {
+	if v.RolloutHalted() {
 		return "on an earlier image: kept, serving claims, while the rollout is halted"
 	}
 	return "on an earlier image: serves claims until the rollout replaces it, at most " + fmt.Sprint(v.Spec.RolloutBudget(v.Size)) + " members at a time"

@@ -363,7 +363,7 @@ func poolExplanation(v *engine.PoolView) string {
 // rollout replaces them (⟳) or is halted (⚠).
 func driftCell(v *engine.PoolView) string {
 	n := fmt.Sprint(v.Status.Drifted)
-	if ro := v.Rollout(); ro != nil {
+	if ro := v.RecordedRollout(); ro != nil {
 		switch {
 		case ro.Halted != "":
 			return n + " " + render.GlyphWarn

@@ -176,8 +176,8 @@ func (m *metrics) record(k engine.PoolRef, res engine.ReconcileResult, err error
 	halted := false
 	if ro := res.Rollout; ro != nil {
 		halted = ro.Halted != ""
-	} else if ro := v.Rollout(); ro != nil {
-		halted = ro.Halted != ""
+	} else {
+		halted = v.RolloutHalted()
 	}
 	m.rolloutHalted.WithLabelValues(k.Namespace, k.Name).Set(b2f(halted))
 	if err == nil {
