@@ -7,6 +7,7 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // takeReconcilerLease takes the member's Lease as the reconciler and returns
@@ -81,9 +82,14 @@ const SkewTolerance = time.Minute
 // LeaseWritten is when the API server last took a write of the Lease, on
 // its own clock: the latest time of its managed fields (zero when it carries
 // none, as a Lease built in memory).
-func LeaseWritten(l *coordinationv1.Lease) time.Time {
+func LeaseWritten(l *coordinationv1.Lease) time.Time { return Written(l) }
+
+// Written is when the API server last took a write of o, on its own clock:
+// the latest time of its managed fields (zero when it carries none, as an
+// object built in memory or read from a fake clientset).
+func Written(o metav1.Object) time.Time {
 	var w time.Time
-	for _, f := range l.ManagedFields {
+	for _, f := range o.GetManagedFields() {
 		if f.Time != nil && f.Time.After(w) {
 			w = f.Time.Time
 		}

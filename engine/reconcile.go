@@ -100,10 +100,11 @@ func (e *Engine) reconcileWith(ctx context.Context, snap Snapshot, spec Spec, si
 	e.recheckBlocked(ctx, &view)
 	backoffs := e.planBackoff(&view, now)
 	var resume string
+	var written time.Time
 	if snap.ConfigMap != nil {
-		resume = snap.ConfigMap.Data[KeyRolloutResume]
+		resume, written = snap.ConfigMap.Data[KeyRolloutResume], Written(snap.ConfigMap)
 	}
-	roll := planRollout(orig, &view, resume, e.serverNow())
+	roll := planRollout(orig, &view, resume, e.serverNow(), written)
 	var res ReconcileResult
 	res.Errors = append(res.Errors, pre.errors...)
 	if p := pre.protection; p != nil && !p.Protected() {

@@ -257,7 +257,21 @@ func outOfService(m *Member) bool {
 // pool, 1 of a fixed one) or above. When no member is out of service, one
 // member is always let go, so that a pool whose every free member the
 // floor needs still rolls.
-func planRollout(orig Spec, v *PoolView, resume string, now time.Time) rolloutPlan {
+//
+// written is when the API server last took a write of the pool's ConfigMap
+// (Written; zero when unknown): a rollout starts, and a resume takes
+// effect, at that time when it is known. It is on the API server's clock,
+// as the creation times of the Pods the halt compares with it are, so that
+// a reconciler whose clock runs ahead of the server's (by more than the
+// skew it tolerates, with no reading of the server's clock to correct it)
+// still counts the new members it builds; and it is no later than the
+// start on the server's clock, since the apply that changed the source (or
+// the resume) wrote the ConfigMap before this reconcile read it.
+func planRollout(orig Spec, v *PoolView, resume string, now, written time.Time) rolloutPlan {
+	start := now
+	if !written.IsZero() {
+		start = written
+	}
 	var old []*Member
 	for i := range v.Members {
 		if m := &v.Members[i]; rollable(m) {
@@ -272,13 +286,13 @@ func planRollout(orig Spec, v *PoolView, resume string, now time.Time) rolloutPl
 		return rolloutPlan{}
 	}
 	if rec == nil {
-		rec = &RolloutStatus{Source: v.Source, Image: orig.Image, Started: now}
+		rec = &RolloutStatus{Source: v.Source, Image: orig.Image, Started: start}
 	} else {
 		c := *rec
 		rec = &c
 	}
 	if rec.Halted != "" && resume != "" && resume == rec.HaltStamp() {
-		t := now
+		t := start
 		rec.Halted, rec.HaltedAt, rec.Resumed = "", nil, &t
 	}
 	if rec.Done != nil && len(old) == 0 {

@@ -232,7 +232,7 @@ func TestPlanRollout(t *testing.T) {
 				spec.MaxSize, spec.Spare = tc.size*2, tc.elastic
 			}
 			v := rolloutView(spec, tc.members, tc.rec)
-			p := planRollout(spec, &v, tc.resume, testNow)
+			p := planRollout(spec, &v, tc.resume, testNow, time.Time{})
 			if tc.noRollout {
 				if p.rec != nil {
 					t.Fatalf("a rollout recorded: %+v", p.rec)
@@ -490,5 +490,48 @@ func TestHaltedRolloutStartsAnEvictedOldMember(t *testing.T) {
 		if p := f.pod(name); p == nil || p.Spec.Containers[0].Image != old.Image {
 			t.Errorf("%s: %v", name, p)
 		}
+	}
+}
+
+// A reconciler whose clock runs ahead of the API server's, with no reading
+// of the server's clock to correct it, starts the rollout at the time the
+// ConfigMap was written (the server's clock, as the Pods' creation times
+// are): the new members it builds count, and a bad image halts the rollout.
+// On its own clock the rollout would start 20 minutes after those members
+// were created, and never halt.
+func TestRolloutStartsOnTheServersClock(t *testing.T) {
+	spec := baseSpec(4)
+	ahead := testNow.Add(20 * time.Minute) // the reconciler's clock
+	applied := testNow.Add(-time.Minute)   // the apply, on the server's clock
+	for _, tc := range []struct {
+		name    string
+		written time.Time
+		halted  bool
+	}{
+		{"the ConfigMap's write time known", applied, true},
+		{"unknown (a fake clientset keeps no managed fields): the reconciler's clock", time.Time{}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			oldReady := rolloutMember{state: StateReady, old: true, age: time.Hour}
+			first := planRollout(spec, ptrTo(rolloutView(spec, []rolloutMember{oldReady, oldReady, oldReady, oldReady}, nil)), "", ahead, tc.written)
+			want := ahead
+			if !tc.written.IsZero() {
+				want = tc.written
+			}
+			if first.rec == nil || !first.rec.Started.Equal(want) {
+				t.Fatalf("a new rollout started at %v, want %v", first.rec, want)
+			}
+			rec := *first.rec
+			rec.Replaced, rec.FirstWave = 2, 2
+			// The first wave's two members, built 30 s after the apply on
+			// the server's clock, cannot pull their image.
+			bad := rolloutMember{state: StateFailed, age: 30 * time.Second, message: "Back-off pulling image"}
+			members := []rolloutMember{oldReady, oldReady, bad, bad}
+			v := rolloutView(spec, members, &rec)
+			p := planRollout(spec, &v, "", ahead, tc.written)
+			if got := p.rec.Halted != ""; got != tc.halted {
+				t.Fatalf("halted %v (%q), want %v", got, p.rec.Halted, tc.halted)
+			}
+		})
 	}
 }

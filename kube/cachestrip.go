@@ -19,8 +19,9 @@ import (
 // namespace of thousands of members costs little memory
 // (BenchmarkInformerCacheBytes: about a third of the untransformed bytes).
 //
-//   - Every object loses its managedFields, but a Lease keeps the time of
-//     its last write (keepWriteTime).
+//   - Every object loses its managedFields, but a Lease and a ConfigMap keep
+//     the time of their last write (keepWriteTime): a Lease's claim counts
+//     from no earlier than it, and a rollout starts at its ConfigMap's.
 //   - Pods and PVCs keep their metadata but the annotations other components
 //     write for their own bookkeeping (droppedAnnotationPrefixes), and of
 //     their spec and status only what engine.Observe, engine.Diagnose and the
@@ -46,25 +47,33 @@ func StripForCache(obj any) (any, error) {
 	case *corev1.PersistentVolumeClaim:
 		stripPVC(o)
 	}
-	if l, ok := inner.(*coordinationv1.Lease); ok {
-		keepWriteTime(l)
-	} else if m, err := meta.Accessor(inner); err == nil {
+	switch o := inner.(type) {
+	case *coordinationv1.Lease:
+		keepWriteTime(o)
+		return obj, nil
+	case *corev1.ConfigMap:
+		keepWriteTime(o)
+		return obj, nil
+	}
+	if m, err := meta.Accessor(inner); err == nil {
 		m.SetManagedFields(nil)
 	}
 	return obj, nil
 }
 
-// keepWriteTime reduces a Lease's managed fields to one entry holding the
-// time the API server last took a write of it (engine.LeaseWritten): a
-// writer's stamp never counts from before it. Cluster.UpdateLease sends no
-// managed fields, so the entry never goes back to the API server.
-func keepWriteTime(l *coordinationv1.Lease) {
-	w := engine.LeaseWritten(l)
+// keepWriteTime reduces an object's managed fields to one entry holding the
+// time the API server last took a write of it (engine.Written): a Lease
+// writer's stamp never counts from before it, and a rollout starts at its
+// ConfigMap's. The entry never goes back to the API server:
+// Cluster.UpdateLease sends no managed fields, and a ConfigMap is only
+// ever patched.
+func keepWriteTime(o metav1.Object) {
+	w := engine.Written(o)
 	if w.IsZero() {
-		l.ManagedFields = nil
+		o.SetManagedFields(nil)
 		return
 	}
-	l.ManagedFields = []metav1.ManagedFieldsEntry{{Time: &metav1.Time{Time: w}}}
+	o.SetManagedFields([]metav1.ManagedFieldsEntry{{Time: &metav1.Time{Time: w}}})
 }
 
 // droppedAnnotationPrefixes are annotations of Pods and PVCs that other

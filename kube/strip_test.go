@@ -187,8 +187,8 @@ func TestStripDropsBulk(t *testing.T) {
 	}
 
 	// Leases and ConfigMaps are updated from cached copies: all but the
-	// managed fields stays, the last-applied annotation too; a Lease keeps
-	// the time of its last write, the latest of its managed fields'.
+	// managed fields stays, the last-applied annotation too; each keeps the
+	// time of its last write, the latest of its managed fields'.
 	l := claimLease(4, now)
 	l.Annotations = map[string]string{lastAppliedAnnotation: "{}"}
 	later := metav1.NewTime(l.CreationTimestamp.Add(90 * time.Second))
@@ -209,12 +209,15 @@ func TestStripDropsBulk(t *testing.T) {
 	}
 	cm := engine.BuildConfigMap(ns, "desk", spec)
 	cm.Annotations = map[string]string{lastAppliedAnnotation: "{}"}
-	cm.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}
+	cm.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl"}, {Manager: "ctpool-tui", Time: &later}}
 	scm := stripped(t, cm)
 	wantCM := cm.DeepCopy()
-	wantCM.ManagedFields = nil
+	wantCM.ManagedFields = []metav1.ManagedFieldsEntry{{Time: &later}}
 	if !reflect.DeepEqual(scm, wantCM) {
 		t.Errorf("ConfigMap changed beyond its managedFields:\n got %+v\nwant %+v", scm, wantCM)
+	}
+	if w := engine.Written(scm); !w.Equal(later.Time) {
+		t.Errorf("a cached ConfigMap was last written at %s, want %s (a rollout starts then)", w, later.Time)
 	}
 
 	// Stripping twice changes nothing more; a tombstone's object is stripped.
