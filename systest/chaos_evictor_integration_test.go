@@ -13,6 +13,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
@@ -128,14 +129,44 @@ func (h *chaosHarness) evictOp(ctx context.Context, rng *rand.Rand) {
 			m.Name, uid, holder, stampOf(before).Format(time.RFC3339), h.explain(ctx, m.Name))
 	case throughout && before.Labels[engine.LabelHolder] == "":
 		h.count("evict: a broker's claim, not marked until a reconcile: evicted", nil)
+		h.evictedClaimed(ctx, m, pod, holder)
 	case throughout:
 		h.count("evict: claimed, not marked yet (between its Lease and its patch): evicted", nil)
+		h.evictedClaimed(ctx, m, pod, holder)
 	case holder != "" || claimHolder(after) != "":
 		h.count("evict: evicted as a claim came or went", nil)
+		h.evictedClaimed(ctx, m, pod, claimHolder(after))
 	default:
 		h.count("evict: free, evicted", nil)
 	}
 	if aerr != nil && !errors.Is(aerr, context.Canceled) {
 		h.count("evict: read after", aerr)
 	}
+}
+
+// evictedClaimed records a claimed member whose Pod the eviction took in the
+// window the contract leaves (its claim not marked yet): the desktop was lost
+// to a disruption, as when its node fails, so the checks that follow are
+// those of a vanished Pod (a reconcile starts it again on the same data for
+// its holder) and not those of a desktop the engine stopped. Without this, a
+// broker's check at a batch end took the eviction for the engine's doing.
+// The data PVC is read fresh: the view the member was picked from may be
+// older than the claim.
+func (h *chaosHarness) evictedClaimed(ctx context.Context, m *engine.Member, pod *corev1.Pod, holder string) {
+	var pvcUID types.UID
+	if holder != "" {
+		c, err := h.evictor.client.CoreV1().PersistentVolumeClaims(h.env.Namespace).Get(ctx, engine.PVCName(m.Name), metav1.GetOptions{})
+		if err == nil && c.DeletionTimestamp == nil {
+			pvcUID = c.UID
+		}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if b := h.actors.brokerHeld[m.Name]; b != nil && b.pod == pod.UID {
+		b.vanished = true
+	}
+	if pvcUID == "" || h.vanished[m.Name] != nil {
+		return
+	}
+	h.vanished[m.Name] = &vanished{member: m.Name, identity: holder, pvcUID: pvcUID, batch: h.batch, at: time.Now(), releases: h.releases[m.Name]}
 }
