@@ -145,6 +145,7 @@ func (e *Engine) reconcileWith(ctx context.Context, snap Snapshot, spec Spec, si
 	if pre.protection != nil {
 		e.repairClaimMarks(ctx, &view, add)
 	}
+	e.recordClaimedSources(ctx, orig, &view, add)
 	for _, a := range res.Actions {
 		// A failing member replaced (or whose replace was tried: it may
 		// have destroyed the member before it failed) counts its new build
@@ -403,6 +404,9 @@ func NeedsWork(v PoolView) bool {
 	for i := range v.Members {
 		m := &v.Members[i]
 		if markNeeded(m) {
+			return true
+		}
+		if _, ok := recordWork(v.Spec, m); ok {
 			return true
 		}
 		switch w := memberWork(m); {

@@ -29,6 +29,10 @@ const (
 	// StepMark gives a claimed member's Pod its claim marks, or takes them
 	// from a free member's (repairClaimMarks).
 	StepMark
+	// StepRecord writes on a claimed member's data PVC the source its Pod
+	// runs, when an earlier release built it without a record
+	// (recordClaimedSources).
+	StepRecord
 )
 
 func (s Step) String() string {
@@ -51,6 +55,8 @@ func (s Step) String() string {
 		return "stop"
 	case StepMark:
 		return "mark"
+	case StepRecord:
+		return "record"
 	}
 	return fmt.Sprintf("step(%d)", int(s))
 }
@@ -125,7 +131,7 @@ func (r ReconcileResult) Counts() (done map[Step]int, skipped int) {
 }
 
 // MemberSteps are the steps that act on members, in their order.
-var MemberSteps = []Step{StepCreate, StepStart, StepReplace, StepDelete, StepUnlock, StepStop, StepMark}
+var MemberSteps = []Step{StepCreate, StepStart, StepReplace, StepDelete, StepUnlock, StepStop, StepMark, StepRecord}
 
 // Done counts the actions that changed something.
 func (r ReconcileResult) Done() int {

@@ -638,7 +638,7 @@ func TestReconcileObjectsCreatedMeanwhile(t *testing.T) {
 }
 
 func TestStepString(t *testing.T) {
-	want := map[Step]string{StepCreate: "create", StepStart: "start", StepReplace: "replace", StepDelete: "delete", StepStatus: "status", StepRead: "read", StepMark: "mark", Step(10): "step(10)"}
+	want := map[Step]string{StepCreate: "create", StepStart: "start", StepReplace: "replace", StepDelete: "delete", StepStatus: "status", StepRead: "read", StepMark: "mark", StepRecord: "record", Step(99): "step(99)"}
 	for s, w := range want {
 		if s.String() != w {
 			t.Errorf("Step(%d) = %q, want %q", int(s), s.String(), w)

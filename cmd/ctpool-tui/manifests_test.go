@@ -185,7 +185,7 @@ func TestManifestsAllNamespaces(t *testing.T) {
 	for res, want := range map[string]string{
 		"/pods":                       "create,delete,get,list,patch,watch;",
 		"policy/poddisruptionbudgets": "create,get,update;list,watch;",
-		"/persistentvolumeclaims":     "create,delete,get,list,watch;",
+		"/persistentvolumeclaims":     "create,delete,get,list,patch,watch;",
 		"/configmaps":                 "get,list,patch,watch;",
 		"coordination.k8s.io/leases":  "create,delete,get,list,update,watch;create;",
 		"/nodes":                      "list,watch;",

@@ -203,6 +203,8 @@ func pastTense(s engine.Step) string {
 		return "stopped (free beyond the spare)"
 	case engine.StepMark:
 		return "re-marked (claim marks of a Pod set or removed)"
+	case engine.StepRecord:
+		return "recorded (the source a claimed desktop runs, on its data PVC)"
 	}
 	return s.String()
 }

@@ -407,7 +407,7 @@ func seedSpec(size int) engine.Spec {
 }
 
 // seedObjects is a pool that takes every path of the operations: p-1 claimed
-// by alice, p-2 free and Ready, p-3 drifted, p-4 stopped under a stale
+// by alice (its PVC without a source record), p-2 free and Ready, p-3 drifted, p-4 stopped under a stale
 // reconciler Lease, p-5 missing, p-6 failed, p-7 above the size. An
 // isolated pool's NetworkPolicy is there, opened by hand.
 func seedObjects(ns, pool string, withClaim, isolated bool) []runtime.Object {
@@ -424,7 +424,13 @@ func seedObjects(ns, pool string, withClaim, isolated bool) []runtime.Object {
 		return p
 	}
 	for _, n := range []int{1, 2, 6, 7} {
-		objs = append(objs, ready(engine.BuildPod(ns, pool, n, spec)), engine.BuildPVC(ns, pool, n, spec))
+		pvc := engine.BuildPVC(ns, pool, n, spec)
+		if n == 1 {
+			// alice's desktop was built by an earlier release, which
+			// recorded no source on its PVC: a reconcile records it.
+			delete(pvc.Annotations, engine.AnnotationSource)
+		}
+		objs = append(objs, ready(engine.BuildPod(ns, pool, n, spec)), pvc)
 	}
 	objs = append(objs, ready(engine.BuildPod(ns, pool, 3, old)), engine.BuildPVC(ns, pool, 3, old), engine.BuildPVC(ns, pool, 4, spec))
 	for _, o := range objs {
