@@ -46,6 +46,7 @@ func (e *Engine) recordStatus(ctx context.Context, snap Snapshot, spec Spec, vie
 	}
 	st.Errors = res.Errors
 	st.Rollout = res.Rollout
+	st.Future = final.Recorded.Future
 	st.Unprotected = res.Unprotected
 	if el != nil {
 		el(&st)
@@ -104,6 +105,7 @@ func (e *Engine) writeElasticStatus(ctx context.Context, cm *corev1.ConfigMap, b
 		if !sameElastic(rec.Elastic, base) {
 			st.Elastic = rec.Elastic
 		}
+		st.Future = rec.Future
 		st.History = recordHistory(rec.History, sample)
 	}
 	return err

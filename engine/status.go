@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -59,6 +62,11 @@ type Status struct {
 	// reconcile that changes nothing does not write, so this is the time of the
 	// last change, not of the last run.
 	UpdatedAt *time.Time `json:"updatedAt,omitempty"`
+	// Future holds the keys of the recorded status this release does not
+	// know (written by a newer one), each value as JSON: every write keeps
+	// them as they are, so that a downgrade after an upgrade loses nothing
+	// (futureKeys).
+	Future map[string]json.RawMessage `json:"-"`
 }
 
 // MemberRow is one member in the recorded status.
@@ -113,6 +121,11 @@ func ParseStatus(data string) (Status, error) {
 		return Status{}, &InvalidError{Field: "status", Reason: cleanYAMLError(err)}
 	}
 	s := w.Status
+	future, err := futureKeys(data)
+	if err != nil {
+		return Status{}, &InvalidError{Field: "status", Reason: cleanYAMLError(err)}
+	}
+	s.Future = future
 	s.Members = make([]MemberRow, 0, len(w.Members))
 	for i, r := range w.Members {
 		row := r.row
@@ -438,7 +451,67 @@ func (s Status) encode(rows []MemberRow, cut int) (string, []int) {
 		writeQuoted(&b, s.UpdatedAt.Format(time.RFC3339Nano))
 		b.WriteByte('\n')
 	}
+	for _, k := range slices.Sorted(maps.Keys(s.Future)) {
+		// Each on one line: a key the rows' encoding never writes, its
+		// value as JSON (a YAML flow node).
+		writeJSON(&b, k)
+		b.WriteString(": ")
+		b.Write(s.Future[k])
+		b.WriteByte('\n')
+	}
 	return b.String(), lines
+}
+
+// knownStatusKeys are the keys of the recorded status this release writes
+// or reads (Status's and wireStatus's JSON names).
+var knownStatusKeys = func() map[string]bool {
+	known := map[string]bool{}
+	for _, t := range []reflect.Type{reflect.TypeFor[Status](), reflect.TypeFor[wireStatus]()} {
+		for f := range t.Fields() {
+			if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name != "" && name != "-" {
+				known[name] = true
+			}
+		}
+	}
+	return known
+}()
+
+// futureKeys returns the top-level keys of a recorded status that this
+// release does not know, with their values as JSON (nil when there are
+// none). The common case, a status of this release or an earlier one, costs
+// one pass over the lines' first words; only a status with an unknown key is
+// decoded again as a whole.
+func futureKeys(data string) (map[string]json.RawMessage, error) {
+	unknown := false
+	for line := range strings.Lines(data) {
+		if line == "" || line[0] == ' ' || line[0] == '-' || line[0] == '#' || line[0] == '\n' {
+			continue
+		}
+		key, _, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		if k := strings.Trim(strings.TrimSpace(key), `"'`); !knownStatusKeys[k] {
+			unknown = true
+			break
+		}
+	}
+	if !unknown {
+		return nil, nil
+	}
+	var all map[string]json.RawMessage
+	if err := yaml.Unmarshal([]byte(data), &all); err != nil {
+		return nil, err
+	}
+	for k := range all {
+		if knownStatusKeys[k] {
+			delete(all, k)
+		}
+	}
+	if len(all) == 0 {
+		return nil, nil
+	}
+	return all, nil
 }
 
 // plainRow reports whether a compact row can be written as a plain YAML
