@@ -131,6 +131,20 @@ type Options struct {
 	// ReadOnly is the wall-display mode: no action key is bound and no
 	// action, capability question or console is asked of Resolver.
 	ReadOnly bool
+	// ReadOnlyWhy says where read-only mode comes from when it is not
+	// --readonly ("config: context prod"); the header shows it.
+	ReadOnlyWhy string
+	// ReadOnlyContexts are the contexts of a dashboard of several contexts
+	// that the settings make read-only while the others are not: no action,
+	// capability question or console is asked of Resolver for their pools,
+	// and their action keys refuse, naming the context (their clients refuse
+	// every write too: cmd/ctpool-tui builds them read-only).
+	ReadOnlyContexts []string
+	// Keys rebind keys: a KeyNames name to its keys (checked by the caller;
+	// unknown names are ignored). The help and the help lines show them.
+	Keys map[string][]string
+	// Wall is the wall display's layout (zero: automatic).
+	Wall WallLayout
 	// Theme defaults to themes.Dark().
 	Theme themes.Theme
 	// NoColor renders without any colour or attribute (NO_COLOR, dumb terminals).

@@ -33,7 +33,9 @@ type keyMap struct {
 	Confirm, Cancel, NextButton key.Binding
 }
 
-func newKeyMap(readOnly bool) keyMap {
+// newKeyMap builds the key map, with the settings' overrides (KeyNames'
+// names) applied.
+func newKeyMap(readOnly bool, overrides map[string][]string) keyMap {
 	k := keyMap{
 		Interrupt: key.NewBinding(key.WithKeys("ctrl+c")),
 		Up:        key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "up")),
@@ -77,6 +79,7 @@ func newKeyMap(readOnly bool) keyMap {
 			b.SetEnabled(false)
 		}
 	}
+	k.applyKeys(overrides)
 	return k
 }
 

@@ -92,7 +92,7 @@ func newModel(ctx context.Context, opts Options) *Model {
 	sp := spinner.New(spinner.WithSpinner(spinner.Dot), spinner.WithStyle(st.Info))
 	now := opts.Now()
 	m := &Model{
-		ctx: ctx, opts: opts, st: st, keys: newKeyMap(opts.ReadOnly), help: h, spin: sp,
+		ctx: ctx, opts: opts, st: st, keys: newKeyMap(opts.ReadOnly, opts.Keys), help: h, spin: sp,
 		width: 80, height: 24, now: now,
 		feed:    newFeed(opts.Data, opts.Now, opts.StopData, now),
 		members: newMembersView(st),
@@ -250,6 +250,7 @@ func (m *Model) viewCtx() viewContext {
 		pools: m.pools, loaded: f.loaded, nodes: m.side.nodes,
 		conn: conn, connLevel: level, dataAt: dataAt,
 		kubeContext: kctx, namespace: ns, readOnly: m.opts.ReadOnly, demo: m.opts.Demo,
+		readOnlyWhy: m.opts.ReadOnlyWhy, readOnlyContexts: m.opts.ReadOnlyContexts, wall: m.opts.Wall,
 		hints: hintsFrom(&m.keys, m.canAct()), reach: m.reach(), fleet: m.opts.Fleet,
 		contexts: m.opts.Contexts, contextStates: m.contextStates(),
 		live: m.feed.live, liveTrend: m.feed.liveTrend, ascii: m.opts.ASCII,
