@@ -145,7 +145,7 @@ type Options struct {
 	Keys map[string][]string
 	// Wall is the wall display's layout (zero: automatic).
 	Wall WallLayout
-	// Theme defaults to themes.Dark().
+	// Theme defaults to themes.Auto(), the adaptive theme.
 	Theme themes.Theme
 	// NoColor renders without any colour or attribute (NO_COLOR, dumb terminals).
 	NoColor bool
@@ -184,7 +184,7 @@ func (o *Options) defaults() {
 		o.Now = time.Now
 	}
 	if o.Theme.Name == "" {
-		o.Theme = themes.Dark()
+		o.Theme = themes.Auto()
 	}
 	if o.ActionTimeout <= 0 {
 		o.ActionTimeout = 10 * time.Minute

@@ -222,7 +222,7 @@ func runContextsDashboard(ctx context.Context, e *env, df dashFlags, names []str
 	}
 	opts := contextsOptions(src, names, sc, df.readonly)
 	opts.StopData = stop
-	opts.Theme, opts.NoColor, opts.ASCII = theme, os.Getenv("NO_COLOR") != "", asciiTerminal(os.Getenv)
+	setDisplay(&opts, theme, os.Getenv, e.stdout)
 	err = tui.Run(ctx, opts)
 	src.reportRefused(e.stderr)
 	return opErr(err)

@@ -124,12 +124,23 @@ func runDashboard(ctx context.Context, e *env, df dashFlags, stdin io.Reader) er
 		return opErr(err)
 	}
 	opts.StopData, opts.Scoper = stop, dashScoper{conn: conn, readOnly: df.readonly}
-	opts.Theme, opts.NoColor, opts.ASCII = theme, os.Getenv("NO_COLOR") != "", asciiTerminal(os.Getenv)
+	setDisplay(&opts, theme, os.Getenv, e.stdout)
 	err = tui.Run(ctx, opts)
 	if conn.readOnly != nil && conn.readOnly.Refused() > 0 {
 		fmt.Fprintf(e.stderr, "read-only: %d write requests were refused\n", conn.readOnly.Refused())
 	}
 	return opErr(err)
+}
+
+// setDisplay sets how the dashboard draws on the terminal out: the theme,
+// no colour with NO_COLOR, the renderer (for the adaptive theme, the
+// terminal's background: asked, or under tmux and screen read from
+// COLORFGBG), and ASCII glyphs where Unicode cannot be trusted.
+func setDisplay(opts *tui.Options, theme themes.Theme, getenv func(string) string, out io.Writer) {
+	opts.Theme, opts.NoColor, opts.ASCII = theme, getenv("NO_COLOR") != "", asciiTerminal(getenv)
+	if !opts.NoColor {
+		opts.Renderer = themes.TerminalRenderer(out, theme, getenv)
+	}
 }
 
 // dashboardOptions wires the dashboard of one cluster: the pools and the

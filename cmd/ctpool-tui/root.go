@@ -143,7 +143,7 @@ The namespace is -n, else the kubeconfig context's namespace, else "corral".`,
 	f.BoolVar(&df.demo, "demo", false, "run on an embedded simulated cluster (clearly labelled DEMO)")
 	f.StringVarP(&df.output, "output", "o", "table", "with --once: table, wide (whole messages) or json")
 	f.StringVar(&df.pool, "pool", "", "with --once: only this pool")
-	f.StringVar(&df.theme, "theme", "dark", "colour theme: dark, light or high-contrast (NO_COLOR disables colour)")
+	f.StringVar(&df.theme, "theme", "", "colour theme: auto (the default: follows the terminal's background), dark, light, high-contrast or colorblind (NO_COLOR disables colour)")
 	f.BoolVar(&df.version, "version", false, "print the version (as the version command does) and exit")
 	df.scope.register(f, "the pools")
 	f.BoolVar(&df.allContexts, "all-contexts", false, "the pools of every context of the kubeconfig (a CONTEXT column and each cluster's state; --context a,b,c: of these)")
