@@ -149,9 +149,11 @@ type Options struct {
 	Theme themes.Theme
 	// NoColor renders without any colour or attribute (NO_COLOR, dumb terminals).
 	NoColor bool
-	// ASCII draws the trend sparklines with ASCII levels ("_.:-=+*#")
-	// instead of block glyphs, for terminals without Unicode (a dumb
-	// terminal, a locale that is not UTF-8).
+	// ASCII draws in plain ASCII, for terminals without Unicode (a dumb
+	// terminal, a locale that is not UTF-8) and screen readers (--ascii):
+	// the trend sparklines with ASCII levels ("_.:-=+*#"), a spinner
+	// without braille, and every other glyph and box line by an ASCII
+	// stand-in of the same width (render.ASCII).
 	ASCII bool
 	// Now is the clock (default time.Now). The model never reads it in
 	// Update: it arrives in tick messages.

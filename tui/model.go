@@ -89,7 +89,11 @@ func newModel(ctx context.Context, opts Options) *Model {
 	h.Styles.ShortKey, h.Styles.FullKey = st.Key, st.Key
 	h.Styles.ShortDesc, h.Styles.FullDesc = st.KeyDesc, st.KeyDesc
 	h.Styles.ShortSeparator, h.Styles.FullSeparator, h.Styles.Ellipsis = st.Muted, st.Muted, st.Muted
-	sp := spinner.New(spinner.WithSpinner(spinner.Dot), spinner.WithStyle(st.Info))
+	frames := spinner.Dot
+	if opts.ASCII {
+		frames = spinner.Line // no braille
+	}
+	sp := spinner.New(spinner.WithSpinner(frames), spinner.WithStyle(st.Info))
 	now := opts.Now()
 	m := &Model{
 		ctx: ctx, opts: opts, st: st, keys: newKeyMap(opts.ReadOnly, opts.Keys), help: h, spin: sp,
@@ -277,6 +281,9 @@ func (m *Model) View() string {
 		return m.lastView
 	}
 	m.lastView, m.lastSeen = m.compose(), m.seen
+	if m.opts.ASCII {
+		m.lastView = render.ASCII(m.lastView)
+	}
 	return m.lastView
 }
 

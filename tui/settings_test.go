@@ -195,3 +195,42 @@ func TestReadOnlyContextsMixed(t *testing.T) {
 		t.Error("the lab's context is read-only")
 	}
 }
+
+// --ascii: every screen in plain ASCII, the columns and boxes where the
+// Unicode screen has them; the spinner without braille.
+func TestGoldenASCII(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		width, height int
+		readOnly      bool
+		keys          []string
+	}{
+		{"ascii_pools_120x40", 120, 40, false, nil},
+		{"ascii_members_120x40", 120, 40, false, []string{"down", "enter"}},
+		{"ascii_force_release_120x40", 120, 40, false, []string{"down", "enter", "down", "f"}},
+		{"ascii_wall_200x60", 200, 60, true, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := testOpts{width: tc.width, height: tc.height, readOnly: tc.readOnly, ascii: true}
+			if !tc.readOnly {
+				o.actions = &fakeActions{}
+			}
+			m, _ := newTestModel(t, fixture.Demo(), o)
+			press(m, tc.keys...)
+			got := m.View()
+			checkScreen(t, got, tc.width, tc.height)
+			for i, r := range got {
+				if r >= 0x80 {
+					t.Fatalf("%q at byte %d is not ASCII", r, i)
+				}
+			}
+			golden(t, tc.name, got)
+		})
+	}
+	m, _ := newTestModel(t, fixture.Demo(), testOpts{ascii: true})
+	for _, f := range m.spin.Spinner.Frames {
+		if strings.ContainsFunc(f, func(r rune) bool { return r >= 0x80 }) {
+			t.Errorf("spinner frame %q is not ASCII", f)
+		}
+	}
+}

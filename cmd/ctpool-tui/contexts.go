@@ -92,7 +92,9 @@ func runOnceContexts(ctx context.Context, e *env, df dashFlags, names []string) 
 		}()
 	}
 	wg.Wait()
-	code := render.RenderContexts(e.stdout, clusters, render.OnceOptions{Format: df.output, Pool: df.pool, Now: time.Now(), ASCII: df.ascii || asciiTerminal(os.Getenv)})
+	out, flush := asciiOut(e.stdout, df)
+	code := render.RenderContexts(out, clusters, render.OnceOptions{Format: df.output, Pool: df.pool, Now: time.Now(), ASCII: df.ascii || asciiTerminal(os.Getenv)})
+	flush()
 	var bad []string
 	for _, c := range clusters {
 		if c.Err != nil {

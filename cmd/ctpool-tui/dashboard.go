@@ -363,7 +363,9 @@ func runOnce(ctx context.Context, e *env, df dashFlags) error {
 	}
 	now := time.Now()
 	views := engine.ObserveAll(snaps, now)
-	code := render.RenderOnce(e.stdout, views, render.OnceOptions{
+	out, flush := asciiOut(e.stdout, df)
+	defer flush()
+	code := render.RenderOnce(out, views, render.OnceOptions{
 		Format: df.output, Pool: df.pool, Namespace: conn.namespace, Context: conn.context, Now: now,
 		Fleet: conn.scope.fleet, Namespaces: conn.scope.namespaces, ASCII: df.ascii || asciiTerminal(os.Getenv),
 	})
