@@ -352,3 +352,25 @@ func TestReadOnlyContextFromSettings(t *testing.T) {
 		t.Errorf("--readonly=false: %+v", df)
 	}
 }
+
+// The example of docs/dashboard.md is a good settings file.
+func TestSettingsDocExample(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "dashboard.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const start = "```yaml\n# ~/.config/ctpool-tui/config.yaml\n"
+	i := strings.Index(string(doc), start)
+	if i < 0 {
+		t.Fatal("docs/dashboard.md has no settings example")
+	}
+	example := string(doc[i+len("```yaml\n"):])
+	example = example[:strings.Index(example, "```")]
+	e := &env{opts: kube.NewOptions()}
+	if err := e.loadSettings(writeSettings(t, example)); err != nil {
+		t.Fatalf("the documented example: %v", err)
+	}
+	if c := e.config(); !c.Contexts["prod-eu"].ReadOnly || c.Theme != "light" || len(c.Keys) != 3 || c.Wall.Columns != 3 {
+		t.Errorf("the documented example reads as %+v", c)
+	}
+}
