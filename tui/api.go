@@ -174,6 +174,10 @@ type Options struct {
 	Scoper Scoper
 	// StopData stops Data's informers when a switch replaces it (optional).
 	StopData func()
+	// Clipboard puts text on the user's clipboard (y, Y: a member's name,
+	// its console command, a pool's --once line); cmd/ctpool-tui writes
+	// OSC 52 to the terminal. Optional: without it, y and Y say so.
+	Clipboard func(text string) error
 	// Renderer overrides the lipgloss renderer (tests pin an ASCII one).
 	Renderer *lipgloss.Renderer
 	// ActionTimeout bounds one action (default 10 minutes: a release waits

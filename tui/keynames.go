@@ -59,6 +59,7 @@ func (k *keyMap) namedKeys() []struct {
 		{"top", &k.Top, both}, {"bottom", &k.Bottom, both}, {"open", &k.Open, screens}, {"back", &k.Back, both},
 		{"filter", &k.Filter, screens}, {"sort", &k.Sort, screens}, {"wall", &k.Wall, screens},
 		{"action-log", &k.Log, both}, {"audit", &k.Audit, screens}, {"command", &k.Command, both},
+		{"copy", &k.Copy, screens}, {"copy-console", &k.CopyConsole, screens},
 		{"help", &k.Help, both}, {"quit", &k.Quit, both},
 		{"follow", &k.Follow, logs}, {"previous", &k.Previous, logs}, {"wrap", &k.Wrap, logs},
 		{"search", &k.Search, logs}, {"next-match", &k.NextMatch, logs}, {"prev-match", &k.PrevMatch, logs},

@@ -175,6 +175,13 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, cmd
 	case nodesMsg, capsMsg, healthMsg:
 		return m, m.updateSide(msg)
+	case copiedMsg:
+		if msg.err != nil {
+			m.setNote(render.GlyphBad+" copy failed: "+msg.err.Error(), levelError)
+		} else {
+			m.setNote(render.GlyphOK+" copied "+msg.what+" to the clipboard", levelOK)
+		}
+		return m, nil
 	case actionDoneMsg:
 		delete(m.acts.running, msg.id)
 		m.actlog.update(m.viewCtx(), msg)

@@ -234,3 +234,48 @@ func TestGoldenASCII(t *testing.T) {
 		}
 	}
 }
+
+// y copies the selected member's name, or on the pools screen the pool's
+// --once line; Y the member's console command; each through the
+// clipboard, with a note.
+func TestCopy(t *testing.T) {
+	var copied []string
+	clip := func(s string) error { copied = append(copied, s); return nil }
+	m, _ := newTestModel(t, fixture.Demo(), testOpts{actions: &fakeActions{}, clipboard: clip})
+	copyKey := func(k string) {
+		t.Helper()
+		if cmd := press(m, k); cmd != nil {
+			m.Update(cmd())
+		}
+	}
+	press(m, "down") // desk
+	copyKey("y")
+	copyKey("Y") // no member on the pools screen
+	if !strings.Contains(m.acts.note, "select a member first") {
+		t.Errorf("Y on the pools screen: note %q", m.acts.note)
+	}
+	press(m, "enter", "down") // desk-2
+	copyKey("y")
+	if !strings.Contains(m.acts.note, "copied desk-2 to the clipboard") {
+		t.Errorf("note %q", m.acts.note)
+	}
+	copyKey("Y")
+	want := []string{"ctpool-tui --once --pool desk -n vdi --context prod-eu", "desk-2", "ctpool-tui console desk desk-2 -n vdi --context prod-eu"}
+	if !slices.Equal(copied, want) {
+		t.Errorf("copied %q, want %q", copied, want)
+	}
+
+	// Several contexts: the pool's own context, quoted for the shell.
+	copied = nil
+	m, _ = newClusterModelWith(t, 120, 40, clusterActions(), func(o *Options) { o.Clipboard = clip })
+	for i := 0; i < 10 && m.currentPool().Context != labContext; i++ {
+		press(m, "down")
+	}
+	copyKey("y")
+	if want := "ctpool-tui --once --pool desk -n vdi-eng --context arn:aws:eks:eu-west-1:1:cluster/lab"; len(copied) != 1 || copied[0] != want {
+		t.Errorf("copied %q, want %q", copied, want)
+	}
+	if got := shellWord("it's a name"); got != `'it'\''s a name'` {
+		t.Errorf("shellWord: %s", got)
+	}
+}

@@ -134,12 +134,14 @@ func runDashboard(ctx context.Context, e *env, df dashFlags, stdin io.Reader) er
 	return opErr(err)
 }
 
-// setDisplay sets how the dashboard draws on the terminal out: the theme,
+// setDisplay sets how the dashboard draws on the terminal out (and copies
+// to its clipboard, OSC 52): the theme,
 // no colour with NO_COLOR, the renderer (for the adaptive theme, the
 // terminal's background: asked, or under tmux and screen read from
 // COLORFGBG), and ASCII glyphs where Unicode cannot be trusted.
 func setDisplay(opts *tui.Options, theme themes.Theme, ascii bool, getenv func(string) string, out io.Writer) {
 	opts.Theme, opts.NoColor, opts.ASCII = theme, getenv("NO_COLOR") != "", ascii || asciiTerminal(getenv)
+	opts.Clipboard = osc52(out, getenv)
 	if !opts.NoColor {
 		opts.Renderer = themes.TerminalRenderer(out, theme, getenv)
 	}
