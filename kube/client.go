@@ -34,6 +34,10 @@ type Options struct {
 	QPS       float32
 	Burst     int
 	UserAgent string
+	// ContextNamespaces are the default namespaces of kubeconfig contexts
+	// that the settings file names: before the kubeconfig context's own,
+	// after -n.
+	ContextNamespaces map[string]string
 }
 
 // NewOptions returns Options with the defaults.
@@ -122,7 +126,8 @@ func (o *Options) Clientset() (kubernetes.Interface, *rest.Config, error) {
 	return cs, cfg, nil
 }
 
-// Namespace resolves the namespace: the flag, else the kubeconfig context's
+// Namespace resolves the namespace: the flag, else the settings' namespace
+// of the context (ContextNamespaces), else the kubeconfig context's
 // namespace when it names one, else the in-cluster namespace, else "corral".
 func (o *Options) Namespace() (string, error) {
 	if o.Flags.Namespace != nil && *o.Flags.Namespace != "" {
@@ -134,6 +139,9 @@ func (o *Options) Namespace() (string, error) {
 		name := raw.CurrentContext
 		if o.Flags.Context != nil && *o.Flags.Context != "" {
 			name = *o.Flags.Context
+		}
+		if ns := o.ContextNamespaces[name]; ns != "" && name != "" {
+			return ns, nil
 		}
 		if c, ok := raw.Contexts[name]; ok && c.Namespace != "" {
 			return c.Namespace, nil
@@ -181,7 +189,7 @@ func (o *Options) ForContext(name string) *Options {
 	f.ImpersonateUID, f.ImpersonateGroup, f.Username, f.Password = src.ImpersonateUID, src.ImpersonateGroup, src.Username, src.Password
 	f.Timeout, f.DisableCompression = src.Timeout, src.DisableCompression
 	f.Context = &name
-	return &Options{Flags: f, QPS: o.QPS, Burst: o.Burst, UserAgent: o.UserAgent}
+	return &Options{Flags: f, QPS: o.QPS, Burst: o.Burst, UserAgent: o.UserAgent, ContextNamespaces: o.ContextNamespaces}
 }
 
 // Contexts returns the names of the kubeconfig's contexts, sorted.

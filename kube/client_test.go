@@ -64,6 +64,7 @@ func TestOptionsNamespace(t *testing.T) {
 		flagCtx    string
 		flagKC     bool // pass the main file with --kubeconfig instead of KUBECONFIG
 		podNS      string
+		settings   map[string]string // the settings' namespaces of contexts
 		want       string
 		wantCtxNam string
 	}{
@@ -78,6 +79,11 @@ func TestOptionsNamespace(t *testing.T) {
 		{name: "two files merged: first current-context wins", current: "second", second: true, want: "team-second", wantCtxNam: "second"},
 		{name: "two files merged: --context from the first", current: "second", second: true, flagCtx: "with-ns", want: "team-a", wantCtxNam: "with-ns"},
 		{name: "two files merged: main current-context", current: "without-ns", second: true, want: DefaultNamespace, wantCtxNam: "without-ns"},
+		{name: "settings over the context's", current: "with-ns", settings: map[string]string{"with-ns": "vdi"}, want: "vdi", wantCtxNam: "with-ns"},
+		{name: "settings for a context without one", current: "without-ns", settings: map[string]string{"without-ns": "vdi"}, want: "vdi", wantCtxNam: "without-ns"},
+		{name: "settings of --context", current: "with-ns", flagCtx: "other", settings: map[string]string{"with-ns": "vdi", "other": "vdi-other"}, want: "vdi-other", wantCtxNam: "other"},
+		{name: "settings of another context", current: "with-ns", settings: map[string]string{"other": "vdi"}, want: "team-a", wantCtxNam: "with-ns"},
+		{name: "flag over settings", current: "with-ns", flagNS: "from-flag", settings: map[string]string{"with-ns": "vdi"}, want: "from-flag", wantCtxNam: "with-ns"},
 		{name: "no kubeconfig, in a Pod", podNS: "pod-ns", want: "pod-ns"},
 		{name: "no kubeconfig", want: DefaultNamespace},
 	}
@@ -103,6 +109,13 @@ func TestOptionsNamespace(t *testing.T) {
 			t.Setenv("KUBECONFIG", env)
 			*o.Flags.Namespace = tt.flagNS
 			*o.Flags.Context = tt.flagCtx
+			o.ContextNamespaces = tt.settings
+			if tt.flagCtx != "" {
+				// A context of a fleet of contexts resolves the same way.
+				if got, err := o.ForContext(tt.flagCtx).Namespace(); err != nil || got != tt.want {
+					t.Errorf("ForContext(%q).Namespace() = %q, %v; want %q", tt.flagCtx, got, err, tt.want)
+				}
+			}
 
 			got, err := o.Namespace()
 			if err != nil || got != tt.want {

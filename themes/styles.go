@@ -41,6 +41,9 @@ func NewStyles(t Theme, r *lipgloss.Renderer) Styles {
 	s.Info = ns().Foreground(t.Info)
 	s.ColumnHeader = ns().Foreground(t.Muted).Bold(true)
 	s.Selected = ns().Foreground(t.SelectedText).Background(t.SelectedBg)
+	if t.ReverseSelection {
+		s.Selected = ns().Reverse(true)
+	}
 	s.Button = ns().Foreground(t.Muted).Padding(0, 1)
 	s.ButtonFocused = ns().Foreground(t.SelectedText).Background(t.Accent).Bold(true).Padding(0, 1)
 	s.DangerButton = ns().Foreground(t.SelectedText).Background(t.Error).Bold(true).Padding(0, 1)

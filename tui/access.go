@@ -193,6 +193,9 @@ func (m *Model) refusal(a *action, pool engine.PoolRef) string {
 	if a == nil {
 		return ""
 	}
+	if a.write && !m.opts.ReadOnly && m.reach().readOnlyAt(pool) {
+		return a.name + " refused: context " + pool.Context + " is read-only (config)"
+	}
 	if m.feed.health.disconnected() {
 		return unreachable + ": " + a.name + " needs the server (data " + render.Duration(m.now.Sub(m.feed.health.lastSync)) + " old)"
 	}
@@ -248,6 +251,7 @@ func (m *Model) shownKeys() keyMap {
 		ab := &k.actions[i]
 		h := ab.b.Help()
 		_, no := missing(caps, ab.act.kind)
+		no = no || ab.act.write && m.reach().readOnlyAt(t.ref)
 		switch {
 		case ab.act.mark != nil && ab.act.mark(t) != "":
 			ab.b.SetHelp(h.Key, h.Desc+" "+ab.act.mark(t))
@@ -269,7 +273,9 @@ func (m *Model) unavailableLines() []string {
 		if !ab.b.Enabled() {
 			continue
 		}
-		if perm, no := missing(caps, ab.act.kind); no {
+		if ab.act.write && m.reach().readOnlyAt(pool) {
+			out = append(out, m.st.Muted.Render(render.GlyphBad+" "+ab.b.Help().Key+" "+ab.act.name+" · context "+sanitize.Sanitize(pool.Context)+" is read-only (config)"))
+		} else if perm, no := missing(caps, ab.act.kind); no {
 			out = append(out, m.st.Muted.Render(render.GlyphBad+" "+ab.b.Help().Key+" "+ab.act.name+" · needs: "+sanitize.Sanitize(perm)))
 		} else if m.feed.health.disconnected() {
 			out = append(out, m.st.Muted.Render(render.GlyphBad+" "+ab.b.Help().Key+" "+ab.act.name+" · "+unreachable))

@@ -198,7 +198,7 @@ func TestCapabilitiesAskedAtStartNotInReadOnly(t *testing.T) {
 // ActionNames asks for exactly the kinds of the action keys: no key goes
 // unchecked, and no action the dashboard does not offer is asked.
 func TestActionNamesAreTheActionKeys(t *testing.T) {
-	k := newKeyMap(false)
+	k := newKeyMap(false, nil)
 	var kinds []engine.Action
 	for _, ab := range k.actions {
 		if !slices.Contains(kinds, ab.act.kind) {

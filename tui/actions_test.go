@@ -273,7 +273,7 @@ func TestActionTable(t *testing.T) {
 			t.Errorf("%s: its permission %s is not asked", a.name, a.kind)
 		}
 		for _, readOnly := range []bool{false, true} {
-			k := newKeyMap(readOnly)
+			k := newKeyMap(readOnly, nil)
 			if got := k.actionFor(keyMsg(a.keys[0])); (got == a) != (!readOnly || !a.write) {
 				t.Errorf("%s, read-only %v: key %s runs %+v", a.name, readOnly, a.keys[0], got)
 			}

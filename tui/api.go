@@ -131,13 +131,29 @@ type Options struct {
 	// ReadOnly is the wall-display mode: no action key is bound and no
 	// action, capability question or console is asked of Resolver.
 	ReadOnly bool
-	// Theme defaults to themes.Dark().
+	// ReadOnlyWhy says where read-only mode comes from when it is not
+	// --readonly ("config: context prod"); the header shows it.
+	ReadOnlyWhy string
+	// ReadOnlyContexts are the contexts of a dashboard of several contexts
+	// that the settings make read-only while the others are not: no action,
+	// capability question or console is asked of Resolver for their pools,
+	// and their action keys refuse, naming the context (their clients refuse
+	// every write too: cmd/ctpool-tui builds them read-only).
+	ReadOnlyContexts []string
+	// Keys rebind keys: a KeyNames name to its keys (checked by the caller;
+	// unknown names are ignored). The help and the help lines show them.
+	Keys map[string][]string
+	// Wall is the wall display's layout (zero: automatic).
+	Wall WallLayout
+	// Theme defaults to themes.Auto(), the adaptive theme.
 	Theme themes.Theme
 	// NoColor renders without any colour or attribute (NO_COLOR, dumb terminals).
 	NoColor bool
-	// ASCII draws the trend sparklines with ASCII levels ("_.:-=+*#")
-	// instead of block glyphs, for terminals without Unicode (a dumb
-	// terminal, a locale that is not UTF-8).
+	// ASCII draws in plain ASCII, for terminals without Unicode (a dumb
+	// terminal, a locale that is not UTF-8) and screen readers (--ascii):
+	// the trend sparklines with ASCII levels ("_.:-=+*#"), a spinner
+	// without braille, and every other glyph and box line by an ASCII
+	// stand-in of the same width (render.ASCII).
 	ASCII bool
 	// Now is the clock (default time.Now). The model never reads it in
 	// Update: it arrives in tick messages.
@@ -158,6 +174,10 @@ type Options struct {
 	Scoper Scoper
 	// StopData stops Data's informers when a switch replaces it (optional).
 	StopData func()
+	// Clipboard puts text on the user's clipboard (y, Y: a member's name,
+	// its console command, a pool's --once line); cmd/ctpool-tui writes
+	// OSC 52 to the terminal. Optional: without it, y and Y say so.
+	Clipboard func(text string) error
 	// Renderer overrides the lipgloss renderer (tests pin an ASCII one).
 	Renderer *lipgloss.Renderer
 	// ActionTimeout bounds one action (default 10 minutes: a release waits
@@ -170,7 +190,7 @@ func (o *Options) defaults() {
 		o.Now = time.Now
 	}
 	if o.Theme.Name == "" {
-		o.Theme = themes.Dark()
+		o.Theme = themes.Auto()
 	}
 	if o.ActionTimeout <= 0 {
 		o.ActionTimeout = 10 * time.Minute

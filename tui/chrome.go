@@ -13,16 +13,44 @@ import (
 	"github.com/ctpool-tui/ctpool-tui/internal/sanitize"
 )
 
-// modeTag is [RW] or [READ-ONLY] (and DEMO for a simulated cluster).
+// modeTag is [RW] or [READ-ONLY] (and DEMO for a simulated cluster), with
+// where read-only comes from when it is not --readonly.
 func modeTag(c viewContext) string {
-	tag := "[RW]"
-	if c.readOnly {
-		tag = "[READ-ONLY]"
-	}
+	return demoTag(c) + "[" + modeWords(c, true) + "]"
+}
+
+// demoTag is "[DEMO] " for a simulated cluster.
+func demoTag(c viewContext) string {
 	if c.demo {
-		tag = "[DEMO] " + tag
+		return "[DEMO] "
+	}
+	return ""
+}
+
+// modeWords is RW or READ-ONLY, and (why) where read-only mode comes from
+// when the settings set it: "READ-ONLY (config: context prod)", or with
+// several contexts of which some are read-only "RW · read-only (config:
+// context prod)".
+func modeWords(c viewContext, why bool) string {
+	tag := "RW"
+	switch {
+	case c.readOnly:
+		tag = "READ-ONLY"
+		if why && c.readOnlyWhy != "" {
+			tag += " (" + sanitize.Sanitize(c.readOnlyWhy) + ")"
+		}
+	case len(c.readOnlyContexts) > 0 && why:
+		tag += " · read-only (config: " + readOnlyContextsWord(c.readOnlyContexts) + ")"
 	}
 	return tag
+}
+
+// readOnlyContextsWord names contexts: "context prod", "contexts a, b".
+func readOnlyContextsWord(names []string) string {
+	if len(names) == 1 {
+		return "context " + sanitize.Sanitize(names[0])
+	}
+	return "contexts " + sanitize.Sanitize(strings.Join(names, ", "))
 }
 
 // headerLine is the top line: app, context, namespace, connection (conn
@@ -35,9 +63,10 @@ func headerLine(c viewContext, conn string, level int) string {
 	if ansi.StringWidth(left)+ansi.StringWidth(right) < c.width {
 		return spread(left, right, c.width)
 	}
-	// Narrow: drop the labels and the keys (the help line has them); the
-	// connection state is what must stay whole.
-	right = st.Bold.Render(modeTag(c)) + " "
+	// Narrow: drop the labels, the keys (the help line has them) and
+	// where read-only comes from; the connection state is what must stay
+	// whole.
+	right = st.Bold.Render(demoTag(c)+"["+modeWords(c, false)+"]") + " "
 	left = " " + st.Accent.Render("ctpool-tui") + " " + kctx + "/" + ns + "  " + c.level(level).Render(sanitize.Sanitize(conn))
 	return spread(left, right, c.width)
 }
@@ -128,8 +157,13 @@ func helpOverlay(c viewContext, h *help.Model, shown keyMap, unavailable []strin
 		render.GlyphLive+" live  "+render.GlyphSyncing+" syncing/running  "+render.GlyphBad+" error, expired, disconnected",
 		render.GlyphWarn+" exhausted, low, expiring soon  "+render.GlyphOK+" no errors",
 		render.GlyphDrift+" drift  "+render.GlyphMaint+" maintenance  "+render.GlyphAbove+" above size  "+render.GlyphBad+" node down  "+render.GlyphProblem+" problems")
-	if c.readOnly {
+	switch {
+	case c.readOnly && c.readOnlyWhy != "":
+		full = append(full, "", st.Bold.Render("READ-ONLY ("+sanitize.Sanitize(c.readOnlyWhy)+"): no action can be taken from this screen."))
+	case c.readOnly:
 		full = append(full, "", st.Bold.Render("READ-ONLY: no action can be taken from this screen."))
+	case len(c.readOnlyContexts) > 0:
+		full = append(full, "", st.Bold.Render("READ-ONLY (config): "+readOnlyContextsWord(c.readOnlyContexts)+": no action is taken on their pools."))
 	}
 	w := 4
 	for _, l := range full {

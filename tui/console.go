@@ -72,7 +72,7 @@ func (m *Model) currentTarget() target {
 // openConsole hands the terminal to a shell in the member, or says why not.
 func (m *Model) openConsole(req actionRequest, mm *engine.Member) tea.Cmd {
 	pool := req.ref
-	if m.opts.ReadOnly {
+	if m.reach().readOnlyAt(pool) {
 		m.setNote(render.GlyphBad+" read-only: the console is a write (pods/exec)", levelError)
 		return nil
 	}

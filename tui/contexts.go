@@ -65,7 +65,11 @@ func stateOf(h engine.ContextHealth, now time.Time) contextState {
 func contextsLine(c viewContext) string {
 	parts := make([]string, 0, len(c.contextStates))
 	for _, s := range c.contextStates {
-		parts = append(parts, sanitize.Sanitize(s.context)+" "+c.level(s.level).Render(sanitize.Sanitize(s.word)))
+		part := sanitize.Sanitize(s.context) + " " + c.level(s.level).Render(sanitize.Sanitize(s.word))
+		if !c.readOnly && slices.Contains(c.readOnlyContexts, s.context) {
+			part += " " + c.st.Bold.Render("read-only (config)")
+		}
+		parts = append(parts, part)
 	}
 	return sanitize.Cut(" contexts: "+strings.Join(parts, "  "), c.width)
 }

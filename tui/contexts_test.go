@@ -53,6 +53,17 @@ func contextHealths() []engine.ContextHealth {
 
 func newClusterModel(t *testing.T, width, height int, acts fleetActions, access *nsAccess) (*Model, tea.Cmd) {
 	t.Helper()
+	return newClusterModelOf(t, width, height, acts, access, nil)
+}
+
+// newClusterModelWith is newClusterModel with its options changed by set.
+func newClusterModelWith(t *testing.T, width, height int, acts fleetActions, set func(*Options)) (*Model, tea.Cmd) {
+	t.Helper()
+	return newClusterModelOf(t, width, height, acts, nil, set)
+}
+
+func newClusterModelOf(t *testing.T, width, height int, acts fleetActions, access *nsAccess, set func(*Options)) (*Model, tea.Cmd) {
+	t.Helper()
 	data := &contextsData{fakeData: newFakeData(contextSnapshots()), contexts: contextHealths()}
 	opts := Options{
 		Context: "4 contexts", Namespace: "each context's", Fleet: true, Contexts: true, Theme: themes.Dark(),
@@ -66,6 +77,9 @@ func newClusterModel(t *testing.T, width, height int, acts fleetActions, access 
 		r.accessIn = access.in
 	}
 	opts.Resolver = r
+	if set != nil {
+		set(&opts)
+	}
 	m := newModel(context.Background(), opts)
 	m.Update(tea.WindowSizeMsg{Width: width, Height: height})
 	_, cmd := m.Update(loadCmd(data, func() time.Time { return t0 })())

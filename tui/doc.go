@@ -17,7 +17,9 @@
 //   - actions.go: every action, described once (its key, help, checks,
 //     dialog and engine call); action.go derives the key handling and runs
 //     them, access.go checks their permissions, dialog.go draws their
-//     dialog steps. keys.go: the other key bindings.
+//     dialog steps. keys.go: the other key bindings; keynames.go: the
+//     bindings the settings file may rebind (KeyNames, Options.Keys);
+//     clipboard.go: y and Y (Options.Clipboard).
 //   - members.go: the members view and the drawing of its table rows;
 //     member_rows.go: its columns, cells and sort, over render.MemberRow.
 //

@@ -144,6 +144,13 @@ type testOpts struct {
 	height   int
 	actions  Actions
 	events   EventSource
+	// The settings: keys rebound, where read-only comes from, the wall's
+	// layout.
+	keys        map[string][]string
+	readOnlyWhy string
+	wall        WallLayout
+	ascii       bool
+	clipboard   func(string) error
 }
 
 // newTestModel builds a model at a fixed size and time, with the data loaded.
@@ -157,6 +164,7 @@ func newTestModel(t testing.TB, c *cluster, o testOpts) (*Model, *fakeData) {
 		Context: "prod-eu", Namespace: ns, ReadOnly: o.readOnly, Theme: themes.Dark(),
 		Renderer: themes.NoColorRenderer(io.Discard), Now: func() time.Time { return t0 },
 		Data: data, Resolver: &resolver{actions: o.actions, events: o.events},
+		Keys: o.keys, ReadOnlyWhy: o.readOnlyWhy, Wall: o.wall, ASCII: o.ascii, Clipboard: o.clipboard,
 	})
 	m.Update(tea.WindowSizeMsg{Width: o.width, Height: o.height})
 	m.Update(loadCmd(data, func() time.Time { return t0 })())

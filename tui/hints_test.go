@@ -14,7 +14,7 @@ import (
 // the key map the dashboard passes in (a rebound key too), and none when
 // actions cannot run or in read-only mode.
 func TestKeyHints(t *testing.T) {
-	rebound := newKeyMap(false)
+	rebound := newKeyMap(false, nil)
 	for i := range rebound.actions {
 		if rebound.actions[i].act.name == "reconcile" {
 			rebound.actions[i].b = key.NewBinding(key.WithKeys("R"), key.WithHelp("R", "reconcile"))
@@ -32,13 +32,13 @@ func TestKeyHints(t *testing.T) {
 		fix    string // the diagnosis's fix
 		none   bool   // no key is named
 	}{
-		{"failed", hintsFrom(ptr(newKeyMap(false)), true), failed, "the next reconcile replaces it (r reconcile)", "", false},
-		{"failed and claimed: force-release alone", hintsFrom(ptr(newKeyMap(false)), true), failedClaimed,
+		{"failed", hintsFrom(ptr(newKeyMap(false, nil)), true), failed, "the next reconcile replaces it (r reconcile)", "", false},
+		{"failed and claimed: force-release alone", hintsFrom(ptr(newKeyMap(false, nil)), true), failedClaimed,
 			"so it stays until released (f force-release)", "", false},
-		{"missing", hintsFrom(ptr(newKeyMap(false)), true), missing, "the next reconcile creates it (r reconcile)", "run reconcile (r)", false},
+		{"missing", hintsFrom(ptr(newKeyMap(false, nil)), true), missing, "the next reconcile creates it (r reconcile)", "run reconcile (r)", false},
 		{"a rebound key", hintsFrom(&rebound, true), missing, "the next reconcile creates it (R reconcile)", "run reconcile (R)", false},
-		{"no actions wired", hintsFrom(ptr(newKeyMap(false)), false), missing, "the next reconcile creates it", "run reconcile", true},
-		{"read-only", hintsFrom(ptr(newKeyMap(true)), true), failedClaimed, "so it stays until released", "", true},
+		{"no actions wired", hintsFrom(ptr(newKeyMap(false, nil)), false), missing, "the next reconcile creates it", "run reconcile", true},
+		{"read-only", hintsFrom(ptr(newKeyMap(true, nil)), true), failedClaimed, "so it stays until released", "", true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

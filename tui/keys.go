@@ -17,7 +17,10 @@ type keyMap struct {
 	Up, Down, PageUp, PageDown, Top, Bottom key.Binding
 	Open, Back, Filter, Sort, Wall, Log     key.Binding
 	Audit                                   key.Binding
-	Help, Quit                              key.Binding
+	// Copy (y) copies the selected member's name, or the pool's --once
+	// command line; CopyConsole (Y) the member's console command.
+	Copy, CopyConsole key.Binding
+	Help, Quit        key.Binding
 	// Command opens the `:` command line (command.go); enabled with a Scoper.
 	Command key.Binding
 
@@ -33,25 +36,29 @@ type keyMap struct {
 	Confirm, Cancel, NextButton key.Binding
 }
 
-func newKeyMap(readOnly bool) keyMap {
+// newKeyMap builds the key map, with the settings' overrides (KeyNames'
+// names) applied.
+func newKeyMap(readOnly bool, overrides map[string][]string) keyMap {
 	k := keyMap{
-		Interrupt: key.NewBinding(key.WithKeys("ctrl+c")),
-		Up:        key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "up")),
-		Down:      key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "down")),
-		PageUp:    key.NewBinding(key.WithKeys("pgup", "ctrl+b"), key.WithHelp("pgup", "page up")),
-		PageDown:  key.NewBinding(key.WithKeys("pgdown", "ctrl+f"), key.WithHelp("pgdn", "page down")),
-		Top:       key.NewBinding(key.WithKeys("home", "g"), key.WithHelp("g/home", "first")),
-		Bottom:    key.NewBinding(key.WithKeys("end", "G"), key.WithHelp("G/end", "last")),
-		Open:      key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "open")),
-		Back:      key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back")),
-		Filter:    key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter")),
-		Sort:      key.NewBinding(key.WithKeys("S"), key.WithHelp("S", "sort")),
-		Wall:      key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "wall/table")),
-		Log:       key.NewBinding(key.WithKeys("L"), key.WithHelp("L", "action log")),
-		Audit:     key.NewBinding(key.WithKeys("A"), key.WithHelp("A", "audit")),
-		Help:      key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
-		Quit:      key.NewBinding(key.WithKeys("q"), key.WithHelp("q", "quit")),
-		Command:   commandKey(),
+		Interrupt:   key.NewBinding(key.WithKeys("ctrl+c")),
+		Up:          key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "up")),
+		Down:        key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "down")),
+		PageUp:      key.NewBinding(key.WithKeys("pgup", "ctrl+b"), key.WithHelp("pgup", "page up")),
+		PageDown:    key.NewBinding(key.WithKeys("pgdown", "ctrl+f"), key.WithHelp("pgdn", "page down")),
+		Top:         key.NewBinding(key.WithKeys("home", "g"), key.WithHelp("g/home", "first")),
+		Bottom:      key.NewBinding(key.WithKeys("end", "G"), key.WithHelp("G/end", "last")),
+		Open:        key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "open")),
+		Back:        key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back")),
+		Filter:      key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter")),
+		Sort:        key.NewBinding(key.WithKeys("S"), key.WithHelp("S", "sort")),
+		Wall:        key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "wall/table")),
+		Log:         key.NewBinding(key.WithKeys("L"), key.WithHelp("L", "action log")),
+		Audit:       key.NewBinding(key.WithKeys("A"), key.WithHelp("A", "audit")),
+		Copy:        key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "copy")),
+		CopyConsole: key.NewBinding(key.WithKeys("Y"), key.WithHelp("Y", "copy cmd")),
+		Help:        key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
+		Quit:        key.NewBinding(key.WithKeys("q"), key.WithHelp("q", "quit")),
+		Command:     commandKey(),
 
 		ApplyFilter: key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "apply filter")),
 		ClearFilter: key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "clear filter")),
@@ -77,6 +84,7 @@ func newKeyMap(readOnly bool) keyMap {
 			b.SetEnabled(false)
 		}
 	}
+	k.applyKeys(overrides)
 	return k
 }
 
@@ -97,7 +105,7 @@ func (k keyMap) FullHelp() [][]key.Binding {
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom},
 		{k.Open, k.Back, k.Filter, k.ApplyFilter, k.ClearFilter, k.Sort, k.Wall, k.Audit},
 		append(k.actionKeys(), k.Follow, k.Previous, k.Wrap, k.Search, k.NextMatch),
-		{k.Log, k.Command, k.Help, k.Quit, k.NextButton, k.Confirm, k.Cancel},
+		{k.Log, k.Command, k.Copy, k.CopyConsole, k.Help, k.Quit, k.NextButton, k.Confirm, k.Cancel},
 	}
 }
 

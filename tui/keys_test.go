@@ -12,7 +12,7 @@ import (
 func TestFullHelpListsEveryKey(t *testing.T) {
 	// Scroll is the log view's short form of up/down, which are listed.
 	helpOnly := map[string]bool{"Scroll": true}
-	k := newKeyMap(false)
+	k := newKeyMap(false, nil)
 	inHelp := func(b key.Binding) bool {
 		for _, col := range k.FullHelp() {
 			for _, c := range col {

@@ -35,7 +35,7 @@ type logDriver struct {
 
 func newLogDriver(t *testing.T) *logDriver {
 	st := themes.NewStyles(themes.Dark(), themes.NoColorRenderer(io.Discard))
-	keys := newKeyMap(false)
+	keys := newKeyMap(false, nil)
 	return &logDriver{t: t, vc: viewContext{st: &st, keys: &keys, width: 120, height: 30}, msgs: make(chan tea.Msg, 1024)}
 }
 

@@ -89,10 +89,14 @@ func newModel(ctx context.Context, opts Options) *Model {
 	h.Styles.ShortKey, h.Styles.FullKey = st.Key, st.Key
 	h.Styles.ShortDesc, h.Styles.FullDesc = st.KeyDesc, st.KeyDesc
 	h.Styles.ShortSeparator, h.Styles.FullSeparator, h.Styles.Ellipsis = st.Muted, st.Muted, st.Muted
-	sp := spinner.New(spinner.WithSpinner(spinner.Dot), spinner.WithStyle(st.Info))
+	frames := spinner.Dot
+	if opts.ASCII {
+		frames = spinner.Line // no braille
+	}
+	sp := spinner.New(spinner.WithSpinner(frames), spinner.WithStyle(st.Info))
 	now := opts.Now()
 	m := &Model{
-		ctx: ctx, opts: opts, st: st, keys: newKeyMap(opts.ReadOnly), help: h, spin: sp,
+		ctx: ctx, opts: opts, st: st, keys: newKeyMap(opts.ReadOnly, opts.Keys), help: h, spin: sp,
 		width: 80, height: 24, now: now,
 		feed:    newFeed(opts.Data, opts.Now, opts.StopData, now),
 		members: newMembersView(st),
@@ -171,6 +175,13 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, cmd
 	case nodesMsg, capsMsg, healthMsg:
 		return m, m.updateSide(msg)
+	case copiedMsg:
+		if msg.err != nil {
+			m.setNote(render.GlyphBad+" copy failed: "+msg.err.Error(), levelError)
+		} else {
+			m.setNote(render.GlyphOK+" copied "+msg.what+" to the clipboard", levelOK)
+		}
+		return m, nil
 	case actionDoneMsg:
 		delete(m.acts.running, msg.id)
 		m.actlog.update(m.viewCtx(), msg)
@@ -250,6 +261,7 @@ func (m *Model) viewCtx() viewContext {
 		pools: m.pools, loaded: f.loaded, nodes: m.side.nodes,
 		conn: conn, connLevel: level, dataAt: dataAt,
 		kubeContext: kctx, namespace: ns, readOnly: m.opts.ReadOnly, demo: m.opts.Demo,
+		readOnlyWhy: m.opts.ReadOnlyWhy, readOnlyContexts: m.opts.ReadOnlyContexts, wall: m.opts.Wall,
 		hints: hintsFrom(&m.keys, m.canAct()), reach: m.reach(), fleet: m.opts.Fleet,
 		contexts: m.opts.Contexts, contextStates: m.contextStates(),
 		live: m.feed.live, liveTrend: m.feed.liveTrend, ascii: m.opts.ASCII,
@@ -276,6 +288,9 @@ func (m *Model) View() string {
 		return m.lastView
 	}
 	m.lastView, m.lastSeen = m.compose(), m.seen
+	if m.opts.ASCII {
+		m.lastView = render.ASCII(m.lastView)
+	}
 	return m.lastView
 }
 

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"slices"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
 )
@@ -13,16 +14,19 @@ import (
 // the reads they start themselves (a member's Events, the audit trail).
 type reach struct {
 	// ctx is the program's: every read and action ends with it.
-	ctx       context.Context
-	res       Resolver // nil: nothing wired
-	readOnly  bool
-	fleet     bool
-	namespace string // the dashboard's, in one namespace
+	ctx      context.Context
+	res      Resolver // nil: nothing wired
+	readOnly bool
+	// readOnlyIn are the contexts the settings make read-only
+	// (Options.ReadOnlyContexts): nothing that writes is asked there.
+	readOnlyIn []string
+	fleet      bool
+	namespace  string // the dashboard's, in one namespace
 }
 
 // reach is how the dashboard reaches its pools' clusters now.
 func (m *Model) reach() reach {
-	return reach{ctx: m.ctx, res: m.opts.Resolver, readOnly: m.opts.ReadOnly, fleet: m.opts.Fleet, namespace: m.opts.Namespace}
+	return reach{ctx: m.ctx, res: m.opts.Resolver, readOnly: m.opts.ReadOnly, readOnlyIn: m.opts.ReadOnlyContexts, fleet: m.opts.Fleet, namespace: m.opts.Namespace}
 }
 
 // namespaceOf is the namespace of the pool (the dashboard's when unknown).
@@ -49,9 +53,15 @@ func (r reach) logs(pool engine.PoolRef) LogSource {
 	return r.res.Logs(pool.Context)
 }
 
+// readOnlyAt reports whether nothing may write where the pool is: the
+// dashboard is read-only, or the pool's context is.
+func (r reach) readOnlyAt(pool engine.PoolRef) bool {
+	return r.readOnly || slices.Contains(r.readOnlyIn, pool.Context)
+}
+
 // console runs the pool's members' consoles (nil: no console).
 func (r reach) console(pool engine.PoolRef) ConsoleRunner {
-	if r.res == nil || r.readOnly {
+	if r.res == nil || r.readOnlyAt(pool) {
 		return nil
 	}
 	return r.res.Console(pool.Context)
@@ -60,7 +70,7 @@ func (r reach) console(pool engine.PoolRef) ConsoleRunner {
 // actions returns the operations for the pool (nil: none) and the pool's
 // name in its namespace.
 func (r reach) actions(pool engine.PoolRef) (Actions, string) {
-	if r.res == nil || r.readOnly {
+	if r.res == nil || r.readOnlyAt(pool) {
 		return nil, pool.Name
 	}
 	return r.res.Actions(pool.Context, r.namespaceOf(pool)), pool.Name
@@ -68,7 +78,7 @@ func (r reach) actions(pool engine.PoolRef) (Actions, string) {
 
 // access asks what the user may do where the pool is (nil: not asked).
 func (r reach) access(pool engine.PoolRef) Access {
-	if r.res == nil || r.readOnly {
+	if r.res == nil || r.readOnlyAt(pool) {
 		return nil
 	}
 	return r.res.Access(pool.Context, r.namespaceOf(pool))

@@ -102,7 +102,7 @@ func TestRenewNeedsTheClaimPermission(t *testing.T) {
 	if len(acts.Calls()) != 0 {
 		t.Errorf("calls %+v", acts.Calls())
 	}
-	if ro := newKeyMap(true); ro.actionFor(keyMsg("n")) != nil {
+	if ro := newKeyMap(true, nil); ro.actionFor(keyMsg("n")) != nil {
 		t.Error("n is bound in read-only mode")
 	}
 }

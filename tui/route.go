@@ -72,6 +72,11 @@ func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
 			return nil
 		case key.Matches(msg, k.Command):
 			return m.openCommand()
+		case key.Matches(msg, k.Copy, k.CopyConsole) && m.screen != screenLogs:
+			if c := m.copyCmd(key.Matches(msg, k.CopyConsole)); c != nil {
+				return func() tea.Msg { return c() }
+			}
+			return nil
 		case key.Matches(msg, k.Wall) && m.screen != screenDetail && m.screen != screenLogs:
 			if m.screen == screenWall {
 				m.screen = screenPools

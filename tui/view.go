@@ -39,6 +39,13 @@ type viewContext struct {
 	// The dashboard's options as views show them.
 	kubeContext, namespace string
 	readOnly, demo         bool
+	// readOnlyWhy: where read-only mode comes from (Options.ReadOnlyWhy);
+	// readOnlyContexts: the contexts the settings make read-only in a
+	// dashboard of several contexts that is not (Options.ReadOnlyContexts).
+	readOnlyWhy      string
+	readOnlyContexts []string
+	// wall is the wall display's layout (Options.Wall).
+	wall WallLayout
 	// fleet: pools of several namespaces, each seen as namespace/pool
 	// (title).
 	fleet bool

@@ -194,6 +194,31 @@ func tailCut(s string, width int) string {
 	return ansi.TruncateLeft(s, w-width+1, render.GlyphEllipsis)
 }
 
+// WallLayout is the wall display's layout (the settings' wall section);
+// its zero value is the automatic layout.
+type WallLayout struct {
+	// Tiles: WallTilesLarge or WallTilesSmall; "" (auto) picks large
+	// tiles from 120x36 cells.
+	Tiles string
+	// Columns caps the tiles in a row (0: as many as the width holds).
+	Columns int
+	// Group, in a fleet: WallGroupPools (one tile per pool, those that do
+	// not fit counted on a line) or WallGroupClusters (one tile per context,
+	// per namespace in one context); "" (auto) groups only when the pools
+	// do not fit.
+	Group string
+	// HideAttention leaves NEEDS ATTENTION out: the tiles take the screen.
+	HideAttention bool
+}
+
+// The values of WallLayout's fields.
+const (
+	WallTilesLarge    = "large"
+	WallTilesSmall    = "small"
+	WallGroupPools    = "pools"
+	WallGroupClusters = "clusters"
+)
+
 // wallView is the read-only wall display: tiles that reflow to the width,
 // then the members and pools that need attention. It has no keys of its own
 // (tab, ? and q are the root's) and draws the whole screen but the help line.
@@ -223,10 +248,12 @@ func (wallView) view(ctx viewContext) string {
 		return fitBlock(strings.Join(out, "\n"), ctx.width, ctx.height)
 	}
 	out = append(out, wallGrid(ctx, ctx.height-len(out))...)
-	out = append(out, "")
-	// The lines left for items; the screen's last stays blank for the
-	// command line or a note (model.go).
-	out = append(out, wallAttention(ctx, ctx.height-len(out)-2)...)
+	if !ctx.wall.HideAttention {
+		out = append(out, "")
+		// The lines left for items; the screen's last stays blank for the
+		// command line or a note (model.go).
+		out = append(out, wallAttention(ctx, ctx.height-len(out)-2)...)
+	}
 	return fitBlock(strings.Join(out, "\n"), ctx.width, ctx.height)
 }
 
@@ -241,10 +268,7 @@ func wallHeader(ctx viewContext) []string {
 		age = " · data " + render.Duration(ctx.now.Sub(ctx.dataAt)) + " old"
 		conn = render.GlyphLive + " live"
 	}
-	mode := "RW"
-	if ctx.readOnly {
-		mode = "READ-ONLY"
-	}
+	mode := modeWords(ctx, true)
 	if ctx.demo {
 		mode = "DEMO · " + mode
 	}
@@ -262,18 +286,38 @@ func wallGrid(ctx viewContext, room int) []string {
 	st := ctx.st
 	var out []string
 	pools := ctx.pools
+	lay := ctx.wall
 	large := ctx.width >= 120 && ctx.height+1 >= 36
+	switch lay.Tiles {
+	case WallTilesLarge:
+		large = true
+	case WallTilesSmall:
+		large = false
+	}
 	tileH := 6
 	minW := 22
 	if large {
 		tileH, minW = 9, 30
 	}
 	maxCols := max(1, (ctx.width-1)/(minW+1))
+	if lay.Columns > 0 {
+		maxCols = min(maxCols, lay.Columns)
+	}
 	rowsFit := max(1, (room-4)/tileH) // leave room for the attention list
+	if lay.HideAttention {
+		rowsFit = max(1, (room-1)/(tileH-1)) // rows of tileH-1 lines, and the "more" line
+	}
 	var tiles []wallTile
 	more := "pools (tab shows the table)"
 	if ctx.fleet {
-		tiles, more = fleetTiles(ctx, large, rowsFit*maxCols)
+		capacity := rowsFit * maxCols
+		switch lay.Group {
+		case WallGroupPools:
+			capacity = len(pools)
+		case WallGroupClusters:
+			capacity = -1
+		}
+		tiles, more = fleetTiles(ctx, large, capacity)
 	} else {
 		for i := range pools {
 			v := &pools[i]

@@ -1,6 +1,12 @@
 package main
 
-import "strings"
+import (
+	"bytes"
+	"io"
+	"strings"
+
+	"github.com/ctpool-tui/ctpool-tui/internal/render"
+)
 
 // asciiTerminal reports whether the terminal cannot be trusted with Unicode
 // block glyphs, so the trend sparklines are drawn with ASCII levels
@@ -18,4 +24,15 @@ func asciiTerminal(getenv func(string) string) bool {
 		}
 	}
 	return false
+}
+
+// asciiOut is where --once writes its report: w itself, or with --ascii
+// (and a table: JSON keeps the cluster's text as it is) a buffer that
+// flush writes to w in plain ASCII (render.ASCII).
+func asciiOut(w io.Writer, df dashFlags) (out io.Writer, flush func()) {
+	if !df.ascii || df.output == "json" {
+		return w, func() {}
+	}
+	var b bytes.Buffer
+	return &b, func() { io.WriteString(w, render.ASCII(b.String())) }
 }

@@ -1,6 +1,9 @@
 package main
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestASCIITerminal(t *testing.T) {
 	for _, tc := range []struct {
@@ -18,5 +21,28 @@ func TestASCIITerminal(t *testing.T) {
 		if got := asciiTerminal(func(k string) string { return tc.env[k] }); got != tc.want {
 			t.Errorf("%v: %v, want %v", tc.env, got, tc.want)
 		}
+	}
+}
+
+// --ascii: the --once report is plain ASCII (ascii: true in the settings
+// sets it: TestSettingsPrecedence).
+func TestOnceASCII(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		settings string
+		args     []string
+	}{
+		{"flag", "", []string{"--demo", "--once", "--ascii"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("CTPOOL_TUI_CONFIG", writeSettings(t, tc.settings))
+			code, out, errOut := runCmd(t, tc.args...)
+			if code != exitOK && code != exitAttention || !strings.Contains(out, "MEMBER") {
+				t.Fatalf("exit %d, stderr %q, stdout:\n%s", code, errOut, out)
+			}
+			if i := strings.IndexFunc(out, func(r rune) bool { return r >= 0x80 }); i >= 0 {
+				t.Errorf("not ASCII at %d: %q", i, out[max(0, i-20):min(len(out), i+20)])
+			}
+		})
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
 	"github.com/ctpool-tui/ctpool-tui/kube"
+	"github.com/ctpool-tui/ctpool-tui/themes"
 )
 
 // completionTimeout bounds every cluster read of a shell completion: a
@@ -61,7 +62,7 @@ func setupCompletion(root *cobra.Command, e *env) {
 	register(root, "cluster", completeKubeconfig(e, "cluster"))
 	register(root, "user", completeKubeconfig(e, "user"))
 	register(root, "output", fixed("table", "wide", "json"))
-	register(root, "theme", fixed("dark", "light", "high-contrast"))
+	register(root, "theme", fixed(themes.Names()...))
 	register(sub(root, "status"), "output", fixed("table", "wide", "json", "yaml"))
 	register(sub(root, "version"), "output", fixed("text", "json"))
 	register(sub(root, "rbac"), "role", fixed("viewer", "operator", "admin"))

@@ -46,7 +46,7 @@ func (df dashFlags) contexts(e *env) ([]string, error) {
 
 // forContext is the env of one cluster of a fleet of contexts.
 func (e *env) forContext(name string) *env {
-	return &env{opts: e.opts.ForContext(name), stdout: e.stdout, stderr: e.stderr, log: e.log}
+	return &env{opts: e.opts.ForContext(name), stdout: e.stdout, stderr: e.stderr, log: e.log, settings: e.settings}
 }
 
 // readContext reads the pools of one cluster once, with the dashboard's
@@ -92,7 +92,9 @@ func runOnceContexts(ctx context.Context, e *env, df dashFlags, names []string) 
 		}()
 	}
 	wg.Wait()
-	code := render.RenderContexts(e.stdout, clusters, render.OnceOptions{Format: df.output, Pool: df.pool, Now: time.Now(), ASCII: asciiTerminal(os.Getenv)})
+	out, flush := asciiOut(e.stdout, df)
+	code := render.RenderContexts(out, clusters, render.OnceOptions{Format: df.output, Pool: df.pool, Now: time.Now(), ASCII: df.ascii || asciiTerminal(os.Getenv)})
+	flush()
 	var bad []string
 	for _, c := range clusters {
 		if c.Err != nil {

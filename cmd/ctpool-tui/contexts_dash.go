@@ -35,7 +35,10 @@ type contextConn struct {
 	w         *kube.Watcher // nil: not watched (forbidden, or no connection)
 	forbidden error
 	err       error // why conn is nil
-	errAt     time.Time
+	// readOnly: its client refuses every write (--readonly, or the
+	// settings list it read-only), and nothing that writes is wired.
+	readOnly bool
+	errAt    time.Time
 }
 
 // contextsSource is the dashboard's contexts: each one's connection and
@@ -52,12 +55,12 @@ func startContexts(ctx context.Context, e *env, df dashFlags, names []string, re
 	src := &contextsSource{}
 	var wg sync.WaitGroup
 	for _, name := range names {
-		c := &contextConn{name: name}
+		c := &contextConn{name: name, readOnly: readOnly || df.readOnlyIn[name]}
 		src.contexts = append(src.contexts, c)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			conn, err := e.forContext(name).connect(ctx, df, readOnly)
+			conn, err := e.forContext(name).connect(ctx, df, c.readOnly)
 			if err != nil {
 				c.err, c.errAt = err, time.Now()
 				return
@@ -115,9 +118,15 @@ func contextsOptions(src *contextsSource, names []string, sc scope, readOnly boo
 	if sc.fleet {
 		ns = sc.label()
 	}
+	var roIn []string
+	for _, c := range src.contexts {
+		if c.readOnly && !readOnly {
+			roIn = append(roIn, c.name)
+		}
+	}
 	return tui.Options{
 		Context: strings.Join(names, ","), Namespace: ns, Fleet: true, Contexts: true, ReadOnly: readOnly,
-		ContextNames: names, Namespaces: sc.namespaces,
+		ReadOnlyContexts: roIn, ContextNames: names, Namespaces: sc.namespaces,
 		Now: time.Now, Data: src.data, Resolver: contextsReach{src: src, readOnly: readOnly},
 	}
 }
@@ -133,7 +142,7 @@ type contextsReach struct {
 // Actions builds the engine of a namespace of a context on use.
 func (r contextsReach) Actions(kctx, ns string) tui.Actions {
 	c := r.src.byName(kctx)
-	if r.readOnly || c == nil || c.conn == nil || c.w == nil {
+	if r.readOnly || c == nil || c.readOnly || c.conn == nil || c.w == nil {
 		return nil
 	}
 	return cachedClaims(engineIn(c.conn, ns), c.w.In(ns))
@@ -146,7 +155,10 @@ func (r contextsReach) Access(kctx, ns string) tui.Access {
 		return nil
 	}
 	c := r.src.byName(kctx)
-	if c == nil || c.conn == nil {
+	switch {
+	case c != nil && c.readOnly:
+		return nil
+	case c == nil || c.conn == nil:
 		return noAccess{errNoCluster(kctx, ns)}
 	}
 	return &kube.Access{Client: c.conn.client, Namespace: ns}
@@ -177,7 +189,10 @@ func (r contextsReach) Console(kctx string) tui.ConsoleRunner {
 		return nil
 	}
 	c := r.src.byName(kctx)
-	if c == nil || c.conn == nil || c.conn.cfg == nil {
+	switch {
+	case c != nil && c.readOnly:
+		return nil
+	case c == nil || c.conn == nil || c.conn.cfg == nil:
 		return noCluster{kctx}
 	}
 	conn := c.conn
@@ -222,7 +237,8 @@ func runContextsDashboard(ctx context.Context, e *env, df dashFlags, names []str
 	}
 	opts := contextsOptions(src, names, sc, df.readonly)
 	opts.StopData = stop
-	opts.Theme, opts.NoColor, opts.ASCII = theme, os.Getenv("NO_COLOR") != "", asciiTerminal(os.Getenv)
+	setDisplay(&opts, theme, df.ascii, os.Getenv, e.stdout)
+	e.setSettings(&opts, df)
 	err = tui.Run(ctx, opts)
 	src.reportRefused(e.stderr)
 	return opErr(err)

@@ -105,6 +105,7 @@ func runDashboard(ctx context.Context, e *env, df dashFlags, stdin io.Reader) er
 	if !isTerminal(stdin) || !isTerminal(e.stdout) {
 		return usageErr("the dashboard needs a terminal; for scripts use --once (table or -o json)")
 	}
+	e.readOnlyContexts(&df, names)
 	if names != nil {
 		return runContextsDashboard(ctx, e, df, names, theme)
 	}
@@ -124,12 +125,26 @@ func runDashboard(ctx context.Context, e *env, df dashFlags, stdin io.Reader) er
 		return opErr(err)
 	}
 	opts.StopData, opts.Scoper = stop, dashScoper{conn: conn, readOnly: df.readonly}
-	opts.Theme, opts.NoColor, opts.ASCII = theme, os.Getenv("NO_COLOR") != "", asciiTerminal(os.Getenv)
+	setDisplay(&opts, theme, df.ascii, os.Getenv, e.stdout)
+	e.setSettings(&opts, df)
 	err = tui.Run(ctx, opts)
 	if conn.readOnly != nil && conn.readOnly.Refused() > 0 {
 		fmt.Fprintf(e.stderr, "read-only: %d write requests were refused\n", conn.readOnly.Refused())
 	}
 	return opErr(err)
+}
+
+// setDisplay sets how the dashboard draws on the terminal out (and copies
+// to its clipboard, OSC 52): the theme,
+// no colour with NO_COLOR, the renderer (for the adaptive theme, the
+// terminal's background: asked, or under tmux and screen read from
+// COLORFGBG), and ASCII glyphs where Unicode cannot be trusted.
+func setDisplay(opts *tui.Options, theme themes.Theme, ascii bool, getenv func(string) string, out io.Writer) {
+	opts.Theme, opts.NoColor, opts.ASCII = theme, getenv("NO_COLOR") != "", ascii || asciiTerminal(getenv)
+	opts.Clipboard = osc52(out, getenv)
+	if !opts.NoColor {
+		opts.Renderer = themes.TerminalRenderer(out, theme, getenv)
+	}
 }
 
 // dashboardOptions wires the dashboard of one cluster: the pools and the
@@ -350,9 +365,11 @@ func runOnce(ctx context.Context, e *env, df dashFlags) error {
 	}
 	now := time.Now()
 	views := engine.ObserveAll(snaps, now)
-	code := render.RenderOnce(e.stdout, views, render.OnceOptions{
+	out, flush := asciiOut(e.stdout, df)
+	defer flush()
+	code := render.RenderOnce(out, views, render.OnceOptions{
 		Format: df.output, Pool: df.pool, Namespace: conn.namespace, Context: conn.context, Now: now,
-		Fleet: conn.scope.fleet, Namespaces: conn.scope.namespaces, ASCII: asciiTerminal(os.Getenv),
+		Fleet: conn.scope.fleet, Namespaces: conn.scope.namespaces, ASCII: df.ascii || asciiTerminal(os.Getenv),
 	})
 	if code != 0 {
 		return &codeError{code: code}

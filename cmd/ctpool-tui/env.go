@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
+	"github.com/ctpool-tui/ctpool-tui/internal/config"
 	"github.com/ctpool-tui/ctpool-tui/kube"
 )
 
@@ -23,6 +24,9 @@ type env struct {
 	logFlags logFlags
 	log      *slog.Logger
 	closeLog func()
+	// settings is the settings file read before the command (nil: not
+	// read; the defaults).
+	settings *config.Config
 }
 
 // logger returns the program's logger, or one that logs nothing before the

@@ -28,6 +28,16 @@ type dashFlags struct {
 	// allContexts: every context of the kubeconfig (--context a,b,c names
 	// some of them).
 	allContexts bool
+	// ascii: plain glyphs (--ascii, or the settings' ascii).
+	ascii bool
+
+	// From the settings (settings.go): readonlySet, --readonly was given;
+	// readOnlyWhy, where read-only mode comes from when the settings set
+	// it; readOnlyIn, the contexts of several that are read-only while the
+	// others are not.
+	readonlySet bool
+	readOnlyWhy string
+	readOnlyIn  map[string]bool
 }
 
 // scopeFlags are -A/--all-namespaces and --namespaces: the fleet view.
@@ -85,6 +95,7 @@ func newRootCmd(argv0 string, stdin io.Reader, stdout, stderr io.Writer) *cobra.
 	e := &env{opts: kube.NewOptions(), stdout: stdout, stderr: stderr}
 	e.opts.UserAgent = currentVersion().userAgent()
 	var df dashFlags
+	var configFlag string
 	root := &cobra.Command{
 		Use:   "ctpool-tui",
 		Short: "Dashboard and engine for ephemeral desktop pools on Kubernetes",
@@ -97,6 +108,7 @@ reconciles, resizes and releases them from the keyboard.
   ctpool-tui --readonly        a wall display that never writes to the cluster
   ctpool-tui --once [-o json]  print the state once and exit (0 ok, 3 attention, 1 unreadable, 2 usage)
   ctpool-tui --demo            the dashboard on an embedded simulated cluster (no kubeconfig needed)
+  ctpool-tui config view       the settings in effect (theme, read-only contexts, keys, wall; config path: the file)
 
 The namespace is -n, else the kubeconfig context's namespace, else "corral".`,
 		SilenceUsage:  true,
@@ -111,6 +123,7 @@ The namespace is -n, else the kubeconfig context's namespace, else "corral".`,
 			if df.version {
 				return printVersion(e.stdout, "text")
 			}
+			e.applySettings(&df, cmd.Flags().Changed)
 			return runDashboard(cmd.Context(), e, df, stdin)
 		},
 	}
@@ -126,6 +139,7 @@ The namespace is -n, else the kubeconfig context's namespace, else "corral".`,
 	})
 	pf := root.PersistentFlags()
 	e.opts.AddFlags(pf)
+	pf.StringVar(&configFlag, "config", "", settingsHelp)
 	e.logFlags.register(pf)
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		// The dashboard owns the terminal: its logs go to --log-file or nowhere.
@@ -135,6 +149,9 @@ The namespace is -n, else the kubeconfig context's namespace, else "corral".`,
 			return err
 		}
 		e.log, e.closeLog = logger, closeLog
+		if readsSettings(cmd) && !(cmd == root && df.version) {
+			return e.loadSettings(configFlag)
+		}
 		return nil
 	}
 	f := root.Flags()
@@ -143,13 +160,14 @@ The namespace is -n, else the kubeconfig context's namespace, else "corral".`,
 	f.BoolVar(&df.demo, "demo", false, "run on an embedded simulated cluster (clearly labelled DEMO)")
 	f.StringVarP(&df.output, "output", "o", "table", "with --once: table, wide (whole messages) or json")
 	f.StringVar(&df.pool, "pool", "", "with --once: only this pool")
-	f.StringVar(&df.theme, "theme", "dark", "colour theme: dark, light or high-contrast (NO_COLOR disables colour)")
+	f.StringVar(&df.theme, "theme", "", "colour theme: auto (the default: follows the terminal's background), dark, light, high-contrast or colorblind (NO_COLOR disables colour)")
 	f.BoolVar(&df.version, "version", false, "print the version (as the version command does) and exit")
+	f.BoolVar(&df.ascii, "ascii", false, "plain ASCII glyphs, for terminals and screen readers that need them")
 	df.scope.register(f, "the pools")
 	f.BoolVar(&df.allContexts, "all-contexts", false, "the pools of every context of the kubeconfig (a CONTEXT column and each cluster's state; --context a,b,c: of these)")
 
 	root.AddCommand(newApplyCmd(e), newReconcileCmd(e), newStatusCmd(e), newClaimCmd(e), newReleaseCmd(e), newDeleteCmd(e), newRBACCmd(e), newManifestsCmd(e), newAlertsCmd(e))
-	root.AddCommand(newConsoleCmd(e), newVersionCmd(e), newRolloutCmd(e))
+	root.AddCommand(newConsoleCmd(e), newVersionCmd(e), newRolloutCmd(e), newConfigCmd(e, &configFlag))
 	setupCompletion(root, e)
 	for _, c := range root.Commands() {
 		c.SilenceUsage, c.SilenceErrors = true, true
