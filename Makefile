@@ -100,6 +100,7 @@ vulndb: ## cut the project's copy of the vulnerability database (hack/vulndb/db)
 test: lint ## everything CI runs: lint, unit and integration tests on a local control plane, short fuzzing
 	$(CLUSTER)/with-cluster $(MAKE) --no-print-directory test-in-cluster
 	$(MAKE) --no-print-directory test-nodemo
+	$(MAKE) --no-print-directory test-image
 	$(MAKE) --no-print-directory fuzz
 
 .PHONY: promtool
@@ -111,8 +112,9 @@ test-nodemo: ## the container image's build (-tags nodemo, no simulator): --demo
 	$(GO) test -count=1 -tags nodemo -run NoDemo ./cmd/ctpool-tui/
 
 .PHONY: test-in-cluster
-test-in-cluster: ## unit + integration tests (the alert rules' promtool tests too), the binary in a terminal (e2e), then the outage tests alone (they stop the API server); needs a plane
-	pt="$$(hack/tools/promtool/build)" && CTPOOL_PROMTOOL="$$pt" $(GO) test -race -count=1 -timeout 40m -p 1 -tags integration $(PKGS)
+test-in-cluster: ## unit + integration tests (the alert rules' promtool tests too; the reconciler's image, make image, on the real node), the binary in a terminal (e2e), then the outage tests alone (they stop the API server); needs a plane
+	$(MAKE) --no-print-directory image
+	pt="$$(hack/tools/promtool/build)" && CTPOOL_PROMTOOL="$$pt" CTPOOL_IMAGE_ARCHIVE='$(abspath $(IMAGE_ARCHIVE))' $(GO) test -race -count=1 -timeout 40m -p 1 -tags integration $(PKGS)
 	$(GO) test -race -count=1 -timeout 5m -tags e2e ./e2e/
 	$(GO) test -race -count=1 -timeout 15m -p 1 -tags 'integration outage' -run Outage $(PKGS)
 

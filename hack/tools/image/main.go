@@ -31,6 +31,12 @@ func main() {
 	flag.StringVar(&o.CACerts, "ca-certs", "/etc/ssl/certs/ca-certificates.crt", "the CA bundle to copy in")
 	flag.StringVar(&o.ZoneInfo, "zoneinfo", "/usr/share/zoneinfo", `the tzdata tree to copy in ("" for none)`)
 	flag.Parse()
+	zoneInfoSet := false
+	flag.Visit(func(f *flag.Flag) { zoneInfoSet = zoneInfoSet || f.Name == "zoneinfo" })
+	if _, err := os.Stat(o.ZoneInfo); o.ZoneInfo != "" && !zoneInfoSet && os.IsNotExist(err) {
+		fmt.Fprintf(os.Stderr, "image: no %s on this machine (Debian: tzdata): the image has no time zones but UTC\n", o.ZoneInfo)
+		o.ZoneInfo = ""
+	}
 	if o.Binary == "" || out == "" || created == "" {
 		fmt.Fprintln(os.Stderr, "image: -binary, -out and -created (or SOURCE_DATE_EPOCH) are required")
 		flag.Usage()
