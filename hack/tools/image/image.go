@@ -273,13 +273,24 @@ func WriteArchive(w io.Writer, img v1.Image, ref string) (v1.Hash, error) {
 	if err != nil {
 		return v1.Hash{}, err
 	}
-	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
-	idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{
-		Annotations: map[string]string{
-			"io.containerd.image.name":          full,
-			"org.opencontainers.image.ref.name": tag,
-		},
-	}})
+	size, err := img.Size()
+	if err != nil {
+		return v1.Hash{}, err
+	}
+	index, err := json.Marshal(v1.IndexManifest{
+		SchemaVersion: 2,
+		MediaType:     types.OCIImageIndex,
+		Manifests: []v1.Descriptor{{
+			MediaType: types.OCIManifestSchema1, Size: size, Digest: digest,
+			Annotations: map[string]string{
+				"io.containerd.image.name":          full,
+				"org.opencontainers.image.ref.name": tag,
+			},
+		}},
+	})
+	if err != nil {
+		return v1.Hash{}, err
+	}
 	blobs := map[string][]byte{}
 	add := func(h v1.Hash, b []byte) { blobs["blobs/"+h.Algorithm+"/"+h.Hex] = b }
 	man, err := img.RawManifest()
@@ -315,10 +326,6 @@ func WriteArchive(w io.Writer, img v1.Image, ref string) (v1.Hash, error) {
 			return v1.Hash{}, err
 		}
 		add(h, b)
-	}
-	index, err := idx.RawManifest()
-	if err != nil {
-		return v1.Hash{}, err
 	}
 	layout, _ := json.Marshal(map[string]string{"imageLayoutVersion": "1.0.0"})
 	tw := tar.NewWriter(w)

@@ -268,6 +268,9 @@ func TestArchive(t *testing.T) {
 	if len(index.Manifests) != 1 || index.Manifests[0].Digest != digest {
 		t.Fatalf("index %+v, want the one image %s", index, digest)
 	}
+	if d := index.Manifests[0]; d.MediaType != "application/vnd.oci.image.manifest.v1+json" || d.ArtifactType != "" {
+		t.Errorf("index entry: media type %s, artifact type %q; want an OCI image manifest, no artifact type", d.MediaType, d.ArtifactType)
+	}
 	if got := index.Manifests[0].Annotations["io.containerd.image.name"]; got != "docker.io/library/ctpool-tui:v1.2.0" {
 		t.Errorf("io.containerd.image.name %q", got)
 	}
