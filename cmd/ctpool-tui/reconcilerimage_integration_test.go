@@ -229,6 +229,11 @@ func TestIntegrationRealNodeReconcilerImage(t *testing.T) {
 	if err := create(ctx, env, objs, false); err != nil {
 		t.Fatal(err)
 	}
+	env.WaitFor(t, 30*time.Second, "a ReplicaSet of the Deployment (a plane older than its Deployment controller has none: "+
+		"testdata/cluster/down kube-controller-manager && testdata/cluster/up)", func() (bool, error) {
+		rs, err := env.Client.AppsV1().ReplicaSets(ns).List(ctx, metav1.ListOptions{})
+		return err == nil && len(rs.Items) > 0, err
+	})
 	leader, standby := waitReconcilers(t, env, "")
 	t.Logf("two reconciler Pods Ready on %s, %s leading (%v after the apply)", kubetest.RealNode, leader, time.Since(start).Round(time.Millisecond))
 
