@@ -55,9 +55,10 @@ dedicated=system:NoSchedule (a toleration is KEY[=VALUE][:EFFECT], as
 kubectl taint writes a taint; without a value it tolerates any value).
 
 --image is required: this project publishes no image, so build it at your
-site from the repository's Dockerfile (make image: a static binary in a
-distroless image, running as a non-root user) and push it to a registry the
-cluster pulls from. Pipe the output to kubectl apply -f -.`,
+site (make image: a static binary on a distroless-like base, running as a
+non-root user, as an OCI archive, built without a container engine; or make
+image-docker from the Dockerfile) and push it to a registry the cluster
+pulls from. Pipe the output to kubectl apply -f -.`,
 		Example: `  ctpool-tui manifests -n vdi --image registry.example/ctpool-tui:1.0 | kubectl apply -f -
   ctpool-tui manifests -n vdi --image registry.example/ctpool-tui:1.0 --node-selector pool=system --toleration dedicated=system:NoSchedule
   ctpool-tui manifests -n vdi-system -A --image registry.example/ctpool-tui:1.0 | kubectl apply -f -`,
