@@ -3,8 +3,10 @@
 # publishes no image; build it at your site and push it where your cluster
 # pulls from:
 #
-#   make image IMAGE=registry.example/ctpool-tui:1.0 && docker push registry.example/ctpool-tui:1.0
+#   make image-docker IMAGE=registry.example/ctpool-tui:1.0 && docker push registry.example/ctpool-tui:1.0
 #
+# (make image builds the same binary into an OCI archive without any container
+# engine, on a base made from the build machine's files: docs/operations.md),
 # or by hand, passing the version that `ctpool-tui version` shows:
 #
 #   docker build --build-arg VERSION=$(git describe --tags --always --dirty) \

@@ -33,8 +33,27 @@ build: ## build bin/ctpool-tui and the kubectl plugin bin/kubectl-ctpool (kubect
 	printf '#!/bin/sh\n# Shell completion of "kubectl ctpool" (kubectl 1.26 and later look for this name on PATH).\nexec kubectl-ctpool __complete "$$@"\n' >bin/kubectl_complete-ctpool
 	chmod +x bin/kubectl_complete-ctpool
 
+# The image's time is the commit's (SOURCE_DATE_EPOCH), not the build's: the
+# same commit gives the same image digest. -s -w, -trimpath and
+# -buildvcs=false keep the binary free of the build machine's paths.
+SOURCE_DATE_EPOCH ?= $(or $(shell git log -1 --format=%ct 2>/dev/null),0)
+IMAGE_DATE := $(shell date -u -d @$(SOURCE_DATE_EPOCH) +%Y-%m-%dT%H:%M:%SZ)
+IMAGE_BIN := dist/ctpool-tui-linux-amd64-nodemo
+IMAGE_ARCHIVE ?= dist/ctpool-tui-image.tar
+
 .PHONY: image
-image: ## build the container image IMAGE (default ctpool-tui:VERSION) from the Dockerfile with docker, podman or buildah
+image: ## build the reconciler's image IMAGE (default ctpool-tui:VERSION) without a container engine, as the OCI archive IMAGE_ARCHIVE (dist/ctpool-tui-image.tar)
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -buildvcs=false -tags nodemo \
+	  -ldflags '-s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(IMAGE_DATE)' -o $(IMAGE_BIN) ./cmd/ctpool-tui
+	cd hack/tools/image && GOWORK=off GOFLAGS=-mod=readonly $(GO) run . -binary '$(abspath $(IMAGE_BIN))' -out '$(abspath $(IMAGE_ARCHIVE))' \
+	  -name '$(IMAGE)' -version '$(VERSION)' -revision '$(COMMIT)' -created '$(SOURCE_DATE_EPOCH)'
+
+.PHONY: test-image
+test-image: ## the image builder's own tests (hack/tools/image, a module of its own): config, files, labels, reproducibility
+	cd hack/tools/image && GOWORK=off GOFLAGS=-mod=readonly $(GO) vet ./... && GOWORK=off GOFLAGS=-mod=readonly $(GO) test -count=1 ./...
+
+.PHONY: image-docker
+image-docker: ## build the image IMAGE from the Dockerfile with docker, podman or buildah, for sites that have one
 	@builder=; unusable=; \
 	for b in docker podman buildah; do \
 	  command -v $$b >/dev/null || continue; \
@@ -43,7 +62,7 @@ image: ## build the container image IMAGE (default ctpool-tui:VERSION) from the 
 	  unusable="$$unusable $$b"; \
 	done; \
 	if [ -z "$$builder" ]; then \
-	  echo "make image: no usable container builder (docker, podman or buildah) on this machine; nothing was built."; \
+	  echo "make image-docker: no usable container builder (docker, podman or buildah) on this machine; nothing was built (make image needs none)."; \
 	  if [ -n "$$unusable" ]; then echo "Installed but not answering (is its daemon or service running?):$$unusable"; fi; \
 	  echo "Build the Dockerfile on a machine that has one."; \
 	  exit 0; \
@@ -81,6 +100,7 @@ vulndb: ## cut the project's copy of the vulnerability database (hack/vulndb/db)
 test: lint ## everything CI runs: lint, unit and integration tests on a local control plane, short fuzzing
 	$(CLUSTER)/with-cluster $(MAKE) --no-print-directory test-in-cluster
 	$(MAKE) --no-print-directory test-nodemo
+	$(MAKE) --no-print-directory test-image
 	$(MAKE) --no-print-directory fuzz
 
 .PHONY: promtool
@@ -92,8 +112,9 @@ test-nodemo: ## the container image's build (-tags nodemo, no simulator): --demo
 	$(GO) test -count=1 -tags nodemo -run NoDemo ./cmd/ctpool-tui/
 
 .PHONY: test-in-cluster
-test-in-cluster: ## unit + integration tests (the alert rules' promtool tests too), the binary in a terminal (e2e), then the outage tests alone (they stop the API server); needs a plane
-	pt="$$(hack/tools/promtool/build)" && CTPOOL_PROMTOOL="$$pt" $(GO) test -race -count=1 -timeout 40m -p 1 -tags integration $(PKGS)
+test-in-cluster: ## unit + integration tests (the alert rules' promtool tests too; the reconciler's image, make image, on the real node), the binary in a terminal (e2e), then the outage tests alone (they stop the API server); needs a plane
+	$(MAKE) --no-print-directory image
+	pt="$$(hack/tools/promtool/build)" && CTPOOL_PROMTOOL="$$pt" CTPOOL_IMAGE_ARCHIVE='$(abspath $(IMAGE_ARCHIVE))' $(GO) test -race -count=1 -timeout 40m -p 1 -tags integration $(PKGS)
 	$(GO) test -race -count=1 -timeout 5m -tags e2e ./e2e/
 	$(GO) test -race -count=1 -timeout 15m -p 1 -tags 'integration outage' -run Outage $(PKGS)
 

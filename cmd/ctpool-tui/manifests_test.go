@@ -208,3 +208,39 @@ func TestManifestsAllNamespaces(t *testing.T) {
 		t.Errorf("deployment %s args %s", dep.Namespace, args)
 	}
 }
+
+// --node-selector and --toleration place the reconciler's Pods; a bad one is
+// a usage error.
+func TestManifestsPlacement(t *testing.T) {
+	code, out, errOut := runCmd(t, "manifests", "-n", "vdi", "--image", "registry.example/ctpool-tui:1",
+		"--node-selector", "pool=system", "--toleration", "dedicated=system:NoSchedule", "--toleration", "infra")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	docs := splitYAML(out)
+	var dep appsv1.Deployment
+	if err := yaml.UnmarshalStrict([]byte(docs[len(docs)-1]), &dep); err != nil {
+		t.Fatal(err)
+	}
+	spec := dep.Spec.Template.Spec
+	if len(spec.NodeSelector) != 1 || spec.NodeSelector["pool"] != "system" {
+		t.Errorf("nodeSelector %v", spec.NodeSelector)
+	}
+	want := []corev1.Toleration{
+		{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "system", Effect: corev1.TaintEffectNoSchedule},
+		{Key: "infra", Operator: corev1.TolerationOpExists},
+	}
+	if len(spec.Tolerations) != 2 || spec.Tolerations[0] != want[0] || spec.Tolerations[1] != want[1] {
+		t.Errorf("tolerations %+v, want %+v", spec.Tolerations, want)
+	}
+	for _, bad := range [][]string{{"--toleration", "a=b:Sometimes"}, {"--toleration", "bad key"}, {"--node-selector", "pool=not valid"}} {
+		if code, _, errOut := runCmd(t, append([]string{"manifests", "-n", "vdi", "--image", "x:1"}, bad...)...); code != exitUsage {
+			t.Errorf("%v: exit %d (%s), want a usage error", bad, code, errOut)
+		}
+	}
+	// Without them, none: the scheduler's choice.
+	_, out, _ = runCmd(t, "manifests", "-n", "vdi", "--image", "registry.example/ctpool-tui:1")
+	if strings.Contains(out, "nodeSelector") || strings.Contains(out, "tolerations") {
+		t.Errorf("placement without the flags:\n%s", out)
+	}
+}

@@ -26,6 +26,14 @@ func TestImageBuildLinksNoSimulator(t *testing.T) {
 	if m == nil {
 		t.Fatal("the Dockerfile's go build passes no -tags: the image would carry the simulator")
 	}
+	// make image (no container engine) builds with the same tags.
+	mk, err := os.ReadFile(filepath.Join("..", "..", "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mm := regexp.MustCompile(`(?m)^image:[^\n]*\n\t[^\n]*\$\(GO\) build[^\n]*-tags[ =](\S+)`).FindSubmatch(mk); mm == nil || string(mm[1]) != string(m[1]) {
+		t.Fatalf("make image's go build does not pass the Dockerfile's -tags %s: the image would differ", m[1])
+	}
 	deps := func(tags string) []string {
 		t.Helper()
 		cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "list", "-deps", "-tags", tags, ".")

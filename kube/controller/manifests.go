@@ -37,6 +37,10 @@ type ManifestOptions struct {
 	// ClusterRole. Without it the reconciler cannot tell a member whose node
 	// is down, and replaces it like any other drifted or failed member.
 	NoNodes bool
+	// NodeSelector and Tolerations place the reconciler's Pods (e.g. on
+	// system nodes, or a node pool of their own); none by default.
+	NodeSelector map[string]string
+	Tolerations  []corev1.Toleration
 }
 
 // NodeRules let the reconciler watch the nodes (kube.OptionalPermissions), so
@@ -164,6 +168,8 @@ func deployment(o ManifestOptions, labels map[string]string, sa string) *appsv1.
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{
 					ServiceAccountName:            sa,
+					NodeSelector:                  o.NodeSelector,
+					Tolerations:                   o.Tolerations,
 					AutomountServiceAccountToken:  ptr.To(true),
 					TerminationGracePeriodSeconds: ptr.To[int64](30),
 					SecurityContext: &corev1.PodSecurityContext{

@@ -15,6 +15,13 @@
 # address live there, and each Pod's end of its veth in the Pod's own netns.
 # No masquerade, no iptables: the kubelet runs with a PATH without sbin, so it
 # finds no iptables and adds no chain to the host's firewall.
+# A veth pair links the host and NODE_NETNS (node_link), as a node's Pod
+# network is reachable from the node itself: the host routes the Pod subnet
+# to it (the kubelet's HTTP probes, the API server's pods/proxy), and the
+# Pods' default route leads through it to the host, which holds the
+# kubernetes Service's ClusterIP (NODE_SERVICE_IP) on its end of the pair: a
+# test that runs Pods talking to the API server forwards that address to the
+# API server's loopback port, as kube-proxy would (kubetest's ServeAPIToNode).
 #
 # Outside its state dir (STATE_DIR/node) the node writes: cgroups under
 # NODE_CGROUP in every cgroup v1 hierarchy, the netns NODE_NETNS, the sysctls
@@ -26,6 +33,14 @@ NODE_NAME=node-real
 NODE_NETNS="ctpool-node-$PORT_OFFSET"
 NODE_CGROUP="/ctpool-node-$PORT_OFFSET"
 NODE_POD_SUBNET="10.245.0.0/24"
+# The link between the host and NODE_NETNS: its two ends and their /30.
+NODE_LINK_HOST="ctpool-h$PORT_OFFSET"
+NODE_LINK_NODE="ctpool-n$PORT_OFFSET"
+NODE_LINK_HOST_IP=10.245.255.1
+NODE_LINK_NODE_IP=10.245.255.2
+# The kubernetes Service's ClusterIP (the first address of SERVICE_CIDR),
+# which the kubelet gives Pods as KUBERNETES_SERVICE_HOST.
+NODE_SERVICE_IP=10.96.0.1
 NODE_SYSCTLS=(vm.overcommit_memory kernel.panic kernel.panic_on_oops)
 # Fixed paths the node writes outside its state dir: the kubelet's device
 # plugins and container log links, the hostPath provisioner's volumes, the
@@ -83,6 +98,7 @@ node_prepare() {
 
 	ip netns list | grep -qw "^$NODE_NETNS" || ip netns add "$NODE_NETNS"
 	ip -n "$NODE_NETNS" link set lo up
+	node_link
 
 	# The bridge plugin (and the host-local IPAM it calls) runs in NODE_NETNS.
 	cat >"$NODE_DIR/cni/bin/bridge.tmp" <<EOF
@@ -98,7 +114,7 @@ EOF
   "cniVersion": "1.0.0",
   "name": "ctpool-node",
   "plugins": [{
-    "type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": false, "hairpinMode": false,
+    "type": "bridge", "bridge": "cni0", "isGateway": true, "isDefaultGateway": true, "ipMasq": false, "hairpinMode": false,
     "ipam": {"type": "host-local", "ranges": [[{"subnet": "$NODE_POD_SUBNET"}]], "dataDir": "$NODE_DIR/cni/ipam"}
   }]
 }
@@ -189,6 +205,27 @@ syncFrequency: 10s
 fileCheckFrequency: 0s
 registerNode: true
 EOF
+}
+
+# node_link: the veth pair between the host and NODE_NETNS (see the top of
+# this file); kept when there. Another plane's real node on this host holds
+# the same addresses: then this node's Pods stay unreachable from the host,
+# as before the link, and up says so.
+node_link() {
+	ip link show "$NODE_LINK_HOST" >/dev/null 2>&1 && return 0
+	if [[ -n "$(ip -o addr show to "$NODE_LINK_HOST_IP/32")" ]]; then
+		log "warning: $NODE_LINK_HOST_IP is taken (another plane's real node?): the Pods of $NODE_NAME are not reachable from the host"
+		return 0
+	fi
+	ip link add "$NODE_LINK_HOST" type veth peer name "$NODE_LINK_NODE" netns "$NODE_NETNS"
+	ip addr add "$NODE_LINK_HOST_IP/30" dev "$NODE_LINK_HOST"
+	ip addr add "$NODE_SERVICE_IP/32" dev "$NODE_LINK_HOST"
+	ip link set "$NODE_LINK_HOST" up
+	ip -n "$NODE_NETNS" addr add "$NODE_LINK_NODE_IP/30" dev "$NODE_LINK_NODE"
+	ip -n "$NODE_NETNS" link set "$NODE_LINK_NODE" up
+	ip -n "$NODE_NETNS" route replace default via "$NODE_LINK_HOST_IP"
+	ip netns exec "$NODE_NETNS" sysctl -qw net.ipv4.ip_forward=1
+	ip route replace "$NODE_POD_SUBNET" via "$NODE_LINK_NODE_IP" dev "$NODE_LINK_HOST"
 }
 
 node_object() {
@@ -316,6 +353,9 @@ node_down() {
 	for m in $(awk -v d="$NODE_DIR" 'index($5, d) == 1 { print $5 }' /proc/self/mountinfo | sort -r); do
 		umount -l "$m" 2>/dev/null || true
 	done
+	# (deleting the netns deletes the pair and the host's route too; first
+	# the host's end, in case the netns is gone already)
+	ip link del "$NODE_LINK_HOST" 2>/dev/null || true
 	ip netns list 2>/dev/null | grep -qw "^$NODE_NETNS" && ip netns delete "$NODE_NETNS"
 	while read -r d; do
 		[[ -d "$d" ]] || continue
@@ -338,6 +378,7 @@ node_down() {
 	# What is left is a failure of down, named.
 	local left=()
 	ip netns list 2>/dev/null | grep -qw "^$NODE_NETNS" && left+=("netns $NODE_NETNS")
+	ip link show "$NODE_LINK_HOST" >/dev/null 2>&1 && left+=("link $NODE_LINK_HOST")
 	while read -r d; do [[ -d "$d" ]] && left+=("cgroup $d"); done < <(node_cgroup_dirs)
 	awk -v d="$NODE_DIR" 'index($5, d) == 1 { found = 1 } END { exit !found }' /proc/self/mountinfo && left+=("mounts under $NODE_DIR")
 	if [[ -f "$NODE_DIR/host-before" ]]; then
