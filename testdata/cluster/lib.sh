@@ -16,6 +16,10 @@ CONTAINERD_VERSION="v2.4.2"
 NODE_BIN_DIR="$CACHE_ROOT/containerd-$CONTAINERD_VERSION/bin"
 NODE_BINARIES=(containerd containerd-shim-runc-v2 ctr)
 IMAGE_DIR="$CACHE_ROOT/images"
+# The real node's NetworkPolicy enforcer (tools/netpol): kube-network-policies
+# as a library in a program of the plane's own.
+NETPOL_VERSION="v0.8.0"
+NETPOL_BIN_DIR="$CACHE_ROOT/kube-network-policies-$NETPOL_VERSION/bin"
 STATE_DIR="${CTPOOL_CLUSTER_DIR:-/tmp/ctpool-tui-cluster}"
 
 # Loopback only, away from the default ports of a real cluster on the same host.
@@ -49,6 +53,10 @@ COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok)
 NODE_COMPONENTS=(containerd kubelet)
 if [[ -f "$STATE_DIR/node-enabled" ]]; then
 	COMPONENTS+=("${NODE_COMPONENTS[@]}")
+fi
+# The node's NetworkPolicy enforcer (node.sh), when up started it.
+if [[ -f "$STATE_DIR/netpol-enabled" ]]; then
+	COMPONENTS+=(ctpool-netpol)
 fi
 BINARIES=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok kubectl kubelet)
 

@@ -396,3 +396,65 @@ node_down() {
 	rm -f "$STATE_DIR/node-enabled"
 	((${#left[@]} == 0)) || die "the real node left behind: ${left[*]}"
 }
+
+# ---- NetworkPolicy ----------------------------------------------------------
+# The node's NetworkPolicy enforcer, ctpool-netpol (tools/netpol): the
+# controller of sigs.k8s.io/kube-network-policies, which decides on the first
+# packet of each connection in user space, through an NFQUEUE. The kernels of
+# the test hosts lack nft's `queue` expression (CONFIG_NFT_QUEUE), so the
+# library's own nftables rules cannot be loaded; the plane adds one
+# iptables-nft rule instead, in NODE_NETNS: every new connection crossing the
+# bridge (br_netfilter hands bridged packets to the FORWARD chain) goes to
+# queue NETPOL_QUEUE. The enforcer runs in NODE_NETNS and dials the API server
+# from the host's namespace (see tools/netpol/main.go).
+#
+# The rule is added only once the enforcer listens on the queue (it opens it
+# after its informers have synced), and carries --queue-bypass: while no
+# enforcer listens (stopped with `down ctpool-netpol`, or crashed) packets
+# pass unfiltered instead of being dropped, so the node's Pods keep their
+# network; NetworkPolicy is then not enforced. The rule goes with the netns.
+NETPOL_QUEUE=100
+NETPOL_RULE=(FORWARD -m conntrack --ctstate NEW -m comment --comment ctpool-netpol
+	-j NFQUEUE --queue-num "$NETPOL_QUEUE" --queue-bypass)
+
+# netpol_unavailable: why the node cannot enforce NetworkPolicy, or nothing.
+netpol_unavailable() {
+	command -v iptables-nft >/dev/null || { echo "no iptables-nft (apt-get install iptables)"; return; }
+	[[ -e /proc/sys/net/bridge/bridge-nf-call-iptables ]] || echo "the kernel has no br_netfilter"
+}
+
+# netpol_listening: the enforcer has bound its queue in NODE_NETNS.
+netpol_listening() {
+	ip netns exec "$NODE_NETNS" awk -v q="$NETPOL_QUEUE" '$1 == q { found = 1 } END { exit !found }' \
+		/proc/net/netfilter/nfnetlink_queue 2>/dev/null
+}
+
+# netpol_up: starts the enforcer (kept when running), waits until it listens,
+# then adds the queue rule. After node_up; uses up's start, fail and poll.
+netpol_up() {
+	local why
+	why="$(netpol_unavailable)"
+	if [[ -n "$why" ]]; then
+		log "not enforcing NetworkPolicy on $NODE_NAME: $why; the tests that need it skip"
+		rm -f "$STATE_DIR/netpol-enabled"
+		return 0
+	fi
+	echo on >"$STATE_DIR/netpol-enabled"
+	ip netns exec "$NODE_NETNS" sysctl -qw net.bridge.bridge-nf-call-iptables=1
+	COMP_BIN="$NETPOL_BIN_DIR" start ctpool-netpol - \
+		-kubeconfig "$STATE_DIR/admin.kubeconfig" \
+		-netns "/run/netns/$NODE_NETNS" \
+		-node "$NODE_NAME" \
+		-queue "$NETPOL_QUEUE" \
+		-v=1
+	local deadline=$((SECONDS + START_TIMEOUT))
+	until netpol_listening; do
+		proc_running ctpool-netpol || fail ctpool-netpol "exited during start-up"
+		((SECONDS < deadline)) || fail ctpool-netpol "not listening on NFQUEUE $NETPOL_QUEUE in $NODE_NETNS after ${START_TIMEOUT}s"
+		sleep 0.2 # poll interval
+	done
+	ip netns exec "$NODE_NETNS" iptables-nft -w -C "${NETPOL_RULE[@]}" 2>/dev/null ||
+		ip netns exec "$NODE_NETNS" iptables-nft -w -A "${NETPOL_RULE[@]}" ||
+		die "adding the NFQUEUE rule in $NODE_NETNS failed"
+	log "NetworkPolicy enforced on $NODE_NAME (ctpool-netpol, NFQUEUE $NETPOL_QUEUE)"
+}
