@@ -60,7 +60,7 @@ generate: ## regenerate the checked-in generated code (kube/permissions_gen.go, 
 	$(GO) generate ./kube
 
 .PHONY: lint
-lint: ## gofmt, go.mod and go.sum tidy, a stale generated permission table, go vet (with the integration tags too), and govulncheck (hack/vulndb: the live database, else an offline copy)
+lint: ## gofmt, go.mod and go.sum tidy, a stale generated permission table, go vet (with the integration tags too), govulncheck (hack/vulndb: the live database, else an offline copy), and the linked modules' licenses (docs/licenses.md)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) run ./kube/internal/permgen -check kube/permissions_gen.go
 	@out=$$(grep -l '^//go:build.*integration' $$(git ls-files '*_test.go') | grep -v '_integration_test\.go$$' || true); if [ -n "$$out" ]; then echo "a test file behind the integration tag is named *_integration_test.go:"; echo "$$out"; exit 1; fi
@@ -72,6 +72,11 @@ lint: ## gofmt, go.mod and go.sum tidy, a stale generated permission table, go v
 	$(GO) vet -tags e2e $(PKGS)
 	$(GO) vet -tags nodemo $(PKGS)
 	$(GO) run ./hack/vulndb check ./...
+	$(GO) run ./hack/licenses -check docs/licenses.md
+
+.PHONY: licenses
+licenses: ## write docs/licenses.md again: the modules the binary links on every release platform and their licenses; fails on a module without an allowed license (make lint checks the list)
+	$(GO) run ./hack/licenses -w docs/licenses.md
 
 .PHONY: vulndb
 vulndb: ## cut the project's copy of the vulnerability database (hack/vulndb/db) again from a full one at VULNDB
