@@ -86,11 +86,20 @@ vulndb: ## cut the project's copy of the vulnerability database (hack/vulndb/db)
 test: lint ## everything CI runs: lint, unit and integration tests on a local control plane, short fuzzing
 	$(CLUSTER)/with-cluster $(MAKE) --no-print-directory test-in-cluster
 	$(MAKE) --no-print-directory test-nodemo
+	$(MAKE) --no-print-directory release-check
 	$(MAKE) --no-print-directory fuzz
 
 .PHONY: promtool
 promtool: ## build promtool (hack/tools/promtool, cached) and run the alert rules' promtool tests
 	CTPOOL_PROMTOOL="$$(hack/tools/promtool/build)" CI=$${CI:-true} $(GO) test -count=1 -run '^TestAlertsPromtool$$' ./kube/controller/alerts/
+
+.PHONY: release-snapshot
+release-snapshot: ## build a release in dist/ without publishing it: archives for linux, darwin, windows x amd64, arm64, checksums.txt, an SBOM per archive, the krew manifest (validated by krew) and the Homebrew formula
+	$(GO) run ./hack/release -out dist
+
+.PHONY: release-check
+release-check: ## CI's share of release-snapshot: the linux/amd64 archive, its binary run (version, --demo --once), the krew manifest validated and installed by krew, the archive built twice byte for byte
+	CTPOOL_RELEASE_TEST=1 $(GO) test -count=1 -run '^TestReleaseSnapshot$$' ./hack/release/
 
 .PHONY: test-nodemo
 test-nodemo: ## the container image's build (-tags nodemo, no simulator): --demo is refused with one clear line
