@@ -360,3 +360,55 @@ func runBinary(t *testing.T, proxy *proxyTrap, path string, args ...string) (int
 	t.Fatalf("%s %v: %v", path, args, err)
 	return 0, "", ""
 }
+
+// TestDescribe: the version of a checkout, from git describe.
+func TestDescribe(t *testing.T) {
+	t.Chdir(t.TempDir())
+	t.Setenv("GIT_CONFIG_GLOBAL", os.DevNull)
+	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	git := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-c", "user.name=T", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false", "-c", "tag.gpgsign=false"}, args...)...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	commit := func() string {
+		t.Helper()
+		if err := os.WriteFile("f", []byte(time.Now().String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		git("add", "f")
+		git("commit", "-q", "-m", "c")
+		return git("rev-parse", "HEAD")
+	}
+	version := func() string {
+		t.Helper()
+		v, err := describe("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v.version
+	}
+	git("init", "-q")
+	first := commit()
+	if got, want := version(), "v0.0.0-SNAPSHOT-"+first[:12]; got != want {
+		t.Errorf("before any tag: %s, want %s", got, want)
+	}
+	git("tag", "-a", "-m", "v1.2.0", "v1.2.0")
+	if got := version(); got != "v1.2.0" {
+		t.Errorf("on the tag: %s, want v1.2.0", got)
+	}
+	if err := os.WriteFile("f", []byte("changed"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := version(), "v1.2.1-SNAPSHOT-"+first[:12]+"-dirty"; got != want {
+		t.Errorf("on the tag, changed: %s, want %s", got, want)
+	}
+	second := commit()
+	if got, want := version(), "v1.2.1-SNAPSHOT-"+second[:12]; got != want {
+		t.Errorf("after the tag: %s, want %s", got, want)
+	}
+}
