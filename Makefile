@@ -83,7 +83,7 @@ vulndb: ## cut the project's copy of the vulnerability database (hack/vulndb/db)
 	$(GO) run ./hack/vulndb cut -from $${VULNDB:-../shared/vulndb} -source "$${VULNDB_SOURCE:?name the full copy, e.g. golang/vulndb and its commit}" -date "$${VULNDB_DATE:?the date of the full copy, YYYY-MM-DD}"
 
 .PHONY: test
-test: lint ## everything CI runs: lint, unit and integration tests on a local control plane, short fuzzing
+test: lint ## everything CI runs: lint, unit and integration tests on a local control plane, the release check (linux/amd64), short fuzzing
 	$(CLUSTER)/with-cluster $(MAKE) --no-print-directory test-in-cluster
 	$(MAKE) --no-print-directory test-nodemo
 	$(MAKE) --no-print-directory release-check
