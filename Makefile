@@ -79,7 +79,7 @@ generate: ## regenerate the checked-in generated code (kube/permissions_gen.go, 
 	$(GO) generate ./kube
 
 .PHONY: lint
-lint: ## gofmt, go.mod and go.sum tidy, a stale generated permission table, go vet (with the integration tags too), and govulncheck (hack/vulndb: the live database, else an offline copy)
+lint: ## gofmt, go.mod and go.sum tidy, a stale generated permission table, go vet (with the integration tags too), govulncheck (hack/vulndb: the live database, else an offline copy), and the linked modules' licenses (docs/licenses.md)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) run ./kube/internal/permgen -check kube/permissions_gen.go
 	@out=$$(grep -l '^//go:build.*integration' $$(git ls-files '*_test.go') | grep -v '_integration_test\.go$$' || true); if [ -n "$$out" ]; then echo "a test file behind the integration tag is named *_integration_test.go:"; echo "$$out"; exit 1; fi
@@ -91,21 +91,35 @@ lint: ## gofmt, go.mod and go.sum tidy, a stale generated permission table, go v
 	$(GO) vet -tags e2e $(PKGS)
 	$(GO) vet -tags nodemo $(PKGS)
 	$(GO) run ./hack/vulndb check ./...
+	$(GO) run ./hack/licenses -check docs/licenses.md
+
+.PHONY: licenses
+licenses: ## write docs/licenses.md again: the modules the binary links on every release platform and their licenses; fails on a module without an allowed license (make lint checks the list)
+	$(GO) run ./hack/licenses -w docs/licenses.md
 
 .PHONY: vulndb
 vulndb: ## cut the project's copy of the vulnerability database (hack/vulndb/db) again from a full one at VULNDB
 	$(GO) run ./hack/vulndb cut -from $${VULNDB:-../shared/vulndb} -source "$${VULNDB_SOURCE:?name the full copy, e.g. golang/vulndb and its commit}" -date "$${VULNDB_DATE:?the date of the full copy, YYYY-MM-DD}"
 
 .PHONY: test
-test: lint ## everything CI runs: lint, unit and integration tests on a local control plane, short fuzzing
+test: lint ## everything CI runs: lint, unit and integration tests on a local control plane, the release check (linux/amd64), short fuzzing
 	$(CLUSTER)/with-cluster $(MAKE) --no-print-directory test-in-cluster
 	$(MAKE) --no-print-directory test-nodemo
 	$(MAKE) --no-print-directory test-image
+	$(MAKE) --no-print-directory release-check
 	$(MAKE) --no-print-directory fuzz
 
 .PHONY: promtool
 promtool: ## build promtool (hack/tools/promtool, cached) and run the alert rules' promtool tests
 	CTPOOL_PROMTOOL="$$(hack/tools/promtool/build)" CI=$${CI:-true} $(GO) test -count=1 -run '^TestAlertsPromtool$$' ./kube/controller/alerts/
+
+.PHONY: release-snapshot
+release-snapshot: ## build a release in dist/ without publishing it: archives for linux, darwin, windows x amd64, arm64, checksums.txt, an SBOM per archive, the krew manifest (validated by krew) and the Homebrew formula
+	$(GO) run ./hack/release -out dist
+
+.PHONY: release-check
+release-check: ## CI's share of release-snapshot: the linux/amd64 archive, its binary run (version, --demo --once), the krew manifest validated and installed by krew, the archive built twice byte for byte
+	CTPOOL_RELEASE_TEST=1 $(GO) test -count=1 -run '^TestReleaseSnapshot$$' ./hack/release/
 
 .PHONY: test-nodemo
 test-nodemo: ## the container image's build (-tags nodemo, no simulator): --demo is refused with one clear line
