@@ -194,7 +194,11 @@ func (m *Model) refusal(a *action, pool engine.PoolRef) string {
 		return ""
 	}
 	if m.feed.health.disconnected() {
-		return unreachable + ": " + a.name + " needs the server (data " + render.Duration(m.now.Sub(m.feed.health.lastSync)) + " old)"
+		why := unreachable
+		if w := m.feed.health.lostWord(); w != "disconnected" {
+			why = w
+		}
+		return why + ": " + a.name + " needs the server (data " + render.Duration(m.now.Sub(m.feed.health.lastSync)) + " old)"
 	}
 	caps, _ := m.capsFor(pool)
 	if c, ok := caps[a.kind]; ok && !c.Allowed {
