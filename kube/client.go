@@ -3,14 +3,18 @@ package kube
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/transport"
 )
 
 // DefaultNamespace is used when neither the flag nor the kubeconfig context names one.
@@ -83,12 +87,55 @@ func (o *Options) RESTConfig() (*rest.Config, error) {
 	}
 	cfg.Timeout = 0
 	cfg.Wrap(BoundOrdinaryRequests(bound))
+	rereadTokenFileOn401(cfg)
 	watchServerClock(cfg)
 	// Built-in types speak protobuf: smaller and faster to decode than JSON.
 	cfg.ContentType = "application/vnd.kubernetes.protobuf"
 	cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
 	return cfg, nil
 }
+
+// rereadTokenFileOn401 makes a kubeconfig's tokenFile be read again after
+// the API server answers 401, not only once a minute as client-go does for
+// a tokenFile: a wall display whose token was rotated and the old one
+// revoked at once is refused for one request, not for up to a minute. The
+// file is still read again each minute (client-go's cached file source).
+func rereadTokenFileOn401(cfg *rest.Config) {
+	if cfg.BearerTokenFile == "" || cfg.ExecProvider != nil || cfg.AuthProvider != nil {
+		return
+	}
+	ts := transport.NewCachedFileTokenSource(cfg.BearerTokenFile)
+	cfg.BearerToken, cfg.BearerTokenFile = "", ""
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &tokenFileTransport{src: ts, rt: rt} })
+}
+
+// tokenFileTransport sets the token of a file on each request that has no
+// Authorization header, and forgets it after a 401 so that the next request
+// reads the file again.
+type tokenFileTransport struct {
+	src transport.ResettableTokenSource
+	rt  http.RoundTripper
+}
+
+func (t *tokenFileTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Header.Get("Authorization") != "" {
+		return t.rt.RoundTrip(req)
+	}
+	tok, err := t.src.Token()
+	if err != nil {
+		return nil, fmt.Errorf("read the kubeconfig's tokenFile: %w", err)
+	}
+	req = utilnet.CloneRequest(req)
+	req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
+	resp, err := t.rt.RoundTrip(req)
+	if err == nil && resp.StatusCode == http.StatusUnauthorized {
+		t.src.ResetTokenOlderThan(time.Now()) // the next request reads the file
+	}
+	return resp, err
+}
+
+// WrappedRoundTripper lets client-go reach the transport below.
+func (t *tokenFileTransport) WrappedRoundTripper() http.RoundTripper { return t.rt }
 
 // ErrNoKubeconfig is returned when no cluster is configured at all. The
 // binary adds what its build offers instead (a release binary's --demo).

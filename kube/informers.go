@@ -71,6 +71,11 @@ type Watcher struct {
 	lastEvent time.Time
 	lastErr   error
 	lastErrAt time.Time
+	// refused is the API server's last refusal of the credentials (nil:
+	// none since a request with them succeeded). It stands until the probe
+	// succeeds: a watch opened before the refusal goes on delivering
+	// events, which tell nothing of the credentials in use now.
+	refused error
 
 	events  atomic.Int64 // handler calls
 	signals atomic.Int64 // sends that found room in the channel
@@ -247,10 +252,27 @@ func (w *Watcher) LastSync() time.Time {
 
 // LastWatchError is the last list or watch error and when it happened; a
 // zero time means none since start.
+//
+// While the API server refuses the credentials (a *CredentialsError), that
+// refusal is the error, dated no earlier than the last event, until a probe
+// with the credentials succeeds.
 func (w *Watcher) LastWatchError() (time.Time, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.refused != nil {
+		at := w.lastErrAt
+		if w.lastEvent.After(at) {
+			at = w.lastEvent
+		}
+		return at, w.refused
+	}
 	return w.lastErrAt, w.lastErr
+}
+
+// downLocked reports whether LastWatchError names an error at or after the
+// last event (w.mu held).
+func (w *Watcher) downLocked() bool {
+	return w.refused != nil || (!w.lastErrAt.IsZero() && !w.lastErrAt.Before(w.lastEvent))
 }
 
 // Stats returns how many handler events arrived and how many of them found
@@ -423,6 +445,9 @@ func (w *Watcher) signal() {
 	w.events.Add(1)
 	w.mu.Lock()
 	w.lastEvent = w.now()
+	if w.probeEvery <= 0 {
+		w.refused = nil // no probe to clear it: the event is the only news
+	}
 	w.mu.Unlock()
 	select {
 	case w.changed <- struct{}{}:
@@ -432,8 +457,13 @@ func (w *Watcher) signal() {
 }
 
 func (w *Watcher) onWatchError(ctx context.Context, r *cache.Reflector, err error) {
+	mapped := MapError(credentialsError(err))
 	w.mu.Lock()
-	w.lastErr, w.lastErrAt = err, w.now()
+	w.lastErr, w.lastErrAt = mapped, w.now()
+	var ce *CredentialsError
+	if errors.As(mapped, &ce) {
+		w.refused = mapped
+	}
 	w.mu.Unlock()
 	select { // let the UI show the disconnection now
 	case w.changed <- struct{}{}:

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -37,33 +38,50 @@ func Probe(ctx context.Context, client kubernetes.Interface, every time.Duration
 			return
 		case <-t.C:
 		}
-		pctx, cancel := context.WithTimeout(ctx, min(every, 3*time.Second))
-		err := rc.Get().AbsPath("/livez").Do(pctx).Error()
-		cancel()
+		err := probeOnce(ctx, rc, every)
+		if apierrors.IsUnauthorized(err) && ctx.Err() == nil {
+			// A token file or an exec plugin reads its credential again
+			// after a 401: ask once more with what it reads now, so that a
+			// rotation is not shown as a refusal until the next probe.
+			err = probeOnce(ctx, rc, every)
+		}
 		if ctx.Err() != nil {
 			return
 		}
 		if apierrors.IsForbidden(err) {
 			err = nil // it answered; /livez is just not open to this identity
 		}
-		report(err)
+		report(credentialsError(err))
 	}
 }
 
+// probeOnce asks /livez once, bounded by the interval (at most 3s).
+func probeOnce(ctx context.Context, rc *rest.RESTClient, every time.Duration) error {
+	pctx, cancel := context.WithTimeout(ctx, min(every, 3*time.Second))
+	defer cancel()
+	return rc.Get().AbsPath("/livez").Do(pctx).Error()
+}
+
 // probed records a /livez outcome: a success counts as contact with the API
-// server (LastSync), a failure as a connection error (LastWatchError). A
-// change between the two signals the reader.
+// server (LastSync) and clears a refusal of the credentials, a refusal of
+// the credentials (*CredentialsError) stands until the next success, any
+// other failure is a connection error (LastWatchError). A change between
+// them signals the reader.
 func (w *Watcher) probed(err error) {
 	w.mu.Lock()
-	wasDown := !w.lastErrAt.IsZero() && !w.lastErrAt.Before(w.lastEvent)
-	if err != nil {
+	wasDown, wasRefused := w.downLocked(), w.refused != nil
+	var ce *CredentialsError
+	switch {
+	case errors.As(err, &ce):
+		w.refused, w.lastErr, w.lastErrAt = err, err, w.now()
+	case err != nil:
 		w.lastErr, w.lastErrAt = fmt.Errorf("API server unreachable: %w", err), w.now()
-	} else {
-		w.lastEvent = w.now()
+	default:
+		w.lastEvent, w.refused = w.now(), nil
 	}
-	isDown := !w.lastErrAt.IsZero() && !w.lastErrAt.Before(w.lastEvent)
+	isDown, isRefused := w.downLocked(), w.refused != nil
 	w.mu.Unlock()
-	if wasDown != isDown {
+	if wasDown != isDown || wasRefused != isRefused {
 		select {
 		case w.changed <- struct{}{}:
 		default:

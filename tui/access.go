@@ -197,7 +197,11 @@ func (m *Model) refusal(a *action, pool engine.PoolRef) string {
 		return a.name + " refused: context " + pool.Context + " is read-only (config)"
 	}
 	if m.feed.health.disconnected() {
-		return unreachable + ": " + a.name + " needs the server (data " + render.Duration(m.now.Sub(m.feed.health.lastSync)) + " old)"
+		why := unreachable
+		if w := m.feed.health.lostWord(); w != "disconnected" {
+			why = w
+		}
+		return why + ": " + a.name + " needs the server (data " + render.Duration(m.now.Sub(m.feed.health.lastSync)) + " old)"
 	}
 	caps, _ := m.capsFor(pool)
 	if c, ok := caps[a.kind]; ok && !c.Allowed {

@@ -9,10 +9,14 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
 	"github.com/ctpool-tui/ctpool-tui/internal/fixture"
+	"github.com/ctpool-tui/ctpool-tui/internal/render"
+	"github.com/ctpool-tui/ctpool-tui/kube"
 )
 
 // sandboxdCluster is a sandboxd pool: one member placed on the virtual node
@@ -128,6 +132,8 @@ func TestGoldenDiagnosisAccessAudit(t *testing.T) {
 		{name: "audit_120x40", c: fixture.Demo, o: testOpts{events: auditSource{}}, keys: []string{"down", "enter", "A"}},
 		{name: "disconnected_120x40", c: fixture.Demo, setup: disconnect, keys: []string{"down", "enter", "r"}},
 		{name: "disconnected_80x24", c: fixture.Demo, o: testOpts{width: 80, height: 24}, setup: disconnect},
+		{name: "credentials_refused_120x40", c: fixture.Demo, setup: refuseCredentials, keys: []string{"down", "enter", "r"}},
+		{name: "credentials_refused_wall_80x24", c: fixture.Demo, o: testOpts{width: 80, height: 24, readOnly: true}, setup: refuseCredentials},
 		{name: "hostile_detail_diagnosis_120x40", c: fixture.Hostile, o: testOpts{events: &fakeEvents{}}, keys: []string{"enter", "down", "enter"}},
 	}
 	for _, tt := range tests {
@@ -156,6 +162,46 @@ func disconnect(m *Model, d *fakeData) {
 	d.lastSync, d.errAt, d.err = t0.Add(-47*time.Second), t0.Add(-2*time.Second), errors.New("Get \"https://127.0.0.1:6443/livez\": dial tcp: connection refused")
 	d.mu.Unlock()
 	m.Update(healthMsg{health: readHealth(d)})
+}
+
+// refuseCredentials makes the data source report the API server's 401
+// (the text of which is the server's, untrusted) after data 47s old.
+func refuseCredentials(m *Model, d *fakeData) {
+	d.mu.Lock()
+	d.lastSync, d.errAt = t0.Add(-47*time.Second), t0.Add(-2*time.Second)
+	d.err = &kube.CredentialsError{Err: apierrors.NewUnauthorized("token revoked\x1b]52;c;aGk=\x07")}
+	d.mu.Unlock()
+	m.Update(healthMsg{health: readHealth(d)})
+}
+
+// The header and the wall name a refusal of the credentials (not a
+// disconnection), actions say why they cannot run, and the next success
+// clears it.
+func TestCredentialsRefusedShownAndCleared(t *testing.T) {
+	for _, readOnly := range []bool{false, true} {
+		m, d := newTestModel(t, fixture.Demo(), testOpts{actions: &fakeActions{}, readOnly: readOnly})
+		refuseCredentials(m, d)
+		if h := header(m); !strings.Contains(h, render.GlyphBad+" credentials refused · data 47s old") || strings.Contains(h, "live") {
+			t.Fatalf("read-only %v: header = %q", readOnly, h)
+		}
+		if !readOnly {
+			_, cmd := m.Update(keyMsg("r"))
+			if cmd != nil || !strings.Contains(m.acts.note, "credentials refused: ") {
+				t.Fatalf("reconcile while refused: cmd %v, note %q", cmd != nil, m.acts.note)
+			}
+		}
+		d.mu.Lock()
+		d.lastSync = t0.Add(-time.Second) // the next probe with good credentials
+		d.mu.Unlock()
+		m.Update(healthMsg{health: readHealth(d)})
+		if h := header(m); strings.Contains(h, "refused") || !strings.Contains(h, "live") {
+			t.Fatalf("read-only %v: header after recovery = %q", readOnly, h)
+		}
+	}
+	forbidden := health{synced: true, lastSync: t0.Add(-time.Minute), errAt: t0, err: kube.MapError(apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("no")))}
+	if got, level := forbidden.connState(t0, t0.Add(-time.Hour), true); got != render.GlyphBad+" forbidden · data 1m old" || level != levelError {
+		t.Fatalf("403: %q (level %d)", got, level)
+	}
 }
 
 // assertHarmless fails when a screen holds anything but SGR-free text.

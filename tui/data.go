@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"errors"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -144,7 +145,7 @@ func (h health) connState(now, started time.Time, loaded bool) (text string, lev
 		if !h.lastSync.IsZero() {
 			age = "data " + render.Duration(now.Sub(h.lastSync)) + " old"
 		}
-		return render.GlyphBad + " disconnected · " + age, levelError
+		return render.GlyphBad + " " + h.lostWord() + " · " + age, levelError
 	case !h.synced || !loaded:
 		if now.Sub(started) > syncDeadline {
 			msg := render.GlyphBad + " not synced after " + render.Duration(now.Sub(started))
@@ -158,6 +159,27 @@ func (h health) connState(now, started time.Time, loaded bool) (text string, lev
 		return render.GlyphLive + " live", levelOK
 	}
 	return render.GlyphLive + " live · synced " + render.Ago(now, h.lastSync), levelOK
+}
+
+// lostWord names why the header no longer shows the data as live:
+// "credentials refused" when the API server answered 401 (the kubeconfig's
+// token or certificate is expired, revoked or not yet rotated in),
+// "forbidden" when it answered 403, else "disconnected".
+func (h health) lostWord() string {
+	switch {
+	case credentialsRefused(h.err):
+		return "credentials refused"
+	case errors.Is(h.err, engine.ErrForbidden):
+		return "forbidden"
+	}
+	return "disconnected"
+}
+
+// credentialsRefused reports whether err is the API server's refusal of the
+// credentials (kube.CredentialsError, known by its method).
+func credentialsRefused(err error) bool {
+	var r interface{ CredentialsRefused() bool }
+	return errors.As(err, &r) && r.CredentialsRefused()
 }
 
 // Levels of a status (render's), mapped onto styles.
