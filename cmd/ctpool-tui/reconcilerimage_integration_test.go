@@ -21,6 +21,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
@@ -275,18 +276,30 @@ func TestIntegrationRealNodeReconcilerImage(t *testing.T) {
 	memberPod(t, env, "desk-3", old)
 
 	// The metrics, through the API server's proxy: the leader says so.
-	if m := metrics(t, env, leader); !strings.Contains(m, controller.MetricReconcilerLeader+" 1") ||
-		!strings.Contains(m, controller.MetricPoolMembers+"{") || !strings.Contains(m, `pool="desk"`) {
-		t.Errorf("the leader's metrics lack %s 1 or desk's members:\n%s", controller.MetricReconcilerLeader, m)
+	// The recreated Pod is seen before the reconcile that made it ends and
+	// sets the pool's gauges, so they are polled for.
+	var m string
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, convergeTimeout, true, func(context.Context) (bool, error) {
+		m = metrics(t, env, leader)
+		return strings.Contains(m, controller.MetricReconcilerLeader+" 1") &&
+			strings.Contains(m, controller.MetricPoolMembers+"{") && strings.Contains(m, `pool="desk"`), nil
+	}); err != nil {
+		t.Errorf("the leader's metrics lack %s 1 or desk's members after %v:\n%s", controller.MetricReconcilerLeader, convergeTimeout, m)
 	}
 	if m := metrics(t, env, standby); !strings.Contains(m, controller.MetricReconcilerLeader+" 0") {
 		t.Errorf("the standby's metrics lack %s 0", controller.MetricReconcilerLeader)
 	}
 
 	// The leader's log, before its Pod goes: the operator's lines.
-	leaderLog := podLog(t, env, leader)
+	// The line of a reconcile follows its metrics: polled for too.
+	wantLog := []string{"msg=leading identity=" + leader, "msg=reconciled pool=" + ns + "/desk"}
+	var leaderLog string
+	_ = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, convergeTimeout, true, func(context.Context) (bool, error) {
+		leaderLog = podLog(t, env, leader)
+		return !slices.ContainsFunc(wantLog, func(w string) bool { return !strings.Contains(leaderLog, w) }), nil
+	})
 	checkLog(t, leader, leaderLog)
-	for _, want := range []string{"msg=leading identity=" + leader, "msg=reconciled pool=" + ns + "/desk"} {
+	for _, want := range wantLog {
 		if !strings.Contains(leaderLog, want) {
 			t.Errorf("%s's log lacks %q:\n%s", leader, want, leaderLog)
 		}
