@@ -90,3 +90,23 @@ func (e *StepError) Error() string {
 	}
 	return fmt.Sprintf("reconcile: %s steps failed: %s", formatCount(len(e.Errors)), ErrorSummary(e.Errors, 10))
 }
+
+// UnreadableStatusError is a pool whose recorded status this release cannot
+// read: a newer release's format (StatusFormat), or text that does not
+// parse. What the status records (an elastic pool's size, a rollout and its
+// halt, the members' backoffs) decides what a reconcile does, so a
+// reconcile changes nothing on such a pool and never writes over the
+// status; it says so with this error until the status can be read.
+type UnreadableStatusError struct {
+	Pool      string
+	ConfigMap string
+	Err       error
+}
+
+func (e *UnreadableStatusError) Error() string {
+	return fmt.Sprintf("pool %s: its recorded status cannot be read by this release (%v), and is left as it is: "+
+		"if a newer release wrote it, reconcile with that release; to start the status afresh, remove it: "+
+		`kubectl patch configmap %s --type json -p '[{"op":"remove","path":"/data/status"}]'`, e.Pool, e.Err, e.ConfigMap)
+}
+
+func (e *UnreadableStatusError) Unwrap() error { return e.Err }

@@ -33,6 +33,12 @@ func (e *Engine) Reconcile(ctx context.Context, pool string) (ReconcileResult, e
 		e.recordSpecError(ctx, snap, err)
 		return read, fmt.Errorf("pool %s: %w", pool, err)
 	}
+	if _, err := ParseStatus(snap.ConfigMap.Data[KeyStatus]); err != nil {
+		// What it records (an elastic pool's size, a rollout and its halt,
+		// the members' backoffs) decides what the steps do: a reconciler
+		// that cannot read it changes nothing rather than overwrite it.
+		return read, &UnreadableStatusError{Pool: pool, ConfigMap: snap.ConfigMap.Name, Err: err}
+	}
 	var iso *IsolationView
 	var pre reconcilePre
 	if spec.Isolate {
@@ -60,9 +66,13 @@ func (e *Engine) Reconcile(ctx context.Context, pool string) (ReconcileResult, e
 	return res, err
 }
 
-// recordSpecError writes a status that names the broken definition, once.
+// recordSpecError writes a status that names the broken definition, once;
+// never over a status it cannot read.
 func (e *Engine) recordSpecError(ctx context.Context, snap Snapshot, specErr error) {
-	rec, _ := ParseStatus(snap.ConfigMap.Data[KeyStatus])
+	rec, err := ParseStatus(snap.ConfigMap.Data[KeyStatus])
+	if err != nil {
+		return
+	}
 	msg := "spec: " + specErr.Error()
 	if len(rec.Errors) == 1 && rec.Errors[0] == msg {
 		return

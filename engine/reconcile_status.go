@@ -59,7 +59,13 @@ func (e *Engine) recordStatus(ctx context.Context, snap Snapshot, spec Spec, vie
 	sample := Sample{At: e.serverNow(), Free: st.Free, Claimed: st.Claimed, Size: st.Desired}
 	st.History = recordHistory(final.Recorded.History, sample)
 	res.Status = st
-	if snap.ConfigMap != nil && (!st.sameContent(final.Recorded) || final.RecordedError != nil) {
+	if final.RecordedError != nil {
+		// Written meanwhile by a reconciler this one cannot read (a newer
+		// release): it stands.
+		err := &UnreadableStatusError{Pool: snap.Pool, ConfigMap: ConfigMapName(snap.Pool), Err: final.RecordedError}
+		res.Errors = append(res.Errors, err.Error())
+		res.Actions = append(res.Actions, MemberAction{Step: StepStatus, Err: err})
+	} else if snap.ConfigMap != nil && !st.sameContent(final.Recorded) {
 		t := e.Now()
 		st.UpdatedAt = &t
 		var err error
@@ -100,7 +106,9 @@ func (e *Engine) writeElasticStatus(ctx context.Context, cm *corev1.ConfigMap, b
 		rv = cur.ResourceVersion
 		rec, perr := ParseStatus(cur.Data[KeyStatus])
 		if perr != nil {
-			continue // a broken status: this one replaces it
+			// Written meanwhile by a reconciler this one cannot read.
+			pool, _ := PoolFromConfigMapName(name)
+			return &UnreadableStatusError{Pool: pool, ConfigMap: name, Err: perr}
 		}
 		if !sameElastic(rec.Elastic, base) {
 			st.Elastic = rec.Elastic

@@ -488,14 +488,55 @@ func TestReconcileStatusWrites(t *testing.T) {
 		t.Fatalf("expiry not recorded: %+v", st.Members[0])
 	}
 
-	// A status that cannot be parsed is rewritten.
-	f.reset()
-	if err := f.PatchConfigMapData(context.Background(), ConfigMapName("desk"), KeyStatus, "members: {"); err != nil {
-		t.Fatal(err)
+}
+
+// A reconciler that cannot read a pool's recorded status (a newer
+// release's format, or text that does not parse) changes nothing and says
+// so, until the status is removed or can be read.
+func TestReconcileStopsOnAStatusItCannotRead(t *testing.T) {
+	tests := []struct {
+		name, status, why string
+	}{
+		{"does not parse", "members: {", "did not find expected node content"},
+		{"a newer format", "format: 2\ndesired: 3\nmembers:\n- desk-1 Ready\n", "format 2 is a newer release's; this release reads formats up to 1"},
+		{"a newer format with keys of its own", "format: 9\nsize: {\"desk\": [1, 2]}\n", "format 9 is a newer release's"},
 	}
-	f.reset()
-	if res, err := e.Reconcile(context.Background(), "desk"); err != nil || !res.StatusWritten {
-		t.Fatalf("malformed status not rewritten: %v", err)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			e, f := newEngine()
+			// Two members on an old image and one missing: work a reconcile
+			// would do.
+			seedPool(f, "desk", Spec{Image: "img:1", Size: 3}, 2)
+			if err := f.PatchConfigMapData(ctx, ConfigMapName("desk"), KeySpec, "image: img:2\nsize: 3\n"); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.PatchConfigMapData(ctx, ConfigMapName("desk"), KeyStatus, tt.status); err != nil {
+				t.Fatal(err)
+			}
+			f.reset()
+			res, err := e.Reconcile(ctx, "desk")
+			var ue *UnreadableStatusError
+			if !errors.As(err, &ue) || !strings.Contains(err.Error(), tt.why) || !strings.Contains(err.Error(), "remove it: kubectl patch configmap corral-vdi-ctpool-desk") {
+				t.Fatalf("Reconcile: %v", err)
+			}
+			if w := f.writes(); len(w) != 0 || res.Done() != 0 {
+				t.Fatalf("writes %v, %d actions over a status it cannot read", w, res.Done())
+			}
+			if got := f.cm(ConfigMapName("desk")).Data[KeyStatus]; got != tt.status {
+				t.Fatalf("status written over:\n%s", got)
+			}
+			// Emptied, the status starts afresh at the next reconcile.
+			if err := f.PatchConfigMapData(ctx, ConfigMapName("desk"), KeyStatus, ""); err != nil {
+				t.Fatal(err)
+			}
+			if res, err := e.Reconcile(ctx, "desk"); err != nil || !res.StatusWritten || res.Done() == 0 {
+				t.Fatalf("after the status was removed: %v, written %v, %d actions", err, res.StatusWritten, res.Done())
+			}
+			if st, err := ParseStatus(f.cm(ConfigMapName("desk")).Data[KeyStatus]); err != nil || st.Desired != 3 {
+				t.Fatalf("fresh status %+v, %v", st, err)
+			}
+		})
 	}
 }
 

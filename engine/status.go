@@ -109,6 +109,15 @@ const (
 	StatusMaxErrorBytes   = 1024
 )
 
+// StatusFormat is the format of the recorded status this release writes
+// (its key "format") and the newest it reads. A release that changes what
+// an existing key means, so that an earlier release would misread it,
+// raises it: the earlier release then refuses the status
+// (UnreadableStatusError) instead of acting on it or writing over it. New
+// keys do not raise it: an earlier release keeps them as they are
+// (Status.Future).
+const StatusFormat = 1
+
 // ParseStatus decodes a recorded status: the compact rows and message table
 // that Encode writes, and the one-object-per-row form of earlier versions.
 // An empty string is an empty status.
@@ -119,6 +128,9 @@ func ParseStatus(data string) (Status, error) {
 	var w wireStatus
 	if err := yaml.Unmarshal([]byte(data), &w); err != nil {
 		return Status{}, &InvalidError{Field: "status", Reason: cleanYAMLError(err)}
+	}
+	if w.Format > StatusFormat {
+		return Status{}, &InvalidError{Field: "status", Reason: fmt.Sprintf("format %d is a newer release's; this release reads formats up to %d", w.Format, StatusFormat)}
 	}
 	s := w.Status
 	future, err := futureKeys(data)
@@ -154,6 +166,9 @@ func ParseStatus(data string) (Status, error) {
 // them, the message table and the rows.
 type wireStatus struct {
 	Status
+	// Format is the status format that wrote it (StatusFormat); an earlier
+	// release wrote none (0).
+	Format   int       `json:"format,omitempty"`
 	Messages []string  `json:"messages,omitempty"`
 	Members  []wireRow `json:"members,omitempty"`
 	// Backoff holds the rows' backoffs (MemberRow.Backoff) by member, one
@@ -330,6 +345,7 @@ func (s Status) encode(rows []MemberRow, cut int) (string, []int) {
 		b.WriteString(strconv.Itoa(v))
 		b.WriteByte('\n')
 	}
+	num("format", StatusFormat)
 	num("desired", s.Desired)
 	num("observed", s.Observed)
 	num("ready", s.Ready)
