@@ -304,8 +304,9 @@ type mixedClaim struct {
 	pod, pvc         types.UID
 }
 
+// mixedRun is the run's actors and what they found: counts of operations,
+// the first error of each kind, the claims held, the violations.
 type mixedRun struct {
-	t    *testing.T
 	env  *kubetest.Env
 	user *engine.Engine
 	// leases writes the broker's Leases by name.
@@ -318,6 +319,7 @@ type mixedRun struct {
 	bad    []string
 }
 
+// leaseWriter creates Leases (the broker's, by name).
 type leaseWriter interface {
 	Create(ctx context.Context, l *coordinationv1.Lease, o metav1.CreateOptions) (*coordinationv1.Lease, error)
 }
@@ -557,7 +559,7 @@ func TestIntegrationMixedVersionReconcilers(t *testing.T) {
 	newBin := buildCurrent(t)
 	ctx := t.Context()
 
-	r := &mixedRun{t: t, env: env, user: pooltest.Engine(env), leases: env.Client.CoordinationV1().Leases(env.Namespace),
+	r := &mixedRun{env: env, user: pooltest.Engine(env), leases: env.Client.CoordinationV1().Leases(env.Namespace),
 		counts: map[string]int{}, errs: map[string]string{}, held: map[string]*mixedClaim{}, asked: map[string]int{}}
 	if _, err := r.user.Apply(ctx, chaosPool, pooltest.SmallSpec(pooltest.Image, mixedSize)); err != nil {
 		t.Fatal(err)
