@@ -584,6 +584,9 @@ type replay struct {
 	// takeovers: reconciler Leases taken over before they could be stale
 	// (the first maxTakeoverReports reported, all counted).
 	takeovers int
+	// writers: the field managers besides this run's engines that may write
+	// the pool's Leases (the reconciler processes of a mixed-version run).
+	writers map[string]bool
 }
 
 // racePod is a Pod created on its member's PVC while that PVC was being deleted.
@@ -636,7 +639,7 @@ func (p *replay) apply(e objEvent, bad func(format string, a ...any)) {
 		if m == "" {
 			return
 		}
-		if !e.gone && e.writer != "" && e.writer != kubetest.UserAgent {
+		if !e.gone && e.writer != "" && e.writer != kubetest.UserAgent && !p.writers[e.writer] {
 			// Only this run's engines write the pool's Leases; anything else
 			// (a reconciler of every namespace run by another test) voids
 			// what the run finds.
