@@ -244,9 +244,26 @@ func (e *Engine) writeDefinition(ctx context.Context, snap Snapshot, spec Spec, 
 	if status != nil {
 		data[KeyStatus] = *status
 	}
-	err := e.Cluster.PatchConfigMap(ctx, cm.Name, cm.ResourceVersion, map[string]string{LabelPool: snap.Pool}, data)
-	if errors.Is(err, ErrConflict) {
+	for try := 1; ; try++ {
+		err := e.Cluster.PatchConfigMap(ctx, cm.Name, cm.ResourceVersion, map[string]string{LabelPool: snap.Pool}, data)
+		if !errors.Is(err, ErrConflict) {
+			return err
+		}
+		// Lost to a write that left the definition as it was read (a
+		// reconciler's status write, which a busy pool makes every few
+		// seconds): the change holds as well on the newer version. A status
+		// written with the definition was computed from the status read, so
+		// it is not written over a newer one.
+		if try < definitionWriteTries && status == nil {
+			if cur, gerr := e.Cluster.GetConfigMap(ctx, cm.Name); gerr == nil && cur.Data[KeySpec] == cm.Data[KeySpec] {
+				cm = cur
+				continue
+			}
+		}
 		return fmt.Errorf("the pool definition was changed by someone else meanwhile; look again and retry: %w", err)
 	}
-	return err
 }
+
+// definitionWriteTries bounds the writes of a definition that lose only to
+// writes of the status.
+const definitionWriteTries = 3

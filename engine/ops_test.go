@@ -91,7 +91,49 @@ func TestApply(t *testing.T) {
 		}
 	})
 
-	t.Run("changed by someone else meanwhile", func(t *testing.T) {
+	// Between the apply's read and its write, someone else writes the
+	// ConfigMap: another definition fails the apply; a status alone (a
+	// reconciler's) does not, and is kept.
+	for _, tt := range []struct {
+		name, key, value string
+		wantErr          bool
+	}{
+		{"changed by someone else meanwhile", KeySpec, "image: theirs\nsize: 2\n", true},
+		{"a status written meanwhile", KeyStatus, "format: 1\ndesired: 1\n", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e, f := newEngine()
+			seedPool(f, "desk", baseSpec(1), 0)
+			once := true
+			f.hook = func(a act) {
+				if a.Verb == "cas" && once {
+					once = false
+					if err := f.PatchConfigMapData(context.Background(), ConfigMapName("desk"), tt.key, tt.value); err != nil {
+						t.Error(err)
+					}
+				}
+			}
+			_, err := e.Apply(context.Background(), "desk", Spec{Image: "other", Size: 1})
+			cm := f.cm(ConfigMapName("desk"))
+			if tt.wantErr {
+				if !errors.Is(err, ErrConflict) || !strings.HasPrefix(err.Error(), "update pool desk: the pool definition was changed by someone else meanwhile") {
+					t.Fatalf("Apply = %v", err)
+				}
+				if cm.Data[KeySpec] != tt.value {
+					t.Fatalf("their definition was written over:\n%s", cm.Data[KeySpec])
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Apply = %v", err)
+			}
+			if sp, err := ParseSpec(cm.Data[KeySpec]); err != nil || sp.Image != "other" {
+				t.Fatalf("definition %q, %v", cm.Data[KeySpec], err)
+			}
+		})
+	}
+
+	t.Run("a status written at every try", func(t *testing.T) {
 		e, f := newEngine()
 		seedPool(f, "desk", baseSpec(1), 0)
 		f.fail("cas", kCM, ConfigMapName("desk"), ErrConflict, 0)
@@ -99,8 +141,8 @@ func TestApply(t *testing.T) {
 		if !errors.Is(err, ErrConflict) || !strings.HasPrefix(err.Error(), "update pool desk: ") {
 			t.Fatalf("Apply = %v", err)
 		}
-		if len(f.writes()) != 1 {
-			t.Fatalf("writes %v", f.writes())
+		if len(f.writes()) != definitionWriteTries {
+			t.Fatalf("writes %v, want %d tries", f.writes(), definitionWriteTries)
 		}
 	})
 }
