@@ -29,14 +29,15 @@ type ContextSource interface {
 // contextState is a context's state as the header shows it.
 type contextState struct {
 	context string
-	word    string // live, syncing, stale 42s, unreachable, forbidden
+	word    string // live, syncing, stale 42s, unreachable, credentials refused, forbidden
 	level   int
 	err     string // why it is not live (its last error), as the API said it
 }
 
-// stateOf names a context's health at now: forbidden, unreachable (an
-// error and no data yet), stale with the age of its data (an error since
-// its last data), syncing, or live.
+// stateOf names a context's health at now: forbidden, credentials refused
+// (the API server answered 401 since its last data, with that data's age
+// when there is some), unreachable (an error and no data yet), stale with
+// the age of its data (an error since its last data), syncing, or live.
 func stateOf(h engine.ContextHealth, now time.Time) contextState {
 	s := contextState{context: h.Context}
 	switch {
@@ -48,6 +49,13 @@ func stateOf(h engine.ContextHealth, now time.Time) contextState {
 	switch {
 	case h.Forbidden != nil:
 		s.word, s.level = render.GlyphBad+" forbidden", levelError
+	case !h.ErrAt.IsZero() && !h.ErrAt.Before(h.LastSync) && credentialsRefused(h.Err):
+		// The kubeconfig's token or certificate is expired, revoked or not
+		// yet rotated in: no retry mends it, unlike a network error.
+		s.word, s.level = render.GlyphBad+" credentials refused", levelError
+		if !h.LastSync.IsZero() {
+			s.word += ", stale " + render.Duration(now.Sub(h.LastSync))
+		}
 	case !h.ErrAt.IsZero() && !h.ErrAt.Before(h.LastSync) && h.LastSync.IsZero():
 		s.word, s.level = render.GlyphBad+" unreachable", levelError
 	case !h.ErrAt.IsZero() && !h.ErrAt.Before(h.LastSync):

@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"reflect"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/ctpool-tui/ctpool-tui/engine"
 	"github.com/ctpool-tui/ctpool-tui/internal/fixture"
+	"github.com/ctpool-tui/ctpool-tui/kube"
 	"github.com/ctpool-tui/ctpool-tui/themes"
 )
 
@@ -123,6 +125,19 @@ func TestClusterStates(t *testing.T) {
 	for i, h := range hs {
 		if got := stateOf(h, t0).word; got != want[i] {
 			t.Errorf("%s: %q, want %q", h.Context, got, want[i])
+		}
+	}
+	// A 401 is said as such, with the data's age when there is data.
+	refused := &kube.CredentialsError{Err: errors.New("Unauthorized")}
+	for _, tt := range []struct {
+		h    engine.ContextHealth
+		want string
+	}{
+		{engine.ContextHealth{Context: "wall", ErrAt: t0.Add(-time.Second), Err: refused}, "✗ credentials refused"},
+		{engine.ContextHealth{Context: "wall", Synced: true, LastSync: t0.Add(-90 * time.Second), ErrAt: t0.Add(-time.Second), Err: fmt.Errorf("watch pods: %w", refused)}, "✗ credentials refused, stale 1m"},
+	} {
+		if got := stateOf(tt.h, t0); got.word != tt.want || got.level != levelError {
+			t.Errorf("%v: %q (level %d), want %q", tt.h.Err, got.word, got.level, tt.want)
 		}
 	}
 	// Back: an error before the last data is history.
