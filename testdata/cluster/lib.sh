@@ -19,17 +19,24 @@ STATE_DIR="${CTPOOL_CLUSTER_DIR:-/tmp/ctpool-tui-cluster}"
 # dir, and kubetest's StartPlane, run the same binaries without the variable.
 K8S_VERSIONS=(v1.34.4 v1.35.4 v1.36.3 v1.37.2)
 K8S_DEFAULT_VERSION="${K8S_VERSIONS[-1]}"
-if [[ -z "${K8S_VERSION:-}" && -s "$STATE_DIR/k8s-version" ]]; then
-	K8S_VERSION="$(<"$STATE_DIR/k8s-version")"
+# The version of the plane in STATE_DIR, if any: a state dir from before
+# k8s-version was kept (port-offset alone) holds the default version.
+STATE_K8S_VERSION=""
+if [[ -s "$STATE_DIR/k8s-version" ]]; then
+	STATE_K8S_VERSION="$(<"$STATE_DIR/k8s-version")"
+elif [[ -s "$STATE_DIR/port-offset" ]]; then
+	STATE_K8S_VERSION="$K8S_DEFAULT_VERSION"
 fi
-K8S_VERSION="${K8S_VERSION:-$K8S_DEFAULT_VERSION}"
+K8S_VERSION="${K8S_VERSION:-${STATE_K8S_VERSION:-$K8S_DEFAULT_VERSION}}"
 if [[ " ${K8S_VERSIONS[*]} " != *" $K8S_VERSION "* ]]; then
 	printf 'cluster: error: K8S_VERSION=%s is not one the plane builds: %s\n' "$K8S_VERSION" "${K8S_VERSIONS[*]}" >&2
 	exit 1
 fi
-if [[ -s "$STATE_DIR/k8s-version" && "$(<"$STATE_DIR/k8s-version")" != "$K8S_VERSION" ]]; then
-	printf 'cluster: error: the plane in %s runs Kubernetes %s, not K8S_VERSION=%s; use another CTPOOL_CLUSTER_DIR or down it first\n' \
-		"$STATE_DIR" "$(<"$STATE_DIR/k8s-version")" "$K8S_VERSION" >&2
+# A K8S_VERSION other than the state dir's is refused by every script, down
+# too: it names another plane than the one in STATE_DIR.
+if [[ -n "$STATE_K8S_VERSION" && "$STATE_K8S_VERSION" != "$K8S_VERSION" ]]; then
+	printf 'cluster: error: the plane in %s runs Kubernetes %s, not K8S_VERSION=%s; set CTPOOL_CLUSTER_DIR to the plane meant\n' \
+		"$STATE_DIR" "$STATE_K8S_VERSION" "$K8S_VERSION" >&2
 	exit 1
 fi
 K8S_MINOR="${K8S_VERSION#v1.}"
