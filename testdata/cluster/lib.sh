@@ -32,13 +32,14 @@ if [[ " ${K8S_VERSIONS[*]} " != *" $K8S_VERSION "* ]]; then
 	printf 'cluster: error: K8S_VERSION=%s is not one the plane builds: %s\n' "$K8S_VERSION" "${K8S_VERSIONS[*]}" >&2
 	exit 1
 fi
-# A K8S_VERSION other than the state dir's is refused by every script, down
-# too: it names another plane than the one in STATE_DIR.
-if [[ -n "$STATE_K8S_VERSION" && "$STATE_K8S_VERSION" != "$K8S_VERSION" ]]; then
-	printf 'cluster: error: the plane in %s runs Kubernetes %s, not K8S_VERSION=%s; set CTPOOL_CLUSTER_DIR to the plane meant\n' \
-		"$STATE_DIR" "$STATE_K8S_VERSION" "$K8S_VERSION" >&2
-	exit 1
-fi
+# require_state_version: a K8S_VERSION other than the state dir's names
+# another plane than the one in STATE_DIR; up, down and with-cluster refuse
+# it (build, which reads no state dir, does not).
+require_state_version() {
+	if [[ -n "$STATE_K8S_VERSION" && "$STATE_K8S_VERSION" != "$K8S_VERSION" ]]; then
+		die "the plane in $STATE_DIR runs Kubernetes $STATE_K8S_VERSION, not K8S_VERSION=$K8S_VERSION; set CTPOOL_CLUSTER_DIR to the plane meant"
+	fi
+}
 K8S_MINOR="${K8S_VERSION#v1.}"
 K8S_MINOR="${K8S_MINOR%%.*}"
 if [[ "$K8S_VERSION" == "$K8S_DEFAULT_VERSION" ]]; then
