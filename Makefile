@@ -127,10 +127,31 @@ test-nodemo: ## the container image's build (-tags nodemo, no simulator): --demo
 
 .PHONY: test-in-cluster
 test-in-cluster: ## unit + integration tests (the alert rules' promtool tests too; the reconciler's image, make image, on the real node), the binary in a terminal (e2e), then the outage tests alone (they stop the API server); needs a plane
-	$(MAKE) --no-print-directory image
-	pt="$$(hack/tools/promtool/build)" && CTPOOL_PROMTOOL="$$pt" CTPOOL_IMAGE_ARCHIVE='$(abspath $(IMAGE_ARCHIVE))' $(GO) test -race -count=1 -timeout 40m -p 1 -tags integration $(PKGS)
+	$(MAKE) --no-print-directory test-suite-in-cluster
 	$(GO) test -race -count=1 -timeout 5m -tags e2e ./e2e/
 	$(GO) test -race -count=1 -timeout 15m -p 1 -tags 'integration outage' -run Outage $(PKGS)
+
+.PHONY: test-suite-in-cluster
+test-suite-in-cluster: ## unit + integration tests alone (test-in-cluster's first part); needs a plane
+	$(MAKE) --no-print-directory image
+	pt="$$(hack/tools/promtool/build)" && CTPOOL_PROMTOOL="$$pt" CTPOOL_IMAGE_ARCHIVE='$(abspath $(IMAGE_ARCHIVE))' $(GO) test $(SUITE_RACE) -count=1 -timeout 40m -p 1 -tags integration $(PKGS)
+
+SUITE_RACE ?= -race
+# The Kubernetes versions test-versions runs the suite against: the oldest
+# and the newest of the supported range (testdata/cluster/lib.sh, K8S_VERSIONS).
+K8S_VERSIONS ?= v1.34.4 v1.37.2
+# Where their planes run: a state dir per version, ports beside a default plane's.
+VERSIONS_DIR ?= /tmp/ctpool-tui-k8s
+VERSIONS_PORT_OFFSET ?= 1000
+
+.PHONY: test-versions
+test-versions: ## the integration suite against each of K8S_VERSIONS (default the oldest and the newest supported), each on a plane of its own (VERSIONS_DIR-VERSION), then down; not part of make test
+	@set -e; for v in $(K8S_VERSIONS); do \
+		echo "== Kubernetes $$v"; start=$$(date +%s); \
+		K8S_VERSION=$$v CTPOOL_CLUSTER_DIR='$(VERSIONS_DIR)'-$$v CTPOOL_CLUSTER_PORT_OFFSET=$(VERSIONS_PORT_OFFSET) \
+			$(CLUSTER)/with-cluster $(MAKE) --no-print-directory test-suite-in-cluster; \
+		echo "== Kubernetes $$v: passed in $$(( $$(date +%s) - start ))s"; \
+	done
 
 .PHONY: test-unit
 test-unit: ## unit and golden tests only (no control plane)

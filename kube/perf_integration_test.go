@@ -765,7 +765,7 @@ func measureOnce(t testing.TB, env *kubetest.Env, reps int) onceFigures {
 	if out, err := exec.Command("go", "build", "-o", bin, "github.com/ctpool-tui/ctpool-tui/cmd/ctpool-tui").CombinedOutput(); err != nil {
 		t.Fatalf("build ctpool-tui: %v\n%s", err, out)
 	}
-	kubectl := bundledKubectl(t)
+	kubectl := bundledKubectl(t, env.Dir)
 	cacheDir := t.TempDir()
 	once := exec.Command(bin, "--once", "--kubeconfig", kubeconfig, "-n", env.Namespace)
 	get := exec.Command(kubectl, "--kubeconfig", kubeconfig, "--cache-dir", cacheDir, "-n", env.Namespace,
@@ -793,14 +793,9 @@ func measureOnce(t testing.TB, env *kubetest.Env, reps int) onceFigures {
 	return f
 }
 
-func bundledKubectl(t testing.TB) string {
+func bundledKubectl(t testing.TB, dir string) string {
 	t.Helper()
-	cacheDir := os.Getenv("CTPOOL_CLUSTER_CACHE")
-	if cacheDir == "" {
-		home, _ := os.UserHomeDir()
-		cacheDir = filepath.Join(home, ".cache", "ctpool-tui", "cluster")
-	}
-	kubectl := filepath.Join(cacheDir, "k8s-v1.37.2-kwok-v0.8.0", "bin", "kubectl")
+	kubectl := filepath.Join(kubetest.BinDir(dir), "kubectl")
 	if _, err := os.Stat(kubectl); err != nil {
 		t.Fatalf("no bundled kubectl: %v", err)
 	}

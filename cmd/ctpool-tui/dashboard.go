@@ -30,6 +30,16 @@ type connection struct {
 	readOnly  *kube.ReadOnlyGuard
 	demo      bool
 	cfg       *rest.Config // nil for the demo
+	// warning is the API server's version when newer than ctpool-tui
+	// is tested against ("" when not); the caller shows it.
+	warning string
+}
+
+// warn prints the connection's warning, if any, on stderr.
+func (c *connection) warn(e *env) {
+	if c.warning != "" {
+		fmt.Fprintln(e.stderr, "warning: "+oneLine(c.warning))
+	}
 }
 
 // connect builds the client: the simulated cluster with --demo, otherwise the
@@ -65,6 +75,11 @@ func (e *env) connect(ctx context.Context, df dashFlags, readOnly bool) (*connec
 		cfg, c.readOnly = kube.ReadOnly(cfg)
 	}
 	if c.client, err = kubernetes.NewForConfig(cfg); err != nil {
+		return nil, err
+	}
+	// An API server older than the range is refused here, before any
+	// informer starts: a clear error, never a blank dashboard.
+	if c.warning, err = e.checkServer(ctx, c.client); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -113,6 +128,7 @@ func runDashboard(ctx context.Context, e *env, df dashFlags, stdin io.Reader) er
 	if err != nil {
 		return opErr(err)
 	}
+	conn.warn(e)
 	if conn.scope.fleet {
 		if err := checkFleet(ctx, conn); err != nil {
 			return opErr(err)
@@ -342,6 +358,7 @@ func runOnce(ctx context.Context, e *env, df dashFlags) error {
 	if err != nil {
 		return opErr(err)
 	}
+	conn.warn(e)
 	timeout := onceTimeout(e)
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()

@@ -171,12 +171,7 @@ func TestIntegrationReconcileProtectsABrokersClaim(t *testing.T) {
 // fetched), or the test is skipped without it.
 func planeKubectl(t *testing.T, env *kubetest.Env) func(ctx context.Context, args ...string) *exec.Cmd {
 	t.Helper()
-	cacheDir := os.Getenv("CTPOOL_CLUSTER_CACHE")
-	if cacheDir == "" {
-		home, _ := os.UserHomeDir()
-		cacheDir = filepath.Join(home, ".cache", "ctpool-tui", "cluster")
-	}
-	kubectl := filepath.Join(cacheDir, "k8s-v1.37.2-kwok-v0.8.0", "bin", "kubectl")
+	kubectl := filepath.Join(kubetest.BinDir(env.Dir), "kubectl")
 	if _, err := os.Stat(kubectl); err != nil {
 		t.Skipf("no plane kubectl at %s", kubectl)
 	}

@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"time"
 
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -63,7 +65,29 @@ func (e *env) clientFor() (kubernetes.Interface, *rest.Config, string, error) {
 	if err != nil {
 		return nil, nil, "", err
 	}
+	warning, err := e.checkServer(context.Background(), cs)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	if warning != "" {
+		fmt.Fprintln(e.stderr, "warning: "+oneLine(warning))
+	}
 	return cs, cfg, ns, nil
+}
+
+// versionCheckTimeout bounds the question for the API server's version: a
+// server that does not answer in time gets no verdict, and the command's
+// own requests report what is wrong.
+const versionCheckTimeout = 5 * time.Second
+
+// checkServer asks the API server for its version once: one older than
+// ctpool-tui supports is an error (kube.ServerVersionError), one newer a
+// warning, returned for the caller to show on stderr (a fleet of contexts
+// shows none: its dashboard owns the terminal).
+func (e *env) checkServer(ctx context.Context, cs kubernetes.Interface) (string, error) {
+	vctx, cancel := context.WithTimeout(ctx, versionCheckTimeout)
+	defer cancel()
+	return kube.CheckServerVersion(vctx, discovery.ToServerVersionInterfaceWithContext(cs.Discovery()))
 }
 
 // auditor records audit Events in ns as the caller, whom it asks the API

@@ -102,12 +102,7 @@ func TestIntegrationManifestsServerDryRun(t *testing.T) {
 		t.Fatalf("-A: server-side dry run: %v", err)
 	}
 	// The bundled kubectl too, when the plane's binaries are at hand.
-	cacheDir := os.Getenv("CTPOOL_CLUSTER_CACHE")
-	if cacheDir == "" {
-		home, _ := os.UserHomeDir()
-		cacheDir = filepath.Join(home, ".cache", "ctpool-tui", "cluster")
-	}
-	kubectl := filepath.Join(cacheDir, "k8s-v1.37.2-kwok-v0.8.0", "bin", "kubectl")
+	kubectl := filepath.Join(kubetest.BinDir(env.Dir), "kubectl")
 	if _, err := os.Stat(kubectl); err != nil {
 		t.Logf("no bundled kubectl at %s: only the typed dry run ran", kubectl)
 		return

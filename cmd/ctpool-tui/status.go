@@ -62,6 +62,13 @@ diagnosis its reason and fix.
 			if err != nil {
 				return opErr(err)
 			}
+			warning, err := e.checkServer(cmd.Context(), cs)
+			if err != nil {
+				return opErr(err)
+			}
+			if warning != "" {
+				fmt.Fprintln(e.stderr, "warning: "+oneLine(warning))
+			}
 			var snaps []engine.Snapshot
 			if sc.fleet {
 				snaps, err = fleetPool(cmd.Context(), cs, sc, pool)

@@ -290,3 +290,28 @@ func (e *Env) runScript(t testing.TB, name string, args ...string) {
 		t.Fatalf("kubetest: %s %s: %v\n%s", name, strings.Join(args, " "), err, out)
 	}
 }
+
+// DefaultK8sVersion is the Kubernetes release of a plane whose state dir
+// names none (testdata/cluster/lib.sh's default).
+const DefaultK8sVersion = "v1.37.2"
+
+// BinDir is the directory of the binaries the plane in dir runs, as
+// testdata/cluster/lib.sh names it: the cache (CTPOOL_CLUSTER_CACHE, else
+// $XDG_CACHE_HOME or ~/.cache, then ctpool-tui/cluster) and the Kubernetes release the state dir
+// keeps (k8s-version).
+func BinDir(dir string) string {
+	cache := os.Getenv("CTPOOL_CLUSTER_CACHE")
+	if cache == "" {
+		base := os.Getenv("XDG_CACHE_HOME")
+		if base == "" {
+			home, _ := os.UserHomeDir()
+			base = filepath.Join(home, ".cache")
+		}
+		cache = filepath.Join(base, "ctpool-tui", "cluster")
+	}
+	version := DefaultK8sVersion
+	if b, err := os.ReadFile(filepath.Join(dir, "k8s-version")); err == nil && strings.TrimSpace(string(b)) != "" {
+		version = strings.TrimSpace(string(b))
+	}
+	return filepath.Join(cache, "k8s-"+version+"-kwok-v0.8.0", "bin")
+}

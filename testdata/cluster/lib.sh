@@ -6,8 +6,47 @@
 CLUSTER_SRC="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 TOOLS_DIR="$CLUSTER_SRC/tools"
 
-K8S_VERSION="v1.37.2"
 KWOK_VERSION="v0.8.0"
+STATE_DIR="${CTPOOL_CLUSTER_DIR:-/tmp/ctpool-tui-cluster}"
+
+# The Kubernetes versions the plane builds, oldest first: the range ctpool-tui
+# supports (README.md, "Kubernetes versions"). The default is the newest, built
+# from tools/go.mod; each other one from its own pinned module,
+# tools/k8s-v1.MINOR (k8s.io/kubernetes and its staging modules at that
+# release). etcd, kwok and the helper only talk to the API server and are
+# built from tools/ whatever the version. K8S_VERSION picks one; up keeps it in
+# the state dir (k8s-version), so later up, down and with-cluster runs on that
+# dir, and kubetest's StartPlane, run the same binaries without the variable.
+K8S_VERSIONS=(v1.34.4 v1.35.4 v1.36.3 v1.37.2)
+K8S_DEFAULT_VERSION="${K8S_VERSIONS[-1]}"
+# The version of the plane in STATE_DIR, if any: a state dir from before
+# k8s-version was kept (port-offset alone) holds the default version.
+STATE_K8S_VERSION=""
+if [[ -s "$STATE_DIR/k8s-version" ]]; then
+	STATE_K8S_VERSION="$(<"$STATE_DIR/k8s-version")"
+elif [[ -s "$STATE_DIR/port-offset" ]]; then
+	STATE_K8S_VERSION="$K8S_DEFAULT_VERSION"
+fi
+K8S_VERSION="${K8S_VERSION:-${STATE_K8S_VERSION:-$K8S_DEFAULT_VERSION}}"
+if [[ " ${K8S_VERSIONS[*]} " != *" $K8S_VERSION "* ]]; then
+	printf 'cluster: error: K8S_VERSION=%s is not one the plane builds: %s\n' "$K8S_VERSION" "${K8S_VERSIONS[*]}" >&2
+	exit 1
+fi
+# require_state_version: a K8S_VERSION other than the state dir's names
+# another plane than the one in STATE_DIR; up, down and with-cluster refuse
+# it (build, which reads no state dir, does not).
+require_state_version() {
+	if [[ -n "$STATE_K8S_VERSION" && "$STATE_K8S_VERSION" != "$K8S_VERSION" ]]; then
+		die "the plane in $STATE_DIR runs Kubernetes $STATE_K8S_VERSION, not K8S_VERSION=$K8S_VERSION; set CTPOOL_CLUSTER_DIR to the plane meant"
+	fi
+}
+K8S_MINOR="${K8S_VERSION#v1.}"
+K8S_MINOR="${K8S_MINOR%%.*}"
+if [[ "$K8S_VERSION" == "$K8S_DEFAULT_VERSION" ]]; then
+	K8S_TOOLS_DIR="$TOOLS_DIR"
+else
+	K8S_TOOLS_DIR="$TOOLS_DIR/k8s-v1.$K8S_MINOR"
+fi
 
 CACHE_ROOT="${CTPOOL_CLUSTER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ctpool-tui/cluster}"
 BIN_DIR="$CACHE_ROOT/k8s-$K8S_VERSION-kwok-$KWOK_VERSION/bin"
@@ -20,7 +59,6 @@ IMAGE_DIR="$CACHE_ROOT/images"
 # as a library in a program of the plane's own.
 NETPOL_VERSION="v0.8.0"
 NETPOL_BIN_DIR="$CACHE_ROOT/kube-network-policies-$NETPOL_VERSION/bin"
-STATE_DIR="${CTPOOL_CLUSTER_DIR:-/tmp/ctpool-tui-cluster}"
 
 # Loopback only, away from the default ports of a real cluster on the same host.
 # CTPOOL_CLUSTER_PORT_OFFSET (default 0) is added to every port, so a second
