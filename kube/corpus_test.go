@@ -135,23 +135,9 @@ func TestCorpusOfEarlierReleases(t *testing.T) {
 			// reconcile until converged; no claimed desktop changes.
 			eng := &engine.Engine{Cluster: NewCluster(client, ns), Namespace: ns, Now: time.Now}
 			before := desktops(t, ctx, client, ns, held)
-			rounds := 0
-			for ; rounds < 8; rounds++ {
-				done := 0
-				for _, p := range r.Pools() {
-					res, err := eng.Reconcile(ctx, p)
-					if err != nil {
-						t.Fatalf("reconcile %s (round %d): %v", p, rounds+1, err)
-					}
-					done += res.Done()
-				}
-				if done == 0 {
-					break
-				}
-				kubeletReady(t, ctx, client, ns)
-			}
-			if rounds == 8 {
-				t.Fatalf("%v not converged after 8 reconciles", r.Pools())
+			rounds, err := r.Converge(ctx, eng, 8, func() { kubeletReady(t, ctx, client, ns) })
+			if err != nil {
+				t.Fatal(err)
 			}
 			if after := desktops(t, ctx, client, ns, held); !reflect.DeepEqual(before, after) {
 				t.Errorf("a claimed desktop changed:\nbefore %+v\nafter  %+v", before, after)
@@ -173,7 +159,7 @@ func TestCorpusOfEarlierReleases(t *testing.T) {
 					t.Fatal(err)
 				}
 				if pvc.Annotations[engine.AnnotationSource] == "" {
-					t.Errorf("%s's PVC records no source after %d reconciles", m, rounds+1)
+					t.Errorf("%s's PVC records no source after %d rounds of reconciles", m, rounds)
 				}
 			}
 
@@ -206,7 +192,7 @@ func TestCorpusOfEarlierReleases(t *testing.T) {
 					t.Errorf("%s: %d claimed after every claim was released", v.Name, v.Status.Claimed)
 				}
 			}
-			t.Logf("%s (%.12s): pools %v, claims %d, converged in %d reconciles", r.Name, r.Commit, r.Pools(), len(held), rounds+1)
+			t.Logf("%s (%.12s): pools %v, claims %d, converged in %d rounds of reconciles", r.Name, r.Commit, r.Pools(), len(held), rounds)
 		})
 	}
 }

@@ -107,24 +107,9 @@ func TestIntegrationCorpusOfEarlierReleases(t *testing.T) {
 			}
 			before := desktops()
 			eng := pooltest.Engine(env)
-			rounds := 0
-			for ; rounds < 10; rounds++ {
-				done := 0
-				for _, p := range r.Pools() {
-					res, err := eng.Reconcile(ctx, p)
-					if err != nil {
-						t.Fatalf("reconcile %s (round %d): %v", p, rounds+1, err)
-					}
-					done += res.Done()
-				}
-				if done == 0 {
-					break
-				}
-				env.WaitFor(t, 60*time.Second, "the members Ready", allReady)
-			}
-			env.WaitFor(t, 60*time.Second, "the members Ready", allReady)
-			if rounds == 10 {
-				t.Fatalf("%v not converged after 10 reconciles", r.Pools())
+			rounds, err := r.Converge(ctx, eng, 10, func() { env.WaitFor(t, 60*time.Second, "the members Ready", allReady) })
+			if err != nil {
+				t.Fatal(err)
 			}
 			if after := desktops(); !maps.Equal(before, after) {
 				t.Errorf("a claimed desktop was replaced:\nbefore %v\nafter  %v", before, after)
@@ -210,7 +195,7 @@ func TestIntegrationCorpusOfEarlierReleases(t *testing.T) {
 			if p, err := env.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{}); err == nil {
 				pods = *p
 			}
-			t.Logf("%s (%.12s): pools %v, %d claims of the release kept and released, converged in %d reconciles, %d Pods", r.Name, r.Commit, r.Pools(), len(held), rounds+1, len(pods.Items))
+			t.Logf("%s (%.12s): pools %v, %d claims of the release kept and released, converged in %d rounds of reconciles, %d Pods", r.Name, r.Commit, r.Pools(), len(held), rounds, len(pods.Items))
 		})
 	}
 }

@@ -18,6 +18,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/ctpool-tui/ctpool-tui/engine"
 	"sigs.k8s.io/yaml"
 )
 
@@ -223,4 +225,26 @@ func (r Release) Create(ctx context.Context, client kubernetes.Interface, ns str
 		}
 	}
 	return nil
+}
+
+// Converge reconciles each of the release's pools until a round of
+// reconciles does nothing, at most max rounds, calling between after each
+// round that did something (a node making the new Pods Ready). It returns
+// the rounds run, the last one doing nothing.
+func (r Release) Converge(ctx context.Context, eng *engine.Engine, max int, between func()) (int, error) {
+	for round := 1; round <= max; round++ {
+		done := 0
+		for _, p := range r.Pools() {
+			res, err := eng.Reconcile(ctx, p)
+			if err != nil {
+				return round, fmt.Errorf("reconcile %s (round %d): %w", p, round, err)
+			}
+			done += res.Done()
+		}
+		if done == 0 {
+			return round, nil
+		}
+		between()
+	}
+	return max, fmt.Errorf("%v not converged after %d rounds of reconciles", r.Pools(), max)
 }
