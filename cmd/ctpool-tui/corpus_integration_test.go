@@ -199,3 +199,55 @@ func TestIntegrationCorpusOfEarlierReleases(t *testing.T) {
 		})
 	}
 }
+
+// A pool whose status a newer release wrote (a higher format): reconcile
+// exits 1 with the cause and how to start afresh, prints no summary,
+// changes no member and leaves the status as it is; status and --once show
+// the problem.
+func TestIntegrationStatusOfANewerRelease(t *testing.T) {
+	env := kubetest.Require(t)
+	t.Setenv("KUBECONFIG", filepath.Join(env.Dir, "admin.kubeconfig"))
+	ctx, ns := t.Context(), env.Namespace
+	if code, out, errOut := runCmd(t, "-n", ns, "apply", "desk", "--image", "registry.example/desktop:1", "--size", "2",
+		"--cpu", "10m", "--mem", "32Mi", "--disk", "1Gi"); code != exitOK {
+		t.Fatalf("apply: exit %d\n%s%s", code, out, errOut)
+	}
+	newer := "format: 2\ndesired: 2\nmembers:\n- desk-1 Ready\n"
+	cm, err := env.Client.CoreV1().ConfigMaps(ns).Get(ctx, engine.ConfigMapName("desk"), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm.Data[engine.KeyStatus] = newer
+	cm.Data[engine.KeySpec] = strings.Replace(cm.Data[engine.KeySpec], "desktop:1", "desktop:2", 1)
+	if _, err := env.Client.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pods := func() map[string]string {
+		l, err := env.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]string{}
+		for _, p := range l.Items {
+			out[p.Name] = string(p.UID)
+		}
+		return out
+	}
+	before := pods()
+	code, out, errOut := runCmd(t, "-n", ns, "reconcile", "desk")
+	if code != exitError || out != "" || !strings.Contains(errOut, "format 2 is a newer release's") ||
+		!strings.Contains(errOut, `kubectl patch configmap corral-vdi-ctpool-desk --type json -p '[{"op":"remove","path":"/data/status"}]'`) {
+		t.Fatalf("reconcile: exit %d\nstdout %q\nstderr %s", code, out, errOut)
+	}
+	if after := pods(); !maps.Equal(before, after) || len(after) != 2 {
+		t.Errorf("members changed over a status this release cannot read: %v -> %v", before, after)
+	}
+	cm, err = env.Client.CoreV1().ConfigMaps(ns).Get(ctx, engine.ConfigMapName("desk"), metav1.GetOptions{})
+	if err != nil || cm.Data[engine.KeyStatus] != newer {
+		t.Fatalf("status written over: %q, %v", cm.Data[engine.KeyStatus], err)
+	}
+	code, out, _ = runCmd(t, "-n", ns, "--once")
+	if code != exitAttention || !strings.Contains(out, "format 2 is a newer release's") {
+		t.Errorf("--once: exit %d\n%s", code, out)
+	}
+}

@@ -3,12 +3,16 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ctpool-tui/ctpool-tui/engine"
 )
 
 // runCmd runs the binary's command line in-process.
@@ -161,5 +165,30 @@ func TestDashboardNeedsATerminal(t *testing.T) {
 	code, _, errOut := runCmd(t, "--readonly")
 	if code != exitUsage || !strings.Contains(errOut, "needs a terminal") {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+}
+
+// An operation's error is exit 1, bad input exit 2; a status the release
+// cannot read is the cluster's state, exit 1, though it wraps the status's
+// InvalidError.
+func TestOpErrCodes(t *testing.T) {
+	unreadable := &engine.UnreadableStatusError{Pool: "desk", ConfigMap: "corral-vdi-ctpool-desk",
+		Err: &engine.InvalidError{Field: "status", Reason: "format 2 is a newer release's"}}
+	for _, tt := range []struct {
+		err  error
+		want int
+	}{
+		{errors.New("connection refused"), exitError},
+		{&engine.InvalidError{Field: "size", Value: "-1", Reason: "must not be negative"}, exitUsage},
+		{unreadable, exitError},
+		{fmt.Errorf("pool desk: %w", unreadable), exitError},
+	} {
+		var ce *codeError
+		if !errors.As(opErr(tt.err), &ce) || ce.code != tt.want {
+			t.Errorf("opErr(%v): %v, want exit %d", tt.err, opErr(tt.err), tt.want)
+		}
+	}
+	if opErr(nil) != nil {
+		t.Error("opErr(nil) is not nil")
 	}
 }

@@ -19,10 +19,22 @@ func opErr(err error) error {
 		return nil
 	}
 	var inv *engine.InvalidError
+	if unreadableStatus(err) {
+		// The cluster's state, not the command line's: the InvalidError
+		// it wraps is the status's.
+		return &codeError{code: exitError, err: err}
+	}
 	if errors.As(err, &inv) || errors.Is(err, engine.ErrReservedIdentity) {
 		return &codeError{code: exitUsage, err: err}
 	}
 	return &codeError{code: exitError, err: err}
+}
+
+// unreadableStatus reports whether a reconcile stopped on a status it cannot
+// read: it read nothing of the pool, so it has no summary to print.
+func unreadableStatus(err error) bool {
+	var u *engine.UnreadableStatusError
+	return errors.As(err, &u)
 }
 
 func validatePoolArg(pool string) error {
@@ -131,7 +143,7 @@ directly in /.`,
 			if res.PolicyRemoved {
 				fmt.Fprintf(e.stdout, "NetworkPolicy %s removed: the members are no longer isolated\n", engine.NetworkPolicyName(pool))
 			}
-			if res.Reconciled {
+			if res.Reconciled && !unreadableStatus(err) {
 				printReconcile(e.stdout, res.Reconcile)
 			}
 			return opErr(err)

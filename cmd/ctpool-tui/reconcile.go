@@ -89,7 +89,9 @@ candidate. --metrics-addr serves /metrics (Prometheus), /healthz and /readyz.`,
 				stop := e.showProgress(eng)
 				res, err := eng.Reconcile(cmd.Context(), pool)
 				stop()
-				printReconcile(e.stdout, res)
+				if !unreadableStatus(err) {
+					printReconcile(e.stdout, res)
+				}
 				return opErr(err)
 			}
 			return runController(cmd.Context(), e, f, pool)
@@ -229,8 +231,10 @@ func reconcileAllOnce(ctx context.Context, e *env, allNamespaces bool) error {
 		stop := e.showProgress(eng)
 		res, err := eng.Reconcile(ctx, k.Name)
 		stop()
-		fmt.Fprintf(e.stdout, "%s ", k)
-		printReconcile(e.stdout, res)
+		if !unreadableStatus(err) {
+			fmt.Fprintf(e.stdout, "%s ", k)
+			printReconcile(e.stdout, res)
+		}
 		if err != nil {
 			fmt.Fprintf(e.stderr, "%s: %s\n", k, oneLine(err.Error()))
 			failed = append(failed, k.String())
