@@ -353,6 +353,45 @@ func TestReconcileStartsClaimedMembers(t *testing.T) {
 		})
 	}
 
+	// Above the size (the pool was made smaller while desk-2 was claimed):
+	// the claim still holds, so a lost Pod comes back on the user's data; a
+	// member that lost its data too is not built again above the size.
+	above := []struct {
+		name string
+		seed func(f *fakeCluster)
+		want []string // writes on desk-2
+	}{
+		{"claimed above the size, Pod gone", func(f *fakeCluster) {
+			seedMember(f, 2, spec, StateStopped)
+		}, []string{"create Pod desk-2"}},
+		{"claimed above the size, Pod and PVC gone", func(*fakeCluster) {}, nil},
+	}
+	for _, tt := range above {
+		t.Run(tt.name, func(t *testing.T) {
+			e, f := newEngine()
+			f.add(BuildConfigMap(testNS, "desk", baseSpec(1)))
+			seedMember(f, 1, spec, StateReady)
+			tt.seed(f)
+			f.add(claimAt("desk", "desk-2", "alice", testNow.Add(-time.Minute)))
+			res, err := e.Reconcile(context.Background(), "desk")
+			if err != nil {
+				t.Fatal(err)
+			}
+			assertActs(t, memberWrites(f.writes(), "desk-2"), wantActs(tt.want...))
+			if i := memberAction(res, "desk-2"); tt.want != nil && (i < 0 || res.Actions[i].Step != StepStart || res.Actions[i].Skipped != "" || res.Actions[i].Err != nil) {
+				t.Fatalf("actions %+v", res.Actions)
+			}
+			assertHeldBy(t, f, "desk-2", "alice")
+			f.reset()
+			if _, err := e.Reconcile(context.Background(), "desk"); err != nil {
+				t.Fatal(err)
+			}
+			if w := memberWrites(f.writes(), "desk-2"); len(w) != 0 {
+				t.Fatalf("second reconcile wrote %v", w)
+			}
+		})
+	}
+
 	t.Run("a claimed member whose release did not finish is not started", func(t *testing.T) {
 		e, f := newEngine()
 		f.add(BuildConfigMap(testNS, "desk", spec))

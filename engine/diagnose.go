@@ -116,6 +116,9 @@ func diagnoseLifecycle(m *Member, reconcileErrors []string, h Hints, claimID str
 		if msg := memberError(m.Name, reconcileErrors); msg != "" {
 			return Diagnosis{Reason: "create failed", Evidence: msg, Fix: "see the error; the next reconcile tries again"}, true
 		}
+		if m.Claimed && m.AboveSize {
+			return Diagnosis{Reason: "claimed above the pool's size, and its Pod and data PVC are gone", Fix: "not built again (the pool was made smaller): release it to end the claim"}, true
+		}
 		if m.Claimed {
 			return Diagnosis{Reason: "claimed, but its Pod and data PVC are gone", Fix: "the next reconcile" + h.reconcile() + " builds it again for its user; the claim is kept"}, true
 		}

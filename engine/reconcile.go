@@ -370,7 +370,12 @@ func memberWork(m *Member) work {
 	switch {
 	case m.Claimed && !m.AboveSize && m.State == StateMissing:
 		return workClaimedCreate
-	case m.Claimed && !m.AboveSize && m.State == StateStopped && m.PVC.Annotations[AnnotationReleased] == "":
+	case m.Claimed && m.State == StateStopped && m.PVC.Annotations[AnnotationReleased] == "":
+		// Above the size too: a claimed member stays its user's until
+		// released, whatever the size, and a Pod it lost (an eviction, a
+		// deleted Pod, a node gone) comes back on the user's data. (A
+		// claimed member above the size that lost its data as well is not
+		// built again: the pool was made smaller, and its release ends it.)
 		return workClaimedStart
 	case m.AboveSize:
 		if m.Exists() || m.Hold != nil {

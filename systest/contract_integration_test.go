@@ -124,49 +124,74 @@ func TestIntegrationConcurrentClaimsBySameIdentityConverge(t *testing.T) {
 }
 
 // A claimed member whose Pod is deleted is started again by the next
-// reconcile, on the same data PVC, with the claim kept.
+// reconcile, on the same data PVC, with the claim kept: within the size, and
+// above it (the pool made smaller while the member was claimed: the claim
+// holds whatever the size).
 func TestIntegrationClaimedMemberLosesItsPod(t *testing.T) {
-	env := kubetest.Require(t)
-	ctx := context.Background()
-	eng := pooltest.Engine(env)
-	applyReady(t, env, eng, "lost", pooltest.SmallSpec(pooltest.Image, 2))
-	res, err := eng.Claim(ctx, "lost", "alice@example.com")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pvc, err := env.Client.CoreV1().PersistentVolumeClaims(env.Namespace).Get(ctx, engine.PVCName(res.Member), metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := env.Client.CoreV1().Pods(env.Namespace).Delete(ctx, res.Member, metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	env.WaitFor(t, time.Minute, res.Member+" Stopped", func() (bool, error) {
-		v := observe(t, eng, "lost")
-		return v.Member(res.Member).State == engine.StateStopped, nil
-	})
-	rr, err := eng.Reconcile(ctx, "lost")
-	if err != nil {
-		t.Fatal(err)
-	}
-	started := false
-	for _, a := range rr.Actions {
-		started = started || (a.Member == res.Member && a.Step == engine.StepStart && a.Skipped == "" && a.Err == nil)
-	}
-	if !started {
-		t.Fatalf("reconcile did not start %s: %+v", res.Member, rr.Actions)
-	}
-	env.WaitFor(t, 90*time.Second, res.Member+" Ready again", func() (bool, error) {
-		v := observe(t, eng, "lost")
-		return v.Member(res.Member).State == engine.StateReady, nil
-	})
-	v := observe(t, eng, "lost")
-	m := v.Member(res.Member)
-	if m.Holder() != "alice@example.com" {
-		t.Fatalf("claim after the restart: %q", m.Holder())
-	}
-	if m.PVC.UID != pvc.UID {
-		t.Fatal("the user's data PVC was replaced")
+	for _, tt := range []struct {
+		name, pool string
+		size       int // the pool's size once claimed
+	}{
+		{"within the size", "lost", 2},
+		{"above the size", "lostabove", 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			env := kubetest.Require(t)
+			ctx := context.Background()
+			eng := pooltest.Engine(env)
+			applyReady(t, env, eng, tt.pool, pooltest.SmallSpec(pooltest.Image, 2))
+			var res engine.ClaimResult
+			for _, who := range []string{"alice@example.com", "bob@example.com"} {
+				r, err := eng.Claim(ctx, tt.pool, who)
+				if err != nil {
+					t.Fatal(err)
+				}
+				res = r // the last: the highest member
+			}
+			if tt.size != 2 {
+				if _, err := eng.Resize(ctx, tt.pool, tt.size); err != nil {
+					t.Fatal(err)
+				}
+				v := observe(t, eng, tt.pool)
+				if m := v.Member(res.Member); m == nil || !m.AboveSize {
+					t.Fatalf("%s is not above the size after the resize: %+v", res.Member, m)
+				}
+			}
+			pvc, err := env.Client.CoreV1().PersistentVolumeClaims(env.Namespace).Get(ctx, engine.PVCName(res.Member), metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := env.Client.CoreV1().Pods(env.Namespace).Delete(ctx, res.Member, metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			env.WaitFor(t, time.Minute, res.Member+" Stopped", func() (bool, error) {
+				v := observe(t, eng, tt.pool)
+				return v.Member(res.Member).State == engine.StateStopped, nil
+			})
+			rr, err := eng.Reconcile(ctx, tt.pool)
+			if err != nil {
+				t.Fatal(err)
+			}
+			started := false
+			for _, a := range rr.Actions {
+				started = started || (a.Member == res.Member && a.Step == engine.StepStart && a.Skipped == "" && a.Err == nil)
+			}
+			if !started {
+				t.Fatalf("reconcile did not start %s: %+v", res.Member, rr.Actions)
+			}
+			env.WaitFor(t, 90*time.Second, res.Member+" Ready again", func() (bool, error) {
+				v := observe(t, eng, tt.pool)
+				return v.Member(res.Member).State == engine.StateReady, nil
+			})
+			v := observe(t, eng, tt.pool)
+			m := v.Member(res.Member)
+			if m.Holder() != "bob@example.com" {
+				t.Fatalf("claim after the restart: %q", m.Holder())
+			}
+			if m.PVC.UID != pvc.UID {
+				t.Fatal("the user's data PVC was replaced")
+			}
+		})
 	}
 }
 
