@@ -144,6 +144,7 @@ func TestIntegrationSoak(t *testing.T) {
 	// compare polls until the cluster is settled and the dashboard shows
 	// exactly what a fresh read of the cluster shows.
 	var lost []string // members on a Lost PVC when compare last read the cluster
+	var traffic *soakTraffic
 	compare := func(what string) (time.Duration, map[string][]memberRow) {
 		t.Helper()
 		start := time.Now()
@@ -181,6 +182,10 @@ func TestIntegrationSoak(t *testing.T) {
 			return true, nil
 		})
 		if err != nil {
+			if traffic != nil {
+				t.Logf("operations: %s; failures: %s", traffic.summary(), traffic.errSample())
+			}
+			t.Logf("the reconciler's warnings and errors:\n%s", recLog.String())
 			t.Fatalf("waiting for %s: %v; last: %s", what, err, last)
 		}
 		return time.Since(start), cluster
@@ -204,7 +209,7 @@ func TestIntegrationSoak(t *testing.T) {
 	dashLogged, recLogged := dashWatches.logged(), recWatches.logged()
 	t.Logf("warm-up %s; soaking %s at up to %d operations/s over %d pools", time.Since(setupStart).Round(time.Second), soak, soakRate, soakPools)
 
-	traffic := &soakTraffic{env: env, eng: eng, pools: pools, ok: map[string]int{}, fails: map[string]int{}}
+	traffic = &soakTraffic{env: env, eng: eng, pools: pools, ok: map[string]int{}, fails: map[string]int{}}
 	tctx, stopTraffic := context.WithTimeout(ctx, soak)
 	traffic.run(tctx, uint64(time.Now().UnixNano()))
 	stopTraffic()

@@ -204,9 +204,9 @@ func settled(views []engine.PoolView) (why string, lost []string) {
 			case m.PVC != nil && m.PVC.Status.Phase == corev1.ClaimLost:
 				lost = append(lost, m.Name)
 			case m.State != engine.StateReady:
-				return fmt.Sprintf("%s is %s", m.Name, m.State), lost
+				return fmt.Sprintf("%s is %s%s", m.Name, m.State, memberDetail(m)), lost
 			case m.InMaintenance():
-				return m.Name + " is in maintenance", lost
+				return m.Name + " is in maintenance" + memberDetail(m), lost
 			case m.AboveSize && !m.Claimed:
 				return m.Name + " is unclaimed above the size", lost
 			}
@@ -216,6 +216,29 @@ func settled(views []engine.PoolView) (why string, lost []string) {
 		}
 	}
 	return "", lost
+}
+
+// memberDetail is what a failed wait says of an unsettled member: its
+// message, its Lease's reading and its problems.
+func memberDetail(m *engine.Member) string {
+	var parts []string
+	if m.Message != "" {
+		parts = append(parts, "message "+strconv.Quote(m.Message))
+	}
+	if c := m.LeaseRead(); c != nil {
+		parts = append(parts, fmt.Sprintf("lease holder %q (maintenance %t, stale %t, since %s)",
+			c.Holder, m.InMaintenance(), c.Stale, c.Since.UTC().Format(time.RFC3339)))
+	}
+	if m.PVC != nil && len(m.PVC.Annotations) > 0 {
+		parts = append(parts, fmt.Sprintf("PVC annotations %v", m.PVC.Annotations))
+	}
+	if len(m.Problems) > 0 {
+		parts = append(parts, "problems "+strings.Join(m.Problems, "; "))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
 }
 
 // pollFor calls cond every 100ms until it returns true or an error, or until
