@@ -59,12 +59,11 @@ func (f *fakeAPI) writes() []string {
 	return out
 }
 
-// The dashboard of several contexts with --readonly builds one read-only
-// client per cluster: a write through any of them is refused before it
-// leaves the process and counted by that cluster's guard alone, and no
-// action, capability question or console is wired.
-func TestContextsReadOnlyPerCluster(t *testing.T) {
-	names := []string{"east", "west"}
+// fakeClusters serves one fakeAPI per name, writes a kubeconfig with a
+// context of each name (namespace vdi) whose current context is current,
+// points KUBECONFIG at it and returns the APIs by name.
+func fakeClusters(t *testing.T, names []string, current string) map[string]*fakeAPI {
+	t.Helper()
 	apis := map[string]*fakeAPI{}
 	kc := clientcmdapi.NewConfig()
 	for _, name := range names {
@@ -76,12 +75,22 @@ func TestContextsReadOnlyPerCluster(t *testing.T) {
 		kc.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: "token-" + name}
 		kc.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name, Namespace: "vdi"}
 	}
-	kc.CurrentContext = names[0]
+	kc.CurrentContext = current
 	path := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := clientcmd.WriteToFile(*kc, path); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("KUBECONFIG", path)
+	return apis
+}
+
+// The dashboard of several contexts with --readonly builds one read-only
+// client per cluster: a write through any of them is refused before it
+// leaves the process and counted by that cluster's guard alone, and no
+// action, capability question or console is wired.
+func TestContextsReadOnlyPerCluster(t *testing.T) {
+	names := []string{"east", "west"}
+	apis := fakeClusters(t, names, names[0])
 	e := &env{opts: kube.NewOptions(), stdout: io.Discard, stderr: io.Discard}
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel() // before the servers close: the watches end with it

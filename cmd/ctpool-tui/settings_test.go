@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,8 +12,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/ctpool-tui/ctpool-tui/kube"
 	"github.com/ctpool-tui/ctpool-tui/tui"
@@ -249,23 +246,7 @@ func TestSettingsOptions(t *testing.T) {
 // context's client and pools are.
 func TestReadOnlyContextFromSettings(t *testing.T) {
 	names := []string{"east", "west"}
-	apis := map[string]*fakeAPI{}
-	kc := clientcmdapi.NewConfig()
-	for _, name := range names {
-		api := &fakeAPI{}
-		srv := httptest.NewServer(api)
-		t.Cleanup(srv.Close)
-		apis[name] = api
-		kc.Clusters[name] = &clientcmdapi.Cluster{Server: srv.URL}
-		kc.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: "token-" + name}
-		kc.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name, Namespace: "vdi"}
-	}
-	kc.CurrentContext = "west"
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, path); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("KUBECONFIG", path)
+	apis := fakeClusters(t, names, "west")
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: "vdi"}}
