@@ -35,36 +35,9 @@ func TestIntegrationOutageDashboard(t *testing.T) {
 		Now: time.Now, Data: watcher, Resolver: &resolver{actions: acts, events: &kube.Events{Client: env.Client}},
 	})
 	m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
-	quit := pump(m, m.Init(), time.Second, 1)
-
-	// step is one second of the program: a tick (its health read runs) and
-	// a data load when the watcher signalled.
-	step := func() {
-		_, cmd := m.Update(tickMsg(time.Now()))
-		quit = pump(m, cmd, 200*time.Millisecond, 0) || quit
-		select {
-		case <-watcher.Changed():
-			load(m, watcher)
-		default:
-		}
-	}
-	until := func(what string, timeout time.Duration, cond func(view string) bool) time.Duration {
-		t.Helper()
-		start := time.Now()
-		for {
-			step()
-			v := m.View()
-			if cond(v) {
-				return time.Since(start)
-			}
-			if time.Since(start) > timeout {
-				t.Fatalf("no %s within %s; screen:\n%s", what, timeout, v)
-			}
-			time.Sleep(500 * time.Millisecond) // the program's pace, not a wait for a condition
-		}
-	}
+	pc := newPaced(m, watcher, 500*time.Millisecond)
 	load(m, watcher)
-	until("live header with the pool", 30*time.Second, func(v string) bool {
+	pc.until(t, "live header with the pool", 30*time.Second, func(v string) bool {
 		return strings.Contains(v, "live · synced") && strings.Contains(v, "out")
 	})
 
@@ -76,7 +49,7 @@ func TestIntegrationOutageDashboard(t *testing.T) {
 			env.StartPlane(t)
 		}
 	}()
-	took := until("disconnected header", 15*time.Second, func(v string) bool {
+	took := pc.until(t, "disconnected header", 15*time.Second, func(v string) bool {
 		return strings.Contains(v, "disconnected · data ") && strings.Contains(v, " old")
 	})
 	t.Logf("disconnected shown %s after the stop returned (%s after it began)", took.Round(time.Millisecond), time.Since(stopping).Round(time.Millisecond))
@@ -103,17 +76,17 @@ func TestIntegrationOutageDashboard(t *testing.T) {
 		t.Fatalf("the status line does not say why:\n%s", v)
 	}
 	for range 3 {
-		step()
+		pc.step()
 	}
 
 	starting := time.Now()
 	env.StartPlane(t)
 	restarted = true
-	took = until("live header after the restart", 20*time.Second, func(v string) bool {
+	took = pc.until(t, "live header after the restart", 20*time.Second, func(v string) bool {
 		return strings.Contains(v, "live · synced")
 	})
 	t.Logf("live again %s after the plane was up (%s after the start began)", took.Round(time.Millisecond), time.Since(starting).Round(time.Millisecond))
-	if quit {
+	if pc.quit {
 		t.Fatal("the model returned tea.Quit")
 	}
 	if n := len(acts.Calls()); n != 0 {

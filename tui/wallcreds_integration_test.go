@@ -227,41 +227,16 @@ func runWallRotation(t *testing.T, env *kubetest.Env, p *credsPlane, path string
 		Now: time.Now, Data: watcher, Resolver: &resolver{events: &kube.Events{Client: client}},
 	})
 	m.Update(tea.WindowSizeMsg{Width: 200, Height: 60})
-	quit := pump(m, m.Init(), time.Second, 1)
-	step := func() {
-		_, cmd := m.Update(tickMsg(time.Now()))
-		quit = pump(m, cmd, 200*time.Millisecond, 0) || quit
-		select {
-		case <-watcher.Changed():
-			load(m, watcher)
-		default:
-		}
-	}
-	until := func(what string, timeout time.Duration, cond func(view string) bool) time.Duration {
-		t.Helper()
-		begin := time.Now()
-		for {
-			step()
-			v := m.View()
-			if cond(v) {
-				return time.Since(begin)
-			}
-			if time.Since(begin) > timeout {
-				at, werr := watcher.LastWatchError()
-				t.Fatalf("no %s within %s (last error %s: %v); screen:\n%s", what, timeout, at, werr, v)
-			}
-			time.Sleep(250 * time.Millisecond) // the program's pace, not a wait for a condition
-		}
-	}
+	pc := newPaced(m, watcher, 250*time.Millisecond)
 	live := func(v string) bool { return strings.Contains(v, "live · data") && !strings.Contains(v, "refused") }
 	load(m, watcher)
-	until("live wall with the pool", 30*time.Second, func(v string) bool { return live(v) && strings.Contains(v, "wall") })
+	pc.until(t, "live wall with the pool", 30*time.Second, func(v string) bool { return live(v) && strings.Contains(v, "wall") })
 
 	for i := 1; i <= 3; i++ {
 		tok := p.rotate()
 		pool := fmt.Sprintf("rot%d", i)
 		seedPool(t, env, pool, "")
-		took := until(pool+" on a live wall with rotated token "+fmt.Sprint(i), 20*time.Second, func(v string) bool {
+		took := pc.until(t, pool+" on a live wall with rotated token "+fmt.Sprint(i), 20*time.Second, func(v string) bool {
 			return live(v) && strings.Contains(v, pool) && acc.accepted(tok)
 		})
 		t.Logf("rotation %d: %s shown live on the new token %s after the rotation", i, pool, took.Round(time.Millisecond))
@@ -273,23 +248,23 @@ func runWallRotation(t *testing.T, env *kubetest.Env, p *credsPlane, path string
 	p.write(bad)
 	p.revoke(p.secret)
 	p.secret = ""
-	took := until("credentials refused", 20*time.Second, func(v string) bool {
+	took := pc.until(t, "credentials refused", 20*time.Second, func(v string) bool {
 		return strings.Contains(v, "credentials refused · data ") && !strings.Contains(v, "live")
 	})
 	t.Logf("credentials refused shown %s after the revocation", took.Round(time.Millisecond))
 	for range 4 { // it stays, whatever the open watches deliver
-		step()
+		pc.step()
 	}
 	if v := m.View(); !strings.Contains(v, "credentials refused") {
 		t.Fatalf("the refusal did not stay:\n%s", v)
 	}
 
 	tok := p.rotate()
-	took = until("live wall after a good token", 20*time.Second, func(v string) bool { return live(v) && acc.accepted(tok) })
+	took = pc.until(t, "live wall after a good token", 20*time.Second, func(v string) bool { return live(v) && acc.accepted(tok) })
 	t.Logf("live again %s after a good token was written", took.Round(time.Millisecond))
 	seedPool(t, env, "recov1", "")
-	until("a change after the recovery", 20*time.Second, func(v string) bool { return live(v) && strings.Contains(v, "recov1") })
-	if quit {
+	pc.until(t, "a change after the recovery", 20*time.Second, func(v string) bool { return live(v) && strings.Contains(v, "recov1") })
+	if pc.quit {
 		t.Fatal("the model returned tea.Quit")
 	}
 	t.Logf("the wall ran %s", time.Since(start).Round(time.Millisecond))
