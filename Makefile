@@ -186,6 +186,12 @@ test-upgrade: ## on the running plane, this reconciler and each earlier release 
 
 CHAOS_OPS ?= 10000
 
+.PHONY: test-days
+test-days: ## a pool's days at random on the in-memory cluster, DAYS_SEEDS histories of each kind of pool (default 2000; make test runs 40): claims, releases, resizes, new images and lost Pods, then the settled pool's rules
+	CTPOOL_DAYS_SEEDS=$(DAYS_SEEDS) $(GO) test -count=1 -timeout 30m -run '^TestDaysOfAPool$$' ./engine/
+
+DAYS_SEEDS ?= 2000
+
 .PHONY: chaos
 chaos: ## the randomized concurrency run with CHAOS_OPS operations (default 10000) on the running plane; prints its counts
 	CI=$${CI:-1} CTPOOL_CHAOS_OPS=$(CHAOS_OPS) $(GO) test -count=1 -timeout 120m -tags integration -run '^TestIntegrationRandomizedConcurrency$$' -v ./systest/
