@@ -18,8 +18,9 @@ import (
 // A pool's days at random, on the in-memory cluster: claims, releases,
 // resizes, new images (one of which never starts: rolled back before the
 // pool settles, and its claimed desktops released), Pods lost (an eviction,
-// a deleted Pod, a node gone),
-// time passing (claims expire) and reconciles in any order, with a kubelet that makes every Pod Ready
+// a deleted Pod, a node gone), data PVCs deleted by hand, reconcilers that
+// stop mid-step, time passing (claims expire) and reconciles in any order,
+// with a kubelet that makes every Pod Ready (or, on the bad image, failing)
 // between them. Once the traffic ends, reconciles settle the pool (until one
 // writes nothing), and then:
 //   - every member 1..size exists and is Ready;
@@ -168,7 +169,7 @@ func (d *days) kubelet() {
 // step runs one random operation, then the kubelet.
 func (d *days) step() {
 	defer d.kubelet()
-	switch n := d.rng.IntN(13); {
+	switch n := d.rng.IntN(15); {
 	case n < 3:
 		who := daysIdentities[d.rng.IntN(len(daysIdentities))]
 		res, err := d.e.Claim(d.ctx, "desk", who)
@@ -222,6 +223,33 @@ func (d *days) step() {
 	case n < 12:
 		_, err := d.e.Reconcile(d.ctx, "desk")
 		d.log = append(d.log, fmt.Sprintf("reconcile: %v", err))
+	case n < 13:
+		// A reconciler stops mid-step: its Lease stays on a member nobody
+		// holds, sometimes with the member's Pod already deleted.
+		m := MemberName("desk", 1+d.rng.IntN(d.size+1))
+		if d.f.lease(LeaseName(m)) != nil {
+			return
+		}
+		d.f.add(newLease(testNS, "desk", m, ReconcilerIdentity, ReconcilerLeaseTTL, d.now))
+		lost := d.rng.IntN(2) == 0 && d.f.pod(m) != nil
+		if lost {
+			d.f.mu.Lock()
+			delete(d.f.pods, m)
+			d.f.notify()
+			d.f.mu.Unlock()
+		}
+		d.log = append(d.log, fmt.Sprintf("a reconciler stopped mid-step on %s (Pod deleted %t)", m, lost))
+	case n < 14:
+		// Someone deletes the data PVC of a member nobody holds.
+		m := MemberName("desk", 1+d.rng.IntN(d.size))
+		if d.held[m] != "" || d.f.pvc(PVCName(m)) == nil {
+			return
+		}
+		d.f.mu.Lock()
+		delete(d.f.pvcs, PVCName(m))
+		d.f.notify()
+		d.f.mu.Unlock()
+		d.log = append(d.log, "PVC deleted by hand: "+PVCName(m))
 	default:
 		// Time passes: claims expire (and stay claims), an elastic
 		// pool's settle time and a reconciler's Lease run out.
@@ -235,6 +263,8 @@ func (d *days) step() {
 // at rest, at most rounds times.
 func (d *days) settle(rounds int) {
 	d.log = append(d.log, "-- settling")
+	// The Leases of reconcilers that stopped mid-step go stale.
+	d.now = d.now.Add(ReconcilerLeaseTTL + time.Minute)
 	// The administrator rolls a bad image back (an apply of a good one),
 	// and the users of desktops that never started release them.
 	if d.image == daysBadImage {
