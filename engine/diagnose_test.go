@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -295,6 +296,43 @@ func TestDiagnose(t *testing.T) {
 			}
 			if !strings.Contains(d.Fix, tc.wantFix) {
 				t.Errorf("fix = %q, want it to contain %q", d.Fix, tc.wantFix)
+			}
+		})
+	}
+}
+
+// A claimed member without its Pod, or without its Pod and data, within
+// the size and above it: the diagnosis says what a reconcile does with it.
+func TestDiagnoseClaimedMemberLost(t *testing.T) {
+	now := time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name       string
+		size       int // the pool's; the member is desk-2
+		pvc        bool
+		wantReason string
+		wantFix    string
+	}{
+		{"Pod gone", 2, true, "stopped: the PVC exists but no Pod", "starts it with its user's data PVC; the claim is kept"},
+		{"Pod gone, above the size", 1, true, "stopped: the PVC exists but no Pod", "starts it with its user's data PVC; the claim is kept"},
+		{"Pod and data gone", 2, false, "claimed, but its Pod and data PVC are gone", "builds it again for its user"},
+		{"Pod and data gone, above the size", 1, false, "claimed above the pool's size, and its Pod and data PVC are gone", "not built again (the pool was made smaller): release it"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := diagSpec(nil)
+			spec.Size = tc.size
+			snap := Snapshot{Namespace: "vdi", Pool: "desk", ConfigMap: BuildConfigMap("vdi", "desk", spec),
+				Leases: []*coordinationv1.Lease{ClaimLease("vdi", "desk", "desk-2", "ann@example.com", now)}}
+			if tc.pvc {
+				snap.PVCs = []*corev1.PersistentVolumeClaim{BuildPVC("vdi", "desk", 2, spec)}
+			}
+			v := Observe(snap, now)
+			m := v.Member("desk-2")
+			if m == nil || !m.Claimed || m.AboveSize != (tc.size < 2) {
+				t.Fatalf("member %+v", m)
+			}
+			d := Diagnose(m, nil, nil, nil)
+			if !strings.Contains(d.Reason, tc.wantReason) || !strings.Contains(d.Fix, tc.wantFix) {
+				t.Errorf("diagnosis %q / %q, want %q / %q", d.Reason, d.Fix, tc.wantReason, tc.wantFix)
 			}
 		})
 	}
