@@ -51,6 +51,11 @@ func explainMember(v *engine.PoolView, mm *engine.Member, now time.Time, hints k
 	case engine.StateTerminating:
 		parts = append(parts, "being deleted")
 	case engine.StateMissing:
+		if mm.Claimed && mm.AboveSize {
+			// A reconcile builds members up to the size only.
+			parts = append(parts, "has no Pod and no PVC; not built again above the pool size: release it to end the claim"+hint(hints.forceRelease))
+			break
+		}
 		parts = append(parts, "has no Pod and no PVC; the next reconcile creates it"+hint(hints.reconcile))
 	case engine.StateStopped:
 		parts = append(parts, "stopped (data PVC kept, no Pod); a claim or the next reconcile starts it")

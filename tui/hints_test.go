@@ -24,6 +24,7 @@ func TestKeyHints(t *testing.T) {
 	failed := engine.Member{Name: "desk-1", State: engine.StateFailed, Message: "boom"}
 	failedClaimed := engine.Member{Name: "desk-2", State: engine.StateFailed, Message: "boom", Claimed: true, Claim: claim}
 	missing := engine.Member{Name: "desk-3", State: engine.StateMissing}
+	missingAbove := engine.Member{Name: "desk-4", State: engine.StateMissing, Claimed: true, Claim: claim, AboveSize: true}
 	cases := []struct {
 		name   string
 		hints  keyHints
@@ -36,6 +37,9 @@ func TestKeyHints(t *testing.T) {
 		{"failed and claimed: force-release alone", hintsFrom(ptr(newKeyMap(false, nil)), true), failedClaimed,
 			"so it stays until released (f force-release)", "", false},
 		{"missing", hintsFrom(ptr(newKeyMap(false, nil)), true), missing, "the next reconcile creates it (r reconcile)", "run reconcile (r)", false},
+		{"missing, claimed, above the size: no rebuild to wait for", hintsFrom(ptr(newKeyMap(false, nil)), true), missingAbove,
+			"not built again above the pool size: release it to end the claim (f force-release)",
+			"not built again (the pool was made smaller): release it to end the claim", false},
 		{"a rebound key", hintsFrom(&rebound, true), missing, "the next reconcile creates it (R reconcile)", "run reconcile (R)", false},
 		{"no actions wired", hintsFrom(ptr(newKeyMap(false, nil)), false), missing, "the next reconcile creates it", "run reconcile", true},
 		{"read-only", hintsFrom(ptr(newKeyMap(true, nil)), true), failedClaimed, "so it stays until released", "", true},
